@@ -1,0 +1,8 @@
+/** A CLI subcommand. Each lives in its own file under cli/commands and only wires library parts together. */
+export interface Command {
+  name: string;
+  summary: string;
+  /** Usage text shown by `harnessrl <name> --help`. */
+  usage: string;
+  run(argv: string[]): Promise<number>;
+}

@@ -1,0 +1,4 @@
+import type { Command } from "../command.js";
+
+/** Every CLI subcommand, in the order `harnessrl --help` lists them. Add one import + one entry per command. */
+export const commands: Command[] = [];

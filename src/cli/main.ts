@@ -1,0 +1,39 @@
+#!/usr/bin/env node
+import { isHarnessRLError, errorMessage } from "../core/errors.js";
+import { commands } from "./commands/index.js";
+
+function help(): string {
+  const width = Math.max(...commands.map((c) => c.name.length), 8);
+  const lines = commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`);
+  return ["harnessrl — RL training of LLM agents through their real harnesses", "", "Usage: harnessrl <command> [options]", "", "Commands:", ...lines, "", "Run `harnessrl <command> --help` for a command's options."].join("\n");
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === "--help" || name === "-h" || name === "help") {
+    console.log(help());
+    return name ? 0 : 1;
+  }
+  const command = commands.find((c) => c.name === name);
+  if (!command) {
+    console.error(`harnessrl: unknown command "${name}"\n\n${help()}`);
+    return 2;
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    console.log(command.usage);
+    return 0;
+  }
+  return command.run(rest);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    // User/config errors are expected: print the message only. Anything else is a bug: print the stack.
+    if (isHarnessRLError(e) && e.fault === "user") console.error(`harnessrl: ${e.message} [${e.code}]`);
+    else console.error(e instanceof Error ? (e.stack ?? e.message) : errorMessage(e));
+    process.exitCode = isHarnessRLError(e) && e.fault === "user" ? 2 : 1;
+  },
+);

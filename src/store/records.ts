@@ -1,0 +1,93 @@
+import type { ChatMessage, ToolSpec } from "../chat/types.js";
+import type { FinishReason, SamplingParams } from "../engine/types.js";
+
+/** Version of the persisted Interface Call Record shape. Bump with a migration when it changes. */
+export const ICR_SCHEMA_VERSION = 1;
+
+export type Protocol = "openai-chat" | "openai-responses" | "anthropic-messages";
+
+/**
+ * Why a call's prompt does not extend an earlier call's prompt + completion token for token.
+ * `none` is never stored: a call without a break has `break: null`.
+ */
+export type BreakKind =
+  | "compaction" // history shrank / was summarised
+  | "edited_history" // an earlier turn's content was changed
+  | "dropped_turns" // earlier turns were removed
+  | "stripped_reasoning" // reasoning of an earlier assistant turn was removed
+  | "reserialized_tool_args" // tool-call arguments came back as different JSON text with the same value
+  | "rewritten_tool_call_ids" // tool-call ids were changed by the harness
+  | "template_not_prefix_stable" // the chat template renders earlier turns differently later (e.g. Qwen3 <think> strip)
+  | "unknown_assistant_turn" // an assistant turn this proxy never produced for the session
+  | "new_root"; // no relation to any earlier call of the session (first call of a sub-agent, side call)
+
+export interface HistoryBreak {
+  kind: BreakKind;
+  /** Human-readable detail: which message index, what differed. */
+  detail: string;
+  /** The call whose history was rewritten, if one was identified. */
+  fromCallId: string | null;
+}
+
+export interface CallTimings {
+  /** Unix ms when the request arrived. */
+  receivedAt: number;
+  engineStartAt: number | null;
+  firstTokenAt: number | null;
+  engineEndAt: number | null;
+  /** When the record was written (before the response completed). */
+  recordedAt: number;
+}
+
+/** Interface Call Record: everything we know about one model call made through the proxy. */
+export interface CallRecord {
+  schemaVersion: number;
+  callId: string;
+  sessionId: string;
+  rolloutId: string | null;
+  harness: string | null;
+  /** Agent role within the harness, e.g. "main", "subagent", "title", when known. */
+  agentRole: string | null;
+  /** Sub-agent instance id within the session, when the harness says it. */
+  agentId: string | null;
+  protocol: Protocol;
+  stream: boolean;
+  status: "ok" | "error";
+  error: { code: string; message: string; fault: string } | null;
+  rawRequest: unknown;
+  /** The response as sent (for streams: the assembled final object). */
+  rawResponse: unknown;
+  messages: ChatMessage[];
+  tools: ToolSpec[];
+  /** The normalised assistant turn returned to the harness (ids assigned). */
+  response: ChatMessage | null;
+  promptTokens: number[];
+  completionTokens: number[];
+  /** Sampling logprob per completion token. */
+  logprobs: number[];
+  policyVersion: number | null;
+  samplingRequested: Record<string, unknown>;
+  samplingUsed: SamplingParams | null;
+  finishReason: FinishReason | null;
+  timings: CallTimings;
+  /** The call whose prompt + completion this call's prompt extends (token-exact), or from which it branched. */
+  parentCallId: string | null;
+  /** Number of leading prompt tokens copied token-exact from the parent's prompt + completion. */
+  reusedPrefixTokens: number;
+  break: HistoryBreak | null;
+  /** A parent call in another session that spawned this session (sub-agents). */
+  spawnedByCallId: string | null;
+}
+
+/** A session = one agent conversation space, bound to the credential the harness uses. */
+export interface SessionInfo {
+  sessionId: string;
+  rolloutId: string | null;
+  harness: string | null;
+  agentRole: string | null;
+  /** The parent session for sub-agents. */
+  parentSessionId: string | null;
+  spawnedByCallId: string | null;
+  createdAt: number;
+  metadata: Record<string, unknown>;
+}

@@ -1,0 +1,27 @@
+import type { CallRecord, SessionInfo } from "./records.js";
+
+export interface CallQuery {
+  sessionId?: string;
+  rolloutId?: string;
+  /** Only calls recorded after this call id's insertion order (for incremental readers). */
+  afterSeq?: number;
+  limit?: number;
+}
+
+/**
+ * Persistent storage of sessions and call records. The SQLite adapter is the embedded default; the interface stays
+ * narrow so a networked store can replace it. `insertCall` must be durable when it returns.
+ */
+export interface Store {
+  readonly kind: string;
+  createSession(session: SessionInfo, credential: string): void;
+  /** Looks a session up by the credential issued for it. */
+  sessionByCredential(credential: string): SessionInfo | null;
+  getSession(sessionId: string): SessionInfo | null;
+  listSessions(filter?: { rolloutId?: string }): SessionInfo[];
+  insertCall(record: CallRecord): void;
+  getCall(callId: string): CallRecord | null;
+  listCalls(query?: CallQuery): CallRecord[];
+  countCalls(query?: { sessionId?: string; rolloutId?: string }): number;
+  close(): void;
+}

@@ -1,0 +1,12 @@
+/** A tokenizer that maps text to the policy's token ids and back. Pure and synchronous: it runs on the proxy's hot path. */
+export interface Tokenizer {
+  /** Identifies the tokenizer kind, e.g. "bytes" or "hf-bpe". */
+  readonly kind: string;
+  readonly vocabSize: number;
+  /** Special tokens (text → id), e.g. `<|im_start|>`. `encode` recognises them in text. */
+  readonly specialTokens: ReadonlyMap<string, number>;
+  /** Token ids that end an assistant turn (e.g. `<|im_end|>`, `<|endoftext|>`). */
+  readonly stopTokenIds: readonly number[];
+  encode(text: string): number[];
+  decode(ids: readonly number[]): string;
+}
