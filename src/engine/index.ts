@@ -1,0 +1,2 @@
+// Importing this module registers every built-in engine adapter. Add one side-effect import per adapter.
+export { createEngine, listEngines, registerEngine } from "./registry.js";
