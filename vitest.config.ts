@@ -6,6 +6,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: "forks",
+    globalSetup: ["test/setup/build.ts"],
     // Two cores: the suite is mostly I/O-bound servers and sandboxes, two workers keep it honest.
     maxWorkers: 2,
     reporters: process.env.CI ? ["default"] : ["default"],

@@ -1,0 +1,15 @@
+import { spawnSync } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/**
+ * Compiles src/ to dist/ once before the suite: tests that spawn real processes (the CLI, sandboxed harnesses,
+ * bridges) run the compiled JavaScript, exactly as users do. Type errors are reported by the type-check step of
+ * `npm test`; here we only need the emitted files.
+ */
+export default function setup(): void {
+  const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+  if (process.env.HARNESSRL_SKIP_BUILD === "1") return;
+  const r = spawnSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(root, "tsconfig.json")], { cwd: root, encoding: "utf8" });
+  if (r.status !== 0 && !r.stdout.includes("error TS")) throw new Error(`build failed: ${r.stderr}`);
+}
