@@ -1,0 +1,74 @@
+import { existsSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { InfraError } from "../../core/errors.js";
+import type { Protocol } from "../../store/records.js";
+import type { ExitInfo, HarnessDefinition, LaunchContext, LaunchPlan, OracleProfile } from "../types.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** The last `{"harnessrl_result": …}` line a built-in harness printed. */
+export function builtinResult(stdout: string): { status: string; turns: number } | null {
+  const lines = stdout.trim().split("\n").reverse();
+  for (const line of lines) {
+    if (!line.startsWith('{"harnessrl_result"')) continue;
+    try {
+      const v = JSON.parse(line) as { harnessrl_result?: { status?: unknown; turns?: unknown } };
+      const r = v.harnessrl_result;
+      if (r && typeof r.status === "string" && typeof r.turns === "number") return { status: r.status, turns: r.turns };
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+function builtin(name: string, summary: string, protocol: Protocol, oracle: OracleProfile): HarnessDefinition {
+  const script = join(here, `${name}.js`);
+  return {
+    name,
+    summary,
+    kind: "builtin",
+    protocol,
+    async ensureInstalled() {
+      if (!existsSync(script)) throw new InfraError("harness_not_built", `built-in harness ${name} is not compiled (${script}); run npm run build`);
+    },
+    launch(ctx: LaunchContext): LaunchPlan {
+      return {
+        argv: [process.execPath, script],
+        env: {
+          HARNESSRL_BASE_URL: ctx.proxyOrigin,
+          HARNESSRL_API_KEY: ctx.apiKey,
+          HARNESSRL_MODEL: ctx.model,
+          HARNESSRL_PROMPT: ctx.prompt,
+          HARNESSRL_MAX_TURNS: String(ctx.maxTurns),
+          HARNESSRL_MAX_TOKENS: String(ctx.maxTokens),
+        },
+        homeFiles: {},
+      };
+    },
+    finished(exit: ExitInfo) {
+      const r = builtinResult(exit.stdout);
+      if (!r) return { ok: false, detail: `no result line (exit ${exit.exitCode})` };
+      return { ok: r.status !== "error", detail: `${r.status} after ${r.turns} turns` };
+    },
+    oracle,
+  };
+}
+
+export const builtinHarnesses: HarnessDefinition[] = [
+  builtin("chat-agent", "built-in single agent, OpenAI Chat Completions (streamed), tools run/write", "openai-chat", {
+    shell: (command) => ({ name: "run", arguments: { command } }),
+  }),
+  builtin("claw-agent", "built-in single agent, Anthropic Messages (streamed), tools Bash/Write, compacts its context", "anthropic-messages", {
+    shell: (command) => ({ name: "Bash", arguments: { command } }),
+  }),
+  builtin("resp-agent", "built-in single agent, OpenAI Responses (streamed), tools shell(argv)/apply_write", "openai-responses", {
+    shell: (command) => ({ name: "shell", arguments: { cmd: ["sh", "-c", command] } }),
+  }),
+  builtin("central-agent", "built-in central agent delegating to researcher/worker sub-agents (parallel), OpenAI Chat Completions", "openai-chat", {
+    shell: (command) => ({ name: "worker", arguments: { task: command } }),
+    delegate: (command, kind) => (kind === "research" ? { name: "researcher", arguments: { query: command } } : { name: "worker", arguments: { task: command } }),
+    subShell: (command) => ({ name: "sh", arguments: { cmd: command } }),
+  }),
+];
