@@ -9,4 +9,10 @@ export interface Tokenizer {
   readonly stopTokenIds: readonly number[];
   encode(text: string): number[];
   decode(ids: readonly number[]): string;
+  /**
+   * The UTF-8 bytes a token stands for (special tokens: their text). Byte-level tokenizers implement it, so that
+   * `decode(ids)` is the UTF-8 decoding of the concatenated bytes; streaming decoders and token→character spans rely
+   * on it. Optional so that other tokenizers can still satisfy the interface (callers then fall back to `decode`).
+   */
+  tokenBytes?(id: number): Uint8Array;
 }

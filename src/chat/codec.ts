@@ -1,0 +1,56 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { UserError } from "../core/errors.js";
+import { ByteTokenizer } from "../tokenizer/bytes.js";
+import { loadTokenizer, readTokenizerConfig } from "../tokenizer/load.js";
+import type { Tokenizer } from "../tokenizer/types.js";
+import { JinjaChatRenderer } from "./jinja-renderer.js";
+import type { JinjaRendererOptions } from "./jinja-renderer.js";
+import type { ChatRenderer } from "./renderer.js";
+
+/** What the proxy needs to turn a conversation into prompt tokens and sampled tokens back into text. */
+export interface Codec {
+  tokenizer: Tokenizer;
+  renderer: ChatRenderer;
+}
+
+/** The built-in chat template (works from src/ under vitest and from dist/ after the build). */
+export const DEFAULT_TEMPLATE_PATH = fileURLToPath(new URL("../../templates/chatml-tools.jinja", import.meta.url));
+
+export function defaultTemplateSource(): string {
+  return readFileSync(DEFAULT_TEMPLATE_PATH, "utf8");
+}
+
+let cachedDefault: Codec | undefined;
+
+/** The tiny byte tokenizer with the default ChatML + Hermes tool-call template; built once per process. */
+export function defaultCodec(): Codec {
+  cachedDefault ??= {
+    tokenizer: new ByteTokenizer(),
+    renderer: new JinjaChatRenderer(defaultTemplateSource(), { eosToken: "<|endoftext|>", endOfTurn: "<|im_end|>" }),
+  };
+  return cachedDefault;
+}
+
+/**
+ * Tokenizer + chat template of a model directory: `chat_template` from tokenizer_config.json (a string, or the
+ * "default" entry of a named list), else a `chat_template.jinja` file next to it. Extra template variables (e.g.
+ * `enable_thinking`) can be given.
+ */
+export function loadCodec(modelDir: string, options: Pick<JinjaRendererOptions, "variables" | "endOfTurn"> = {}): Codec {
+  if (!existsSync(modelDir)) throw new UserError("invalid_model_dir", `model directory ${modelDir} does not exist`);
+  const config = readTokenizerConfig(modelDir);
+  const tokenizer = loadTokenizer(modelDir);
+  let source: string | undefined;
+  const t = config.chat_template;
+  if (typeof t === "string") source = t;
+  else if (Array.isArray(t)) source = (t.find((x) => x.name === "default") ?? t[0])?.template;
+  const file = join(modelDir, "chat_template.jinja");
+  if (source === undefined && existsSync(file)) source = readFileSync(file, "utf8");
+  if (source === undefined) throw new UserError("invalid_model_dir", `${modelDir} has no chat template (tokenizer_config.json chat_template or chat_template.jinja)`);
+  const rendererOptions: JinjaRendererOptions = { ...options };
+  if (config.bos_token) rendererOptions.bosToken = config.bos_token;
+  if (config.eos_token) rendererOptions.eosToken = config.eos_token;
+  return { tokenizer, renderer: new JinjaChatRenderer(source, rendererOptions) };
+}

@@ -1,0 +1,7 @@
+// Public surface of chat rendering and output parsing.
+export type { ChatRenderer } from "./renderer.js";
+export type { AssistantTurn, ChatMessage, Conversation, Role, ToolCall, ToolChoice, ToolSpec } from "./types.js";
+export { DEFAULT_TEMPLATE_PATH, defaultCodec, loadCodec } from "./codec.js";
+export type { Codec } from "./codec.js";
+export { JinjaChatRenderer } from "./jinja-renderer.js";
+export type { JinjaRendererOptions } from "./jinja-renderer.js";
