@@ -1,5 +1,11 @@
 import type { CallRecord, SessionInfo } from "./records.js";
 
+/** A call record with its insertion sequence number (monotonic per store; what `afterSeq` compares against). */
+export interface StoredCall {
+  seq: number;
+  record: CallRecord;
+}
+
 export interface CallQuery {
   sessionId?: string;
   rolloutId?: string;
@@ -21,7 +27,10 @@ export interface Store {
   listSessions(filter?: { rolloutId?: string }): SessionInfo[];
   insertCall(record: CallRecord): void;
   getCall(callId: string): CallRecord | null;
+  /** Calls in insertion order. */
   listCalls(query?: CallQuery): CallRecord[];
+  /** Like listCalls, with each record's sequence number, for incremental readers (`afterSeq`). */
+  listCallEntries(query?: CallQuery): StoredCall[];
   countCalls(query?: { sessionId?: string; rolloutId?: string }): number;
   close(): void;
 }

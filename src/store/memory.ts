@@ -1,0 +1,92 @@
+import { UserError } from "../core/errors.js";
+import { hashCredential } from "./credentials.js";
+import type { CallRecord, SessionInfo } from "./records.js";
+import type { CallQuery, Store, StoredCall } from "./types.js";
+
+/**
+ * In-process store for tests and throwaway runs. It follows the SQLite store's contract exactly, including copying
+ * records in and out (no aliasing) and keeping logprobs at float32 precision as the SQLite BLOBs do.
+ */
+export class MemoryStore implements Store {
+  readonly kind = "memory";
+  private readonly sessions = new Map<string, SessionInfo>();
+  private readonly credentialHashes = new Map<string, string>();
+  private readonly calls: StoredCall[] = [];
+  private readonly callIndex = new Map<string, StoredCall>();
+  private nextSeq = 1;
+  private closed = false;
+
+  createSession(session: SessionInfo, credential: string): void {
+    this.assertOpen();
+    const hash = hashCredential(credential);
+    if (this.sessions.has(session.sessionId) || this.credentialHashes.has(hash)) {
+      throw new UserError("store_duplicate", `session ${session.sessionId} conflicts with an existing session or credential`);
+    }
+    this.sessions.set(session.sessionId, structuredClone({ ...session, metadata: session.metadata ?? {} }));
+    this.credentialHashes.set(hash, session.sessionId);
+  }
+
+  sessionByCredential(credential: string): SessionInfo | null {
+    const id = this.credentialHashes.get(hashCredential(credential));
+    return id === undefined ? null : this.getSession(id);
+  }
+
+  getSession(sessionId: string): SessionInfo | null {
+    const s = this.sessions.get(sessionId);
+    return s ? structuredClone(s) : null;
+  }
+
+  listSessions(filter: { rolloutId?: string } = {}): SessionInfo[] {
+    return [...this.sessions.values()]
+      .filter((s) => filter.rolloutId === undefined || s.rolloutId === filter.rolloutId)
+      .sort((a, b) => a.createdAt - b.createdAt || (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0))
+      .map((s) => structuredClone(s));
+  }
+
+  insertCall(record: CallRecord): void {
+    this.assertOpen();
+    if (this.callIndex.has(record.callId)) throw new UserError("store_duplicate", `call ${record.callId} conflicts with an existing row`);
+    const copy = structuredClone(record);
+    copy.logprobs = copy.logprobs.map((x) => Math.fround(x));
+    const entry = { seq: this.nextSeq++, record: copy };
+    this.calls.push(entry);
+    this.callIndex.set(record.callId, entry);
+  }
+
+  getCall(callId: string): CallRecord | null {
+    const e = this.callIndex.get(callId);
+    return e ? structuredClone(e.record) : null;
+  }
+
+  listCalls(query: CallQuery = {}): CallRecord[] {
+    return this.select(query).map((e) => structuredClone(e.record));
+  }
+
+  listCallEntries(query: CallQuery = {}): StoredCall[] {
+    return this.select(query).map((e) => ({ seq: e.seq, record: structuredClone(e.record) }));
+  }
+
+  countCalls(query: { sessionId?: string; rolloutId?: string } = {}): number {
+    return this.select(query).length;
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  private select(query: CallQuery): StoredCall[] {
+    const out: StoredCall[] = [];
+    for (const e of this.calls) {
+      if (query.sessionId !== undefined && e.record.sessionId !== query.sessionId) continue;
+      if (query.rolloutId !== undefined && e.record.rolloutId !== query.rolloutId) continue;
+      if (query.afterSeq !== undefined && e.seq <= query.afterSeq) continue;
+      out.push(e);
+      if (query.limit !== undefined && out.length >= query.limit) break;
+    }
+    return out;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new UserError("store_closed", "the memory store is closed");
+  }
+}

@@ -1,0 +1,96 @@
+import type Database from "better-sqlite3";
+import { UserError } from "../core/errors.js";
+
+/**
+ * Ordered schema migrations of the SQLite store. Never edit a released migration: append a new one. Each runs in a
+ * transaction together with its row in `schema_migrations`, so a crash leaves the database at a whole version.
+ */
+export interface Migration {
+  version: number;
+  description: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: "sessions and call records",
+    sql: `
+      CREATE TABLE sessions (
+        session_id TEXT PRIMARY KEY,
+        credential_hash TEXT NOT NULL UNIQUE,
+        rollout_id TEXT,
+        harness TEXT,
+        agent_role TEXT,
+        parent_session_id TEXT,
+        spawned_by_call_id TEXT,
+        created_at INTEGER NOT NULL,
+        metadata_json TEXT NOT NULL
+      );
+      CREATE INDEX sessions_by_rollout ON sessions(rollout_id);
+
+      CREATE TABLE calls (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        call_id TEXT NOT NULL UNIQUE,
+        session_id TEXT NOT NULL,
+        rollout_id TEXT,
+        record_version INTEGER NOT NULL,
+        harness TEXT,
+        agent_role TEXT,
+        agent_id TEXT,
+        protocol TEXT NOT NULL,
+        stream INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        finish_reason TEXT,
+        policy_version INTEGER,
+        parent_call_id TEXT,
+        reused_prefix_tokens INTEGER NOT NULL,
+        break_kind TEXT,
+        spawned_by_call_id TEXT,
+        received_at INTEGER NOT NULL,
+        recorded_at INTEGER NOT NULL,
+        prompt_len INTEGER NOT NULL,
+        completion_len INTEGER NOT NULL,
+        prompt_tokens BLOB NOT NULL,
+        completion_tokens BLOB NOT NULL,
+        logprobs BLOB NOT NULL,
+        messages_json TEXT NOT NULL,
+        tools_json TEXT NOT NULL,
+        response_json TEXT,
+        raw_request_json TEXT,
+        raw_response_json TEXT,
+        meta_json TEXT NOT NULL
+      );
+      CREATE INDEX calls_by_session ON calls(session_id, seq);
+      CREATE INDEX calls_by_rollout ON calls(rollout_id, seq);
+      CREATE INDEX calls_by_parent ON calls(parent_call_id);
+    `,
+  },
+];
+
+export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);
+
+/** Brings the database to the latest schema; refuses databases written by a newer harnessrl. */
+export function migrate(db: Database.Database, path: string, migrations: readonly Migration[] = MIGRATIONS): number {
+  const latest = migrations.reduce((m, x) => Math.max(m, x.version), 0);
+  // One IMMEDIATE transaction: two processes opening a fresh file at once cannot both apply a migration.
+  db.transaction(() => {
+    db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at INTEGER NOT NULL)`);
+    const current = (db.prepare("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations").get() as { v: number }).v;
+    if (current > latest) {
+      throw new UserError(
+        "store_schema_too_new",
+        `the database ${path} has schema version ${current}, but this harnessrl only knows up to version ${latest}; upgrade harnessrl or use another database file`,
+        { details: { path, current, latest } },
+      );
+    }
+    const record = db.prepare("INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)");
+    for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
+      if (m.version <= current) continue;
+      db.exec(m.sql);
+      record.run(m.version, m.description, Date.now());
+    }
+  }).immediate();
+  return latest;
+}

@@ -1,0 +1,288 @@
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import Database from "better-sqlite3";
+import { InfraError, UserError, errorMessage } from "../core/errors.js";
+import { decodeFloat32, decodeInt32, encodeFloat32, encodeInt32 } from "./blob.js";
+import { hashCredential } from "./credentials.js";
+import { migrate } from "./migrations.js";
+import type { CallRecord, SessionInfo } from "./records.js";
+import type { CallQuery, Store, StoredCall } from "./types.js";
+
+interface SessionRow {
+  session_id: string;
+  rollout_id: string | null;
+  harness: string | null;
+  agent_role: string | null;
+  parent_session_id: string | null;
+  spawned_by_call_id: string | null;
+  created_at: number;
+  metadata_json: string;
+}
+
+interface CallRow {
+  seq: number;
+  call_id: string;
+  session_id: string;
+  rollout_id: string | null;
+  record_version: number;
+  harness: string | null;
+  agent_role: string | null;
+  agent_id: string | null;
+  protocol: CallRecord["protocol"];
+  stream: number;
+  status: CallRecord["status"];
+  finish_reason: CallRecord["finishReason"];
+  policy_version: number | null;
+  parent_call_id: string | null;
+  reused_prefix_tokens: number;
+  spawned_by_call_id: string | null;
+  prompt_tokens: Buffer;
+  completion_tokens: Buffer;
+  logprobs: Buffer;
+  messages_json: string;
+  tools_json: string;
+  response_json: string | null;
+  raw_request_json: string | null;
+  raw_response_json: string | null;
+  meta_json: string;
+}
+
+/** The parts of a record without a column of their own. */
+interface CallMeta {
+  error: CallRecord["error"];
+  samplingRequested: CallRecord["samplingRequested"];
+  samplingUsed: CallRecord["samplingUsed"];
+  timings: CallRecord["timings"];
+  break: CallRecord["break"];
+}
+
+export interface SqliteStoreOptions {
+  /** How long a writer waits for another process's lock before failing (ms). */
+  busyTimeoutMs?: number;
+  readonly?: boolean;
+}
+
+/**
+ * The embedded default store. WAL + synchronous=NORMAL: every insert is its own committed transaction in the WAL
+ * before `insertCall` returns, so killing the process loses nothing it acknowledged (an OS crash or power loss may
+ * lose the last transactions, which is the usual WAL/NORMAL trade-off for ~20x faster commits than FULL).
+ */
+export class SqliteStore implements Store {
+  readonly kind = "sqlite";
+  readonly path: string;
+  private readonly db: Database.Database;
+  private readonly stmts: ReturnType<SqliteStore["prepare"]>;
+  private readonly statementCache = new Map<string, Database.Statement>();
+
+  constructor(path: string, options: SqliteStoreOptions = {}) {
+    this.path = path;
+    try {
+      if (path !== ":memory:" && !options.readonly) mkdirSync(dirname(path), { recursive: true });
+      this.db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+    } catch (e) {
+      throw new UserError("store_open_failed", `cannot open the SQLite store at ${path}: ${errorMessage(e)}`, { cause: e });
+    }
+    try {
+      this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
+      if (!options.readonly) {
+        this.db.pragma("journal_mode = WAL");
+        this.db.pragma("synchronous = NORMAL");
+        migrate(this.db, path);
+      }
+      this.stmts = this.prepare();
+    } catch (e) {
+      this.db.close();
+      if (e instanceof UserError) throw e;
+      throw new InfraError("store_open_failed", `cannot initialise the SQLite store at ${path}: ${errorMessage(e)}`, { cause: e });
+    }
+  }
+
+  private prepare() {
+    const db = this.db;
+    return {
+      insertSession: db.prepare(`INSERT INTO sessions (session_id, credential_hash, rollout_id, harness, agent_role,
+        parent_session_id, spawned_by_call_id, created_at, metadata_json)
+        VALUES (@session_id, @credential_hash, @rollout_id, @harness, @agent_role, @parent_session_id,
+        @spawned_by_call_id, @created_at, @metadata_json)`),
+      sessionByCredential: db.prepare("SELECT * FROM sessions WHERE credential_hash = ?"),
+      sessionById: db.prepare("SELECT * FROM sessions WHERE session_id = ?"),
+      allSessions: db.prepare("SELECT * FROM sessions ORDER BY created_at, session_id"),
+      sessionsByRollout: db.prepare("SELECT * FROM sessions WHERE rollout_id = ? ORDER BY created_at, session_id"),
+      insertCall: db.prepare(`INSERT INTO calls (call_id, session_id, rollout_id, record_version, harness, agent_role,
+        agent_id, protocol, stream, status, finish_reason, policy_version, parent_call_id, reused_prefix_tokens,
+        break_kind, spawned_by_call_id, received_at, recorded_at, prompt_len, completion_len, prompt_tokens,
+        completion_tokens, logprobs, messages_json, tools_json, response_json, raw_request_json, raw_response_json,
+        meta_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      callById: db.prepare("SELECT * FROM calls WHERE call_id = ?"),
+    };
+  }
+
+  createSession(session: SessionInfo, credential: string): void {
+    try {
+      this.stmts.insertSession.run({
+        session_id: session.sessionId,
+        credential_hash: hashCredential(credential),
+        rollout_id: session.rolloutId,
+        harness: session.harness,
+        agent_role: session.agentRole,
+        parent_session_id: session.parentSessionId,
+        spawned_by_call_id: session.spawnedByCallId,
+        created_at: session.createdAt,
+        metadata_json: JSON.stringify(session.metadata ?? {}),
+      });
+    } catch (e) {
+      throw this.translate(e, `session ${session.sessionId}`);
+    }
+  }
+
+  sessionByCredential(credential: string): SessionInfo | null {
+    const row = this.stmts.sessionByCredential.get(hashCredential(credential)) as SessionRow | undefined;
+    return row ? sessionFromRow(row) : null;
+  }
+
+  getSession(sessionId: string): SessionInfo | null {
+    const row = this.stmts.sessionById.get(sessionId) as SessionRow | undefined;
+    return row ? sessionFromRow(row) : null;
+  }
+
+  listSessions(filter: { rolloutId?: string } = {}): SessionInfo[] {
+    const rows = (filter.rolloutId === undefined ? this.stmts.allSessions.all() : this.stmts.sessionsByRollout.all(filter.rolloutId)) as SessionRow[];
+    return rows.map(sessionFromRow);
+  }
+
+  insertCall(r: CallRecord): void {
+    const meta: CallMeta = { error: r.error, samplingRequested: r.samplingRequested, samplingUsed: r.samplingUsed, timings: r.timings, break: r.break };
+    try {
+      this.stmts.insertCall.run(
+        r.callId, r.sessionId, r.rolloutId, r.schemaVersion, r.harness, r.agentRole, r.agentId, r.protocol, r.stream ? 1 : 0,
+        r.status, r.finishReason, r.policyVersion, r.parentCallId, r.reusedPrefixTokens, r.break?.kind ?? null,
+        r.spawnedByCallId, r.timings.receivedAt, r.timings.recordedAt, r.promptTokens.length, r.completionTokens.length,
+        encodeInt32(r.promptTokens), encodeInt32(r.completionTokens), encodeFloat32(r.logprobs),
+        JSON.stringify(r.messages), JSON.stringify(r.tools), r.response === null ? null : JSON.stringify(r.response),
+        jsonOrNull(r.rawRequest), jsonOrNull(r.rawResponse), JSON.stringify(meta),
+      );
+    } catch (e) {
+      throw this.translate(e, `call ${r.callId}`);
+    }
+  }
+
+  getCall(callId: string): CallRecord | null {
+    const row = this.stmts.callById.get(callId) as CallRow | undefined;
+    return row ? callFromRow(row) : null;
+  }
+
+  listCalls(query: CallQuery = {}): CallRecord[] {
+    return this.selectCalls(query).map(callFromRow);
+  }
+
+  listCallEntries(query: CallQuery = {}): StoredCall[] {
+    return this.selectCalls(query).map((row) => ({ seq: row.seq, record: callFromRow(row) }));
+  }
+
+  countCalls(query: { sessionId?: string; rolloutId?: string } = {}): number {
+    const { where, params } = whereClause(query);
+    return (this.cached(`SELECT COUNT(*) AS n FROM calls${where}`).get(...params) as { n: number }).n;
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  private selectCalls(query: CallQuery): CallRow[] {
+    const { where, params } = whereClause(query);
+    const limit = query.limit === undefined ? "" : ` LIMIT ${Math.max(0, Math.floor(query.limit))}`;
+    return this.cached(`SELECT * FROM calls${where} ORDER BY seq${limit}`).all(...params) as CallRow[];
+  }
+
+  /** Query shapes are few (filter combinations); prepare each once. */
+  private cached(sql: string): Database.Statement {
+    let stmt = this.statementCache.get(sql);
+    if (!stmt) {
+      stmt = this.db.prepare(sql);
+      if (this.statementCache.size < 64) this.statementCache.set(sql, stmt);
+    }
+    return stmt;
+  }
+
+  private translate(e: unknown, what: string): Error {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && code.startsWith("SQLITE_CONSTRAINT")) {
+      return new UserError("store_duplicate", `${what} conflicts with an existing row (${errorMessage(e)})`, { cause: e });
+    }
+    const retryable = code === "SQLITE_BUSY" || code === "SQLITE_LOCKED";
+    return new InfraError("store_write_failed", `writing ${what} to ${this.path} failed: ${errorMessage(e)}`, { cause: e, retryable });
+  }
+}
+
+function whereClause(query: CallQuery): { where: string; params: (string | number)[] } {
+  const conds: string[] = [];
+  const params: (string | number)[] = [];
+  if (query.sessionId !== undefined) {
+    conds.push("session_id = ?");
+    params.push(query.sessionId);
+  }
+  if (query.rolloutId !== undefined) {
+    conds.push("rollout_id = ?");
+    params.push(query.rolloutId);
+  }
+  if (query.afterSeq !== undefined) {
+    conds.push("seq > ?");
+    params.push(query.afterSeq);
+  }
+  return { where: conds.length ? ` WHERE ${conds.join(" AND ")}` : "", params };
+}
+
+function jsonOrNull(v: unknown): string | null {
+  return v === undefined ? null : JSON.stringify(v);
+}
+
+function parseJson<T>(text: string | null, fallback: T): T {
+  return text === null ? fallback : (JSON.parse(text) as T);
+}
+
+function sessionFromRow(row: SessionRow): SessionInfo {
+  return {
+    sessionId: row.session_id,
+    rolloutId: row.rollout_id,
+    harness: row.harness,
+    agentRole: row.agent_role,
+    parentSessionId: row.parent_session_id,
+    spawnedByCallId: row.spawned_by_call_id,
+    createdAt: row.created_at,
+    metadata: parseJson<Record<string, unknown>>(row.metadata_json, {}),
+  };
+}
+
+function callFromRow(row: CallRow): CallRecord {
+  const meta = JSON.parse(row.meta_json) as CallMeta;
+  return {
+    schemaVersion: row.record_version,
+    callId: row.call_id,
+    sessionId: row.session_id,
+    rolloutId: row.rollout_id,
+    harness: row.harness,
+    agentRole: row.agent_role,
+    agentId: row.agent_id,
+    protocol: row.protocol,
+    stream: row.stream === 1,
+    status: row.status,
+    error: meta.error,
+    rawRequest: parseJson<unknown>(row.raw_request_json, undefined),
+    rawResponse: parseJson<unknown>(row.raw_response_json, undefined),
+    messages: JSON.parse(row.messages_json) as CallRecord["messages"],
+    tools: JSON.parse(row.tools_json) as CallRecord["tools"],
+    response: parseJson<CallRecord["response"]>(row.response_json, null),
+    promptTokens: decodeInt32(row.prompt_tokens),
+    completionTokens: decodeInt32(row.completion_tokens),
+    logprobs: decodeFloat32(row.logprobs),
+    policyVersion: row.policy_version,
+    samplingRequested: meta.samplingRequested,
+    samplingUsed: meta.samplingUsed,
+    finishReason: row.finish_reason,
+    timings: meta.timings,
+    parentCallId: row.parent_call_id,
+    reusedPrefixTokens: row.reused_prefix_tokens,
+    break: meta.break,
+    spawnedByCallId: row.spawned_by_call_id,
+  };
+}
