@@ -5,3 +5,8 @@ export { DEFAULT_TEMPLATE_PATH, defaultCodec, loadCodec } from "./codec.js";
 export type { Codec } from "./codec.js";
 export { JinjaChatRenderer } from "./jinja-renderer.js";
 export type { JinjaRendererOptions } from "./jinja-renderer.js";
+export { parseAssistantOutput } from "./parse-output.js";
+export type { MalformedToolCall, OutputSpans, ParseOptions, ParsedAssistantOutput, ParsedToolCall, Span, ToolCallSpans } from "./parse-output.js";
+export { tokenMask, tokenSpans } from "./token-spans.js";
+export { assistantMessageFromTurn, renderAssistantTurn } from "./render-turn.js";
+export type { RenderedTurn } from "./render-turn.js";

@@ -1,2 +1,3 @@
 // Importing this module registers every built-in engine adapter. Add one side-effect import per adapter.
 export { createEngine, listEngines, registerEngine } from "./registry.js";
+import "./scripted/register.js";

@@ -1,0 +1,108 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { z } from "zod";
+import { defaultCodec } from "../../chat/codec.js";
+import { renderAssistantTurn } from "../../chat/render-turn.js";
+import type { ChatRenderer } from "../../chat/renderer.js";
+import type { AssistantTurn } from "../../chat/types.js";
+import { EngineError, UserError, errorMessage, isHarnessRLError } from "../../core/errors.js";
+import type { Tokenizer } from "../../tokenizer/types.js";
+import type { FinishReason, GenerateRequest, GenerateResult, ModelInfo, SamplingEngine } from "../types.js";
+import { scriptReplySchema, toScriptRequest } from "./script-types.js";
+import type { ScriptFunction } from "./script-types.js";
+
+export const SCRIPTED_DEFAULT_CONTEXT = 262_144;
+
+export interface ScriptedEngineOptions {
+  /** Engine spec reported to records; default `scripted:<inline>`. */
+  spec?: string;
+  /** Context window in tokens (default 262144). */
+  contextWindow?: number;
+  /** Pause between emitted tokens, to exercise streaming and client aborts with real timing. */
+  tokenDelayMs?: number;
+  modelId?: string;
+}
+
+/**
+ * A JavaScript function plays the model: it gets the normalised conversation and returns the assistant turn, which
+ * is rendered with the default tiny tokenizer and chat template exactly as a model following the template would have
+ * sampled it. Every token has logprob 0 (the script is deterministic) and policy version 0.
+ */
+export class ScriptedEngine implements SamplingEngine {
+  readonly spec: string;
+  readonly model: ModelInfo;
+  readonly tokenizer: Tokenizer;
+  readonly renderer: ChatRenderer;
+  readonly policyVersion = 0;
+  private readonly tokenDelayMs: number;
+
+  constructor(
+    private readonly script: ScriptFunction,
+    options: ScriptedEngineOptions = {},
+  ) {
+    const codec = defaultCodec();
+    this.tokenizer = codec.tokenizer;
+    this.renderer = codec.renderer;
+    this.spec = options.spec ?? "scripted:<inline>";
+    this.model = { id: options.modelId ?? "scripted", contextWindow: options.contextWindow ?? SCRIPTED_DEFAULT_CONTEXT };
+    this.tokenDelayMs = options.tokenDelayMs ?? 0;
+  }
+
+  async generate(request: GenerateRequest): Promise<GenerateResult> {
+    const ctx = request.context;
+    if (!ctx) throw new EngineError("scripted_needs_context", "the scripted engine needs the conversation (GenerateRequest.context) to play the model");
+    const room = this.model.contextWindow - request.promptTokens.length;
+    if (room <= 0) {
+      throw new UserError("context_length_exceeded", `prompt has ${request.promptTokens.length} tokens; the context window is ${this.model.contextWindow}`);
+    }
+    const aborted = (): GenerateResult => ({ tokens: [], logprobs: [], finishReason: "abort", policyVersion: this.policyVersion });
+    if (request.signal?.aborted) return aborted();
+
+    let reply: unknown;
+    try {
+      reply = await this.script(toScriptRequest(ctx));
+    } catch (e) {
+      if (isHarnessRLError(e)) throw e;
+      throw new EngineError("scripted_failed", `the scripted engine's function threw: ${errorMessage(e)}`, { cause: e });
+    }
+    if (request.signal?.aborted) return aborted();
+    const parsed = scriptReplySchema.safeParse(reply ?? {});
+    if (!parsed.success) {
+      throw new EngineError("scripted_bad_reply", `the scripted engine's function returned an invalid turn: ${z.prettifyError(parsed.error)}`);
+    }
+    const turn: AssistantTurn = {};
+    if (parsed.data.content) turn.content = parsed.data.content;
+    if (parsed.data.reasoning) turn.reasoning = parsed.data.reasoning;
+    if (parsed.data.toolCalls && parsed.data.toolCalls.length > 0) turn.toolCalls = parsed.data.toolCalls;
+    const { tokens: all } = renderAssistantTurn({ tokenizer: this.tokenizer, renderer: this.renderer }, ctx.messages, ctx.tools, turn);
+
+    const limit = Math.min(request.params.maxTokens, room);
+    const stops = new Set(this.tokenizer.stopTokenIds);
+    const tokens: number[] = [];
+    const logprobs: number[] = [];
+    let finishReason: FinishReason = "length";
+    for (const id of all) {
+      if (tokens.length >= limit) break;
+      if (this.tokenDelayMs > 0 && tokens.length > 0) await sleep(this.tokenDelayMs);
+      if (request.signal?.aborted) {
+        finishReason = "abort";
+        break;
+      }
+      tokens.push(id);
+      logprobs.push(0);
+      request.onToken?.(id, 0);
+      // Like a real engine, generation ends at the first stop token.
+      if (stops.has(id)) {
+        finishReason = "stop";
+        break;
+      }
+    }
+    return { tokens, logprobs, finishReason, policyVersion: this.policyVersion };
+  }
+
+  async close(): Promise<void> {}
+}
+
+/** A scripted engine from a function (tests, the oracle engine). */
+export function createScriptedEngine(script: ScriptFunction, options: ScriptedEngineOptions = {}): ScriptedEngine {
+  return new ScriptedEngine(script, options);
+}
