@@ -1,0 +1,47 @@
+"""`python3 -m harnessrl_worker [--device D] [--threads N] [--token-budget T]`: serve the protocol on stdin/stdout."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .runtime import configure_thread_env, default_threads, resolve_device
+
+configure_thread_env()
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="harnessrl_worker", description="harnessrl trainer worker (stdio protocol, see docs/worker.md)")
+    parser.add_argument("--device", default=None, help="auto (default), cpu, cuda, cuda:N; env HARNESSRL_DEVICE")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default min(2, cores)); env HARNESSRL_TORCH_THREADS")
+    parser.add_argument("--token-budget", type=int, default=16384, help="max rows × padded length per forward pass")
+    opts = parser.parse_args(argv)
+
+    # The protocol owns the real stdout; anything else printing (warnings, C libraries) goes to stderr.
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+
+    import torch
+
+    from .server import serve
+    from .state import WorkerSettings, WorkerState
+
+    threads = default_threads(opts.threads)
+    torch.set_num_threads(threads)
+    device = torch.device(resolve_device(opts.device))
+    state = WorkerState(WorkerSettings(device=device, threads=threads, token_budget=max(1, opts.token_budget)))
+    try:
+        return serve(state, sys.stdin.buffer, protocol_out)
+    except BrokenPipeError:
+        # The client went away; nothing left to answer.
+        return 0
+    finally:
+        try:
+            protocol_out.close()
+        except BrokenPipeError:
+            pass
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,187 @@
+"""The Qwen2/Qwen3 dense decoder, with parameters named exactly as in Hugging Face checkpoints.
+
+Differences between the two layouts (see ModelConfig): qwen2 has q/k/v biases; qwen3 has per-head RMSNorm on q and k
+(before RoPE) and biases only when `attention_bias`. Attention takes an explicit boolean mask [B, N, N] (True = may
+attend), so the same code runs causal rows and packed prefix trees. Numerics follow the HF reference: RMSNorm and
+softmax in float32, cos/sin computed in float32 and cast to the activation dtype.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import ModelConfig
+
+HAS_SDPA: bool = hasattr(F, "scaled_dot_product_attention")
+ATTENTION_IMPLS = ("auto", "eager", "sdpa")
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        dtype = x.dtype
+        h = x.to(torch.float32)
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(dtype)
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class RotaryEmbedding(nn.Module):
+    """Non-interleaved RoPE (HF `rotate_half` convention); positions are explicit so tree depths work."""
+
+    inv_freq: torch.Tensor
+
+    def __init__(self, head_dim: int, theta: float) -> None:
+        super().__init__()
+        inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).to(torch.float32) / head_dim))
+        # Not persistent: HF checkpoints do not store it (old ones do; the loader skips it).
+        self.register_buffer("inv_freq", inv, persistent=False)
+
+    def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        freqs = positions.to(torch.float32)[..., None] * self.inv_freq.to(positions.device)[None, None, :]
+        emb = torch.cat((freqs, freqs), dim=-1)
+        # [B, 1, N, head_dim] to broadcast over heads.
+        return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.num_heads = cfg.num_attention_heads
+        self.num_kv_heads = cfg.num_key_value_heads
+        self.head_dim = cfg.head_dim
+        self.q_proj = nn.Linear(cfg.hidden_size, self.num_heads * self.head_dim, bias=cfg.qkv_bias)
+        self.k_proj = nn.Linear(cfg.hidden_size, self.num_kv_heads * self.head_dim, bias=cfg.qkv_bias)
+        self.v_proj = nn.Linear(cfg.hidden_size, self.num_kv_heads * self.head_dim, bias=cfg.qkv_bias)
+        self.o_proj = nn.Linear(self.num_heads * self.head_dim, cfg.hidden_size, bias=cfg.o_bias)
+        self.q_norm: Optional[RMSNorm] = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
+        self.k_norm: Optional[RMSNorm] = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor, use_sdpa: bool) -> torch.Tensor:
+        b, n, _ = x.shape
+        q = self.q_proj(x).view(b, n, self.num_heads, self.head_dim)
+        k = self.k_proj(x).view(b, n, self.num_kv_heads, self.head_dim)
+        v = self.v_proj(x).view(b, n, self.num_kv_heads, self.head_dim)
+        if self.q_norm is not None and self.k_norm is not None:
+            q = self.q_norm(q)
+            k = self.k_norm(k)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        rep = self.num_heads // self.num_kv_heads
+        if rep > 1:
+            # Query head h reads key/value head h // rep (HF repeat_kv order).
+            k = k.repeat_interleave(rep, dim=1)
+            v = v.repeat_interleave(rep, dim=1)
+        m = mask[:, None]
+        if use_sdpa:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+        else:
+            scores = torch.matmul(q, k.transpose(-1, -2)) * (self.head_dim ** -0.5)
+            scores = scores.masked_fill(~m, torch.finfo(scores.dtype).min)
+            probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+            out = torch.matmul(probs, v)
+        return self.o_proj(out.transpose(1, 2).reshape(b, n, self.num_heads * self.head_dim))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.self_attn = Attention(cfg)
+        self.mlp = MLP(cfg)
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor, use_sdpa: bool) -> torch.Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, use_sdpa)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class DecoderModel(nn.Module):
+    """HF's `model.` prefix: embeddings, layers, final norm."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList([DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers)])
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.rotary_emb = RotaryEmbedding(cfg.head_dim, cfg.rope_theta)
+
+
+class CausalLM(nn.Module):
+    """`Qwen2ForCausalLM` / `Qwen3ForCausalLM`: state_dict keys are the HF checkpoint names."""
+
+    def __init__(self, cfg: ModelConfig, attention: str = "auto") -> None:
+        super().__init__()
+        if attention not in ATTENTION_IMPLS:
+            raise ValueError(f"attention must be one of {ATTENTION_IMPLS}")
+        if attention == "sdpa" and not HAS_SDPA:
+            raise ValueError("attention=sdpa needs torch >= 2.0")
+        self.config = cfg
+        self.attention = attention
+        self.model = DecoderModel(cfg)
+        self.lm_head: Optional[nn.Linear] = None if cfg.tie_word_embeddings else nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+
+    def use_sdpa(self, device: torch.device) -> bool:
+        if self.attention == "auto":
+            # SDPA's fused kernels pay off on accelerators; on CPU the eager path is as fast for tiny models and exact.
+            return HAS_SDPA and device.type != "cpu"
+        return self.attention == "sdpa"
+
+    def output_weight(self) -> torch.Tensor:
+        return self.model.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+
+    def hidden_states(self, input_ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Final-norm hidden states [B, N, H] for token ids [B, N], positions [B, N] and mask [B, N, N]."""
+        x = self.model.embed_tokens(input_ids)
+        cos, sin = self.model.rotary_emb(positions, x.dtype)
+        sdpa = self.use_sdpa(x.device)
+        for layer in self.model.layers:
+            x = layer(x, cos, sin, mask, sdpa)
+        return self.model.norm(x)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return F.linear(hidden, self.output_weight())
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def init_weights(model: CausalLM, seed: int, std: float = 0.02) -> None:
+    """Seeded init independent of device and module order: N(0, std) matrices/embeddings, ones for norms, zero biases."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters(), key=lambda kv: kv[0]):
+            if name.endswith("norm.weight"):
+                p.fill_(1.0)
+            elif name.endswith(".bias"):
+                p.zero_()
+            else:
+                p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float32) * std)
+
+
+def hf_state_dict(model: CausalLM) -> Dict[str, torch.Tensor]:
+    """Tensors under HF names (no lm_head when tied, no rotary buffers)."""
+    return {k: v for k, v in model.state_dict().items() if not k.endswith("rotary_emb.inv_freq")}

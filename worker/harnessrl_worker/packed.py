@@ -1,0 +1,182 @@
+"""Packed prefix-tree rows: validation, attention masks, micro-batching, and per-token logprobs/entropy.
+
+A row is a flat token list with parent pointers (parent[i] < i, -1 for roots) and position ids (depth on the path).
+Token i attends to j iff j is i or an ancestor of i. The logprob of token i is read from the logits at parent[i], so
+each root-to-leaf path gets exactly the numbers it would get if run alone. src/batch/types.ts is the TypeScript side.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+
+from .errors import bad_request
+from .model import CausalLM
+
+
+@dataclass
+class PackedRow:
+    tokens: torch.Tensor  # int64 [N]
+    parent: torch.Tensor  # int64 [N]
+    positions: torch.Tensor  # int64 [N]
+
+    @property
+    def length(self) -> int:
+        return int(self.tokens.shape[0])
+
+
+@dataclass
+class TokenScores:
+    """Per-row outputs, aligned with the row's tokens (roots: logprob 0, entropy 0)."""
+
+    logprobs: List[torch.Tensor]
+    entropy: List[torch.Tensor]
+
+
+def split_rows(tokens: torch.Tensor, parent: torch.Tensor, positions: torch.Tensor, row_lengths: Sequence[int]) -> List[PackedRow]:
+    """Splits concatenated arrays (the wire layout) into rows."""
+    total = sum(row_lengths)
+    if any(n < 0 for n in row_lengths):
+        raise bad_request("row lengths must be non-negative")
+    for name, t in (("tokens", tokens), ("parent", parent), ("positions", positions)):
+        if t.dim() != 1 or t.shape[0] != total:
+            raise bad_request(f"{name} has {t.numel()} elements, row lengths sum to {total}")
+    rows: List[PackedRow] = []
+    start = 0
+    for n in row_lengths:
+        rows.append(PackedRow(tokens[start : start + n].long(), parent[start : start + n].long(), positions[start : start + n].long()))
+        start += n
+    return rows
+
+
+def validate_row(row: PackedRow, vocab_size: int, max_positions: Optional[int], index: int) -> None:
+    n = row.length
+    if n == 0:
+        return
+    idx = torch.arange(n)
+    if bool(((row.parent < -1) | (row.parent >= idx)).any()):
+        raise bad_request(f"row {index}: every parent must be -1 or an earlier index")
+    if bool(((row.tokens < 0) | (row.tokens >= vocab_size)).any()):
+        raise bad_request(f"row {index}: token ids must lie in [0, {vocab_size})")
+    has_parent = row.parent >= 0
+    parent_pos = row.positions[row.parent.clamp(min=0)]
+    if bool((has_parent & (row.positions != parent_pos + 1)).any()):
+        raise bad_request(f"row {index}: positions must be the parent's position + 1")
+    if bool((row.positions < 0).any()):
+        raise bad_request(f"row {index}: positions must be non-negative")
+    if max_positions is not None and int(row.positions.max()) >= max_positions:
+        raise bad_request(f"row {index}: position {int(row.positions.max())} exceeds the model's context ({max_positions})")
+
+
+def is_flat(parent: torch.Tensor) -> bool:
+    n = parent.shape[0]
+    return bool(torch.equal(parent, torch.arange(-1, n - 1, dtype=parent.dtype)))
+
+
+def ancestor_mask(parent: torch.Tensor) -> torch.Tensor:
+    """[N, N] bool: mask[i, j] iff j is i or an ancestor of i."""
+    n = parent.shape[0]
+    if is_flat(parent):
+        return torch.ones(n, n, dtype=torch.bool).tril_()
+    mask = torch.zeros(n, n, dtype=torch.bool)
+    # Parents precede children, and all ancestors of p have index <= p: copy p's row prefix, then add self.
+    for i, p in enumerate(parent.tolist()):
+        if p >= 0:
+            mask[i, : p + 1] = mask[p, : p + 1]
+        mask[i, i] = True
+    return mask
+
+
+def micro_batches(lengths: Sequence[int], token_budget: int) -> List[List[int]]:
+    """Groups row indices (longest first) so that rows × padded length stays within the budget (one row always fits)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    groups: List[List[int]] = []
+    current: List[int] = []
+    width = 0
+    for i in order:
+        n = max(lengths[i], 1)
+        w = max(width, n)
+        if current and w * (len(current) + 1) > token_budget:
+            groups.append(current)
+            current, width = [], 0
+            w = n
+        current.append(i)
+        width = w
+    if current:
+        groups.append(current)
+    return groups
+
+
+def pad_batch(rows: Sequence[PackedRow], device: torch.device) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Token ids [B, N], positions [B, N] and attention mask [B, N, N]; a padding slot attends only to itself."""
+    width = max(max(r.length for r in rows), 1)
+    ids = torch.zeros(len(rows), width, dtype=torch.long)
+    pos = torch.zeros(len(rows), width, dtype=torch.long)
+    mask = torch.eye(width, dtype=torch.bool).repeat(len(rows), 1, 1)
+    for b, r in enumerate(rows):
+        n = r.length
+        ids[b, :n] = r.tokens
+        pos[b, :n] = r.positions
+        mask[b, :n, :n] = ancestor_mask(r.parent)
+    return ids.to(device), pos.to(device), mask.to(device)
+
+
+def score_tokens(
+    model: CausalLM,
+    hidden: torch.Tensor,
+    row: PackedRow,
+    temperature: float,
+    chunk: int = 4096,
+    with_entropy: bool = True,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Logprob and entropy for every token of one row from its hidden states [N, H] (differentiable).
+
+    Logits are formed only at parent positions and in chunks, so a 150k vocabulary does not need an N×V tensor at once
+    when gradients are off.
+    """
+    n = row.length
+    device = hidden.device
+    logprobs = torch.zeros(n, dtype=torch.float32, device=device)
+    entropy = torch.zeros(n, dtype=torch.float32, device=device)
+    parent = row.parent.to(device)
+    targets = row.tokens.to(device)
+    child = torch.nonzero(parent >= 0).flatten()
+    lp_parts: List[torch.Tensor] = []
+    ent_parts: List[torch.Tensor] = []
+    for s in range(0, child.numel(), chunk):
+        c = child[s : s + chunk]
+        logits = model.logits(hidden[parent[c]]).to(torch.float32) / temperature
+        logp = F.log_softmax(logits, dim=-1)
+        lp_parts.append(logp.gather(1, targets[c][:, None]).squeeze(1))
+        if with_entropy:
+            ent_parts.append(-(logp.exp() * logp).sum(-1))
+    if lp_parts:
+        logprobs = logprobs.index_put((child,), torch.cat(lp_parts))
+        if with_entropy:
+            entropy = entropy.index_put((child,), torch.cat(ent_parts))
+    return logprobs, entropy
+
+
+def packed_scores(
+    model: CausalLM,
+    rows: Sequence[PackedRow],
+    temperature: float = 1.0,
+    token_budget: int = 16384,
+    with_entropy: bool = True,
+) -> TokenScores:
+    """Teacher-forced per-token logprobs (at temperature T: log_softmax(logits / T)) and entropies for packed rows."""
+    if not temperature > 0:
+        raise bad_request("temperature must be > 0")
+    device = next(model.parameters()).device
+    out_lp: List[Optional[torch.Tensor]] = [None] * len(rows)
+    out_ent: List[Optional[torch.Tensor]] = [None] * len(rows)
+    for group in micro_batches([r.length for r in rows], token_budget):
+        batch_rows = [rows[i] for i in group]
+        ids, pos, mask = pad_batch(batch_rows, device)
+        hidden = model.hidden_states(ids, pos, mask)
+        for b, i in enumerate(group):
+            lp, ent = score_tokens(model, hidden[b, : rows[i].length], rows[i], temperature, with_entropy=with_entropy)
+            out_lp[i], out_ent[i] = lp, ent
+    return TokenScores([t for t in out_lp if t is not None], [t for t in out_ent if t is not None])

@@ -1,0 +1,74 @@
+"""The request loop: read a message, dispatch to its op, answer. A failing request never ends the worker."""
+from __future__ import annotations
+
+import sys
+import time
+import traceback
+from typing import Any, BinaryIO, Dict
+
+import torch
+
+from .errors import WorkerError
+from .ops import OPS, Args, Reply
+from .protocol import ProtocolError, read_message, write_message
+from .state import WorkerState
+
+
+def _is_oom(e: BaseException) -> bool:
+    oom_type = getattr(torch.cuda, "OutOfMemoryError", None)
+    return (oom_type is not None and isinstance(e, oom_type)) or (isinstance(e, RuntimeError) and "out of memory" in str(e))
+
+
+def error_body(request_id: Any, code: str, message: str, retryable: bool) -> Dict[str, Any]:
+    return {"id": request_id, "ok": False, "error": {"code": code, "message": message, "retryable": retryable}}
+
+
+def handle(state: WorkerState, header: Dict[str, Any], frames: Dict[str, torch.Tensor]) -> tuple[Dict[str, Any], Dict[str, torch.Tensor]]:
+    """One request → (response header, response frames). Every exception becomes an error response."""
+    request_id = header.get("id")
+    if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):
+        return error_body(None, "bad_request", "request id must be an integer or a string", False), {}
+    name = header.get("op")
+    handler = OPS.get(name) if isinstance(name, str) else None
+    if handler is None:
+        return error_body(request_id, "unknown_op", f"unknown op {name!r} (known: {', '.join(sorted(OPS))})", False), {}
+    started = time.perf_counter()
+    try:
+        reply: Reply = handler(state, Args(header.get("args")), frames)
+    except WorkerError as e:
+        return error_body(request_id, e.code, e.message, e.retryable), {}
+    except Exception as e:  # noqa: BLE001 - the worker must survive any op failure
+        if _is_oom(e):
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            return error_body(request_id, "out_of_memory", str(e), True), {}
+        traceback.print_exc(file=sys.stderr)
+        return error_body(request_id, "internal", f"{type(e).__name__}: {e}", False), {}
+    result = dict(reply.result)
+    result.setdefault("elapsed_ms", round((time.perf_counter() - started) * 1000, 3))
+    return {"id": request_id, "ok": True, "result": result}, reply.frames
+
+
+def serve(state: WorkerState, inp: BinaryIO, out: BinaryIO) -> int:
+    """Answers requests in arrival order until `shutdown` or end of input."""
+    while not state.stopping:
+        try:
+            msg = read_message(inp)
+        except ProtocolError as e:
+            write_message(out, error_body(None, e.code, e.message, False))
+            continue
+        except EOFError:
+            return 0
+        if msg is None:
+            return 0
+        if msg.frame_error is not None:
+            e = msg.frame_error
+            body, frames = error_body(msg.header.get("id"), e.code, e.message, e.retryable), {}
+        else:
+            body, frames = handle(state, msg.header, msg.frames)
+        try:
+            write_message(out, body, frames)
+        except (ValueError, WorkerError) as e:
+            # e.g. a NaN in a result (JSON forbids it): still answer.
+            write_message(out, error_body(body.get("id"), "internal", f"could not encode the response: {e}", False))
+    return 0

@@ -1,0 +1,33 @@
+"""What a worker process holds between requests. Later ops (optimizer, checkpoints) add their own fields here."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+import torch
+
+from .errors import WorkerError
+from .modeldir import LoadedModel
+
+
+@dataclass
+class WorkerSettings:
+    device: torch.device
+    threads: int
+    # Max rows × padded length per forward pass: bounds the [B, N, N] attention mask and activations.
+    token_budget: int = 16384
+
+
+@dataclass
+class WorkerState:
+    settings: WorkerSettings
+    loaded: Optional[LoadedModel] = None
+    # Set by `shutdown`; the server stops after answering.
+    stopping: bool = False
+    # Per-op scratch space for ops added later (e.g. optimizer state), keyed by op family.
+    extensions: Dict[str, Any] = field(default_factory=dict)
+
+    def require_model(self) -> LoadedModel:
+        if self.loaded is None:
+            raise WorkerError("no_model", "no model is loaded (send `init` or `load` first)")
+        return self.loaded
