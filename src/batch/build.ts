@@ -1,0 +1,168 @@
+import { UserError } from "../core/errors.js";
+import type { BreakKind, CallRecord } from "../store/records.js";
+import type { Tokenizer } from "../tokenizer/types.js";
+import type { FilterOptions, KeptForest } from "../trees/filter.js";
+import { filterForests } from "../trees/filter.js";
+import { completionMasks } from "../trees/masks.js";
+import { treePaths } from "../trees/paths.js";
+import type { RewardInput } from "../trees/rewards.js";
+import { alignProcessRewards, outcomeFor } from "../trees/rewards.js";
+import type { BranchLabel, RolloutForest, SessionTree, TreeNode } from "../trees/types.js";
+import { TOKEN_ROLES } from "../trees/types.js";
+import type { BatchStats, BuiltBatch, CallRef, PathInfo } from "./batch-index.js";
+import type { LayoutResult, TreeUnitInput } from "./layouts.js";
+import { flatLayout, treeLayout } from "./layouts.js";
+import type { CallData } from "./row-writer.js";
+import { PACKED_BATCH_VERSION } from "./types.js";
+
+export type BatchLayout = "flat" | "tree";
+
+export interface BatchOptions {
+  layout: BatchLayout;
+  /** Tokens per row for the tree layout (and the oversize threshold for flat rows). */
+  tokenBudget: number;
+  /** The policy's tokenizer: enables action/args masks and char / tool-call process-reward targets. */
+  tokenizer?: Tokenizer;
+  rewards?: RewardInput;
+  filter?: Partial<FilterOptions>;
+}
+
+export const DEFAULT_TOKEN_BUDGET = 16_384;
+
+/** Filters the forests, then builds the batch. */
+export function buildBatch(forests: readonly RolloutForest[], options: Partial<BatchOptions> = {}): BuiltBatch {
+  const { kept, stats } = filterForests(forests, options.filter);
+  return buildFromKept(kept, stats, options);
+}
+
+export function buildFromKept(kept: readonly KeptForest[], filterStats: BatchStats["filter"], options: Partial<BatchOptions> = {}): BuiltBatch {
+  const layout = options.layout ?? "tree";
+  const budget = options.tokenBudget ?? DEFAULT_TOKEN_BUDGET;
+  if (!Number.isInteger(budget) || budget < 1) throw new UserError("invalid_batch_options", `tokenBudget must be a positive integer, got ${budget}`);
+
+  const calls: CallRef[] = [];
+  const callData = new Map<string, CallData>();
+  const allRecords = new Map<string, CallRecord>();
+  for (const k of kept) for (const t of k.forest.trees) for (const c of t.calls) allRecords.set(c.callId, c.record);
+  const process = options.rewards?.process ? alignProcessRewards(options.rewards.process, (id) => allRecords.get(id), options.tokenizer) : new Map<string, Float32Array>();
+  const rolloutOf = new Map<SessionTree, string>();
+  for (const k of kept) for (const t of k.forest.trees) rolloutOf.set(t, k.forest.rolloutId);
+
+  const lookup = (tree: SessionTree, callId: string): CallData => {
+    let d = callData.get(callId);
+    if (d) return d;
+    const record = tree.calls[tree.callIndex.get(callId) as number]?.record;
+    if (!record) throw new Error(`call ${callId} is not in session ${tree.sessionId}`);
+    const masks = options.tokenizer && record.completionTokens.length > 0 ? completionMasks(options.tokenizer, record.completionTokens) : null;
+    d = { ref: calls.length, record, action: masks?.action ?? null, args: masks?.args ?? null, process: process.get(callId) ?? null };
+    calls.push({ callId, sessionId: record.sessionId, rolloutId: rolloutOf.get(tree) ?? "", policyVersion: record.policyVersion });
+    callData.set(callId, d);
+    return d;
+  };
+
+  const inputs: TreeUnitInput[] = [];
+  const paths: PathInfo[] = [];
+  const stats: BatchStats = {
+    layout,
+    rollouts: kept.length,
+    sessions: 0,
+    calls: 0,
+    segments: 0,
+    rows: 0,
+    paths: 0,
+    flatTokens: 0,
+    uniqueTokens: 0,
+    emittedTokens: 0,
+    dedupRatio: 1,
+    trainableTokens: 0,
+    oversizePaths: 0,
+    breaks: {},
+    labels: {},
+    parentDisagreements: 0,
+    filter: filterStats,
+  };
+  for (const k of kept) {
+    const outcome = outcomeFor(options.rewards, k.forest.rolloutId);
+    for (const [tree, set] of k.kept) {
+      stats.sessions++;
+      stats.calls += set.size;
+      stats.parentDisagreements += tree.disagreements.filter((d) => set.has(tree.callIndex.get(d.callId) as number)).length;
+      const segs = new Set<number>();
+      for (const ci of set) {
+        const c = tree.calls[ci];
+        if (!c) continue;
+        segs.add(c.segment);
+        const kind: BreakKind | undefined = c.record.break?.kind;
+        if (kind) stats.breaks[kind] = (stats.breaks[kind] ?? 0) + 1;
+        stats.labels[c.label] = (stats.labels[c.label] ?? 0) + 1;
+      }
+      stats.segments += segs.size;
+      const tps = treePaths(tree, set);
+      const unitPaths: TreeUnitInput["paths"] = [];
+      const counted = new Set<number>();
+      for (const p of tps) {
+        const label: BranchLabel = tree.segments[p.leafCall.segment]?.label ?? "main";
+        const info: PathInfo = {
+          id: paths.length,
+          rolloutId: k.forest.rolloutId,
+          sessionId: tree.sessionId,
+          leafCallId: p.leafCall.callId,
+          callIds: p.calls.map((c) => c.callId),
+          label,
+          row: -1,
+          leafToken: -1,
+          length: p.length,
+          trainableTokens: 0,
+          outcomeReward: outcome,
+        };
+        paths.push(info);
+        unitPaths.push({ path: p, info });
+        stats.flatTokens += p.length;
+        for (const id of p.nodes) {
+          if (counted.has(id)) continue;
+          counted.add(id);
+          const n = tree.nodes[id] as TreeNode;
+          stats.uniqueTokens += n.end - n.start;
+        }
+      }
+      inputs.push({ tree, paths: unitPaths });
+    }
+  }
+  const result: LayoutResult = layout === "flat" ? flatLayout(inputs, lookup, budget) : treeLayout(inputs, lookup, budget);
+  stats.rows = result.rows.length;
+  stats.paths = paths.length;
+  stats.oversizePaths = result.oversizePaths;
+  stats.emittedTokens = result.rows.reduce((n, r) => n + r.tokens.length, 0);
+  stats.dedupRatio = stats.flatTokens === 0 ? 1 : stats.uniqueTokens / stats.flatTokens;
+  // Unique trainable tokens, independent of the layout (a flat batch repeats shared ones).
+  stats.trainableTokens = countUniqueTrainable(result);
+
+  return {
+    batch: {
+      version: PACKED_BATCH_VERSION,
+      rows: result.rows,
+      meta: { layout, tokenBudget: budget, rowRollouts: rowRollouts(result, calls), stats },
+    },
+    index: { layout, paths, calls, rows: result.index, roles: TOKEN_ROLES },
+    stats,
+  };
+}
+
+/** Trainable tokens counted once each: a sampled token is identified by (call, completion offset). */
+function countUniqueTrainable(result: LayoutResult): number {
+  const seen = new Set<number>();
+  result.rows.forEach((r, ri) => {
+    const ix = result.index[ri];
+    if (!ix) return;
+    for (let i = 0; i < r.tokens.length; i++) if (r.trainable[i] === 1) seen.add((ix.call[i] as number) * 2 ** 24 + (ix.offset[i] as number));
+  });
+  return seen.size;
+}
+
+function rowRollouts(result: LayoutResult, calls: readonly CallRef[]): string[][] {
+  return result.index.map((ix) => {
+    const refs = new Set<number>();
+    for (const c of ix.call) if (c >= 0) refs.add(c);
+    return [...new Set([...refs].map((c) => calls[c]?.rolloutId ?? ""))];
+  });
+}

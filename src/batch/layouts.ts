@@ -1,0 +1,141 @@
+import type { TreePath } from "../trees/paths.js";
+import type { SessionTree, TreeNode } from "../trees/types.js";
+import type { PathInfo, RowIndex } from "./batch-index.js";
+import type { CallLookup } from "./row-writer.js";
+import { RowWriter } from "./row-writer.js";
+import type { PackedRow } from "./types.js";
+
+/** The kept paths of one session tree, each with its PathInfo (row / leafToken / trainableTokens are filled here). */
+export interface TreeUnitInput {
+  tree: SessionTree;
+  paths: { path: TreePath; info: PathInfo }[];
+}
+
+export interface LayoutResult {
+  rows: PackedRow[];
+  index: RowIndex[];
+  oversizePaths: number;
+}
+
+function nodeLen(tree: SessionTree, id: number): number {
+  const n = tree.nodes[id] as TreeNode;
+  return n.end - n.start;
+}
+
+/** Baseline: one row per root-to-leaf path, parent[i] = i − 1. Shared prefixes are repeated in every row. */
+export function flatLayout(inputs: readonly TreeUnitInput[], lookup: CallLookup, budget: number): LayoutResult {
+  const rows: PackedRow[] = [];
+  const index: RowIndex[] = [];
+  let oversizePaths = 0;
+  for (const { tree, paths } of inputs) {
+    for (const { path, info } of paths) {
+      const w = new RowWriter();
+      const set = w.addPathSet([info.id]);
+      let prev = -1;
+      for (const id of path.nodes) prev = w.pushNode(tree, id, prev, 1, set, lookup);
+      if (path.length > budget) oversizePaths++;
+      info.row = rows.length;
+      info.leafToken = prev;
+      info.trainableTokens = w.trainableCount;
+      const done = w.finish();
+      rows.push(done.row);
+      index.push(done.index);
+    }
+  }
+  return { rows, index, oversizePaths };
+}
+
+interface Group {
+  tree: SessionTree;
+  paths: { path: TreePath; info: PathInfo }[];
+  tokens: number;
+}
+
+/** Splits a tree's paths (in depth-first order) into groups whose union of tokens fits the budget. */
+function groupPaths(input: TreeUnitInput, budget: number): { groups: Group[]; oversize: number } {
+  const groups: Group[] = [];
+  let oversize = 0;
+  let cur: Group = { tree: input.tree, paths: [], tokens: 0 };
+  let seen = new Set<number>();
+  for (const p of input.paths) {
+    let add = 0;
+    for (const id of p.path.nodes) if (!seen.has(id)) add += nodeLen(input.tree, id);
+    if (cur.paths.length > 0 && cur.tokens + add > budget) {
+      groups.push(cur);
+      cur = { tree: input.tree, paths: [], tokens: 0 };
+      seen = new Set();
+      add = p.path.length;
+    }
+    if (p.path.length > budget) oversize++;
+    for (const id of p.path.nodes) seen.add(id);
+    cur.paths.push(p);
+    cur.tokens += add;
+  }
+  if (cur.paths.length > 0) groups.push(cur);
+  return { groups, oversize };
+}
+
+/** Writes one group: every node once, parents before children; a node's loss weight = paths through it. */
+function writeGroup(w: RowWriter, g: Group, rowIndex: number, lookup: CallLookup): void {
+  const through = new Map<number, number[]>();
+  for (const { path, info } of g.paths) {
+    for (const id of path.nodes) {
+      const list = through.get(id);
+      if (list) list.push(info.id);
+      else through.set(id, [info.id]);
+    }
+  }
+  const last = new Map<number, number>();
+  const trainable = new Map<number, number>();
+  for (const { path, info } of g.paths) {
+    let count = 0;
+    for (const id of path.nodes) {
+      let end = last.get(id);
+      if (end === undefined) {
+        const node = g.tree.nodes[id] as TreeNode;
+        const parentIndex = node.parent <= 0 ? -1 : (last.get(node.parent) as number);
+        const paths = through.get(id) as number[];
+        const before = w.trainableCount;
+        end = w.pushNode(g.tree, id, parentIndex, paths.length, w.addPathSet(paths), lookup);
+        last.set(id, end);
+        trainable.set(id, w.trainableCount - before);
+      }
+      count += trainable.get(id) as number;
+    }
+    info.row = rowIndex;
+    info.leafToken = last.get(path.leafNode) as number;
+    info.trainableTokens = count;
+  }
+}
+
+/**
+ * Tree-packed: each unique token of a session tree once, with parent pointers and depth positions, several trees per
+ * row first-fit up to `budget` tokens. A tree larger than the budget is split into groups of paths (shared prefixes
+ * repeat across groups); a single path longer than the budget gets a row of its own.
+ */
+export function treeLayout(inputs: readonly TreeUnitInput[], lookup: CallLookup, budget: number): LayoutResult {
+  const groups: Group[] = [];
+  let oversizePaths = 0;
+  for (const input of inputs) {
+    const g = groupPaths(input, budget);
+    groups.push(...g.groups);
+    oversizePaths += g.oversize;
+  }
+  const writers: RowWriter[] = [];
+  for (const g of groups) {
+    let r = writers.findIndex((w) => w.length + g.tokens <= budget);
+    if (r < 0) {
+      writers.push(new RowWriter());
+      r = writers.length - 1;
+    }
+    writeGroup(writers[r] as RowWriter, g, r, lookup);
+  }
+  const rows: PackedRow[] = [];
+  const index: RowIndex[] = [];
+  for (const w of writers) {
+    const done = w.finish();
+    rows.push(done.row);
+    index.push(done.index);
+  }
+  return { rows, index, oversizePaths };
+}
