@@ -1,3 +1,4 @@
 // Importing this module registers every built-in engine adapter. Add one side-effect import per adapter.
 export { createEngine, listEngines, registerEngine } from "./registry.js";
 import "./scripted/register.js";
+import "./llamacpp/register.js";

@@ -1,0 +1,158 @@
+import { randomInt } from "node:crypto";
+import { join } from "node:path";
+import type { LlamaContextSequence, Token } from "node-llama-cpp";
+import { EngineError, UserError, isHarnessRLError } from "../../core/errors.js";
+import type { ChatRenderer } from "../../chat/renderer.js";
+import { loadCodec } from "../../chat/codec.js";
+import type { Tokenizer } from "../../tokenizer/types.js";
+import { exportGguf } from "../../gguf/export.js";
+import { readModelConfig } from "../../weights/config.js";
+import type { FinishReason, GenerateRequest, GenerateResult, HotSwappableEngine, ModelInfo } from "../types.js";
+import { ensureGguf, ggufKey } from "./gguf-cache.js";
+import type { LlamaCppOptions } from "./options.js";
+import { PolicySlot } from "./policy-slot.js";
+
+/**
+ * `llamacpp:<model dir>`: llama.cpp embedded through node-llama-cpp, fed and read as token ids. Sampling uses the
+ * untruncated distribution unless the request asks otherwise; each sampled token's logprob is the log of the
+ * probability llama.cpp's sampler chain assigned it (after temperature / truncation), i.e. the distribution it was
+ * drawn from. Temperature 0 means greedy, and then the logprob reported is the model's (temperature 1) logprob.
+ */
+export interface LoadTiming {
+  version: number;
+  exportMs: number;
+  loadMs: number;
+}
+
+export class LlamaCppEngine implements HotSwappableEngine {
+  readonly spec: string;
+  readonly model: ModelInfo;
+  readonly tokenizer: Tokenizer;
+  readonly renderer: ChatRenderer;
+  private current: PolicySlot;
+  private readonly vocabSize: number;
+  private swapChain: Promise<void> = Promise.resolve();
+  private closed = false;
+  /** Export/load times of every policy version loaded, for benchmarks and logs. */
+  readonly loadTimings: LoadTiming[] = [];
+
+  private constructor(spec: string, slot: PolicySlot, vocabSize: number, codec: { tokenizer: Tokenizer; renderer: ChatRenderer }, private readonly opts: LlamaCppOptions) {
+    this.spec = spec;
+    this.current = slot;
+    this.vocabSize = vocabSize;
+    this.tokenizer = codec.tokenizer;
+    this.renderer = codec.renderer;
+    this.model = { id: opts.modelDir.split("/").filter(Boolean).pop() ?? "policy", contextWindow: slot.contextSize };
+  }
+
+  static async create(spec: string, options: LlamaCppOptions): Promise<LlamaCppEngine> {
+    const config = readModelConfig(options.modelDir);
+    const codec = loadCodec(options.modelDir);
+    const { file, exportMs } = ensureGguf(options.modelDir, options.cacheDir);
+    const t1 = performance.now();
+    const contextSize = options.contextSize ?? Math.min(8192, config.maxPositions);
+    const slot = await PolicySlot.load(file, config.policyVersion ?? 0, options, contextSize, false);
+    const engine = new LlamaCppEngine(spec, slot, config.vocabSize, codec, options);
+    engine.loadTimings.push({ version: slot.version, exportMs, loadMs: performance.now() - t1 });
+    return engine;
+  }
+
+  get policyVersion(): number {
+    return this.current.version;
+  }
+
+  /**
+   * Loads new weights (a model directory with the same architecture and tokenizer) as `version`. New requests use them
+   * as soon as they are loaded; requests in flight finish on the old weights, which are disposed afterwards.
+   */
+  loadPolicy(modelDir: string, version: number): Promise<void> {
+    const run = async (): Promise<void> => {
+      if (this.closed) throw new EngineError("engine_closed", "engine is closed");
+      const config = readModelConfig(modelDir);
+      if (config.vocabSize !== this.vocabSize) throw new UserError("incompatible_policy", `policy ${modelDir} has vocab_size ${config.vocabSize}, the engine serves ${this.vocabSize}`);
+      const t0 = performance.now();
+      const file = join(this.opts.cacheDir, `${ggufKey(modelDir)}-v${version}.gguf`);
+      exportGguf(modelDir, file);
+      const t1 = performance.now();
+      const slot = await PolicySlot.load(file, version, this.opts, this.current.contextSize, true);
+      const old = this.current;
+      this.current = slot;
+      old.retire();
+      this.loadTimings.push({ version, exportMs: t1 - t0, loadMs: performance.now() - t1 });
+    };
+    const p = this.swapChain.then(run);
+    this.swapChain = p.catch(() => undefined);
+    return p;
+  }
+
+  private validate(req: GenerateRequest): void {
+    const { promptTokens: p, params } = req;
+    if (p.length === 0) throw new UserError("empty_prompt", "prompt has no tokens");
+    for (const t of p) {
+      if (!Number.isInteger(t) || t < 0 || t >= this.vocabSize) throw new UserError("bad_token", `prompt token ${t} is outside the vocabulary [0, ${this.vocabSize})`);
+    }
+    if (!(params.temperature >= 0) || !Number.isFinite(params.temperature)) throw new UserError("bad_sampling_params", `temperature must be ≥ 0, got ${params.temperature}`);
+    if (!Number.isInteger(params.maxTokens) || params.maxTokens < 0) throw new UserError("bad_sampling_params", `maxTokens must be a non-negative integer, got ${params.maxTokens}`);
+  }
+
+  async generate(req: GenerateRequest): Promise<GenerateResult> {
+    if (this.closed) throw new EngineError("engine_closed", "engine is closed");
+    this.validate(req);
+    const slot = this.current;
+    const prompt = req.promptTokens;
+    if (prompt.length >= slot.contextSize) {
+      throw new UserError("prompt_too_long", `prompt has ${prompt.length} tokens; a llama.cpp sequence holds ${slot.contextSize} (raise ?ctx=)`);
+    }
+    const tokens: number[] = [];
+    const logprobs: number[] = [];
+    if (req.params.maxTokens === 0) return { tokens, logprobs, finishReason: "length", policyVersion: slot.version };
+    const seq = await slot.acquire(prompt, req.signal);
+    if (!seq) return { tokens, logprobs, finishReason: "abort", policyVersion: slot.version };
+    let finishReason: FinishReason = "length";
+    try {
+      const toEval = await this.alignSequence(seq, prompt);
+      const limit = Math.min(req.params.maxTokens, slot.contextSize - prompt.length);
+      const stops = new Set(this.tokenizer.stopTokenIds);
+      const { temperature, topK, topP, minP } = req.params;
+      const seed = req.params.seed === undefined ? randomInt(0, 2 ** 32) : req.params.seed >>> 0;
+      if (req.signal?.aborted) return { tokens, logprobs, finishReason: "abort", policyVersion: slot.version };
+      const iter = seq.evaluateWithMetadata(toEval as Token[], { confidence: true }, { temperature, topK, topP, minP, seed, yieldEogToken: true });
+      for await (const out of iter) {
+        const id = out.token as number;
+        const lp = Math.log(out.confidence);
+        tokens.push(id);
+        logprobs.push(lp);
+        req.onToken?.(id, lp);
+        if (stops.has(id)) {
+          finishReason = "stop";
+          break;
+        }
+        if (tokens.length >= limit) break;
+        if (req.signal?.aborted) {
+          finishReason = "abort";
+          break;
+        }
+      }
+    } catch (e) {
+      if (isHarnessRLError(e)) throw e;
+      throw new EngineError("llamacpp_failed", `llama.cpp generation failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    } finally {
+      slot.release(seq);
+    }
+    return { tokens, logprobs, finishReason, policyVersion: slot.version };
+  }
+
+  /** Drops the sequence's cached tokens after the shared prefix; returns the prompt tokens still to evaluate (≥ 1). */
+  private async alignSequence(seq: LlamaContextSequence, prompt: readonly number[]): Promise<readonly number[]> {
+    const shared = Math.min(seq.compareContextTokens(prompt as Token[]).firstDifferentIndex, prompt.length - 1);
+    if (shared < seq.nextTokenIndex) await seq.eraseContextTokenRanges([{ start: shared, end: seq.nextTokenIndex }]);
+    return prompt.slice(shared);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.swapChain;
+    await this.current.dispose();
+  }
+}

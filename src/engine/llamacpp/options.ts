@@ -1,0 +1,63 @@
+import { availableParallelism } from "node:os";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import { UserError } from "../../core/errors.js";
+
+/**
+ * Options of `llamacpp:<model dir>?threads=1&sequences=8&ctx=8192&kv=f32&fa=0&cache=<dir>`.
+ * Defaults favour exactness (F32 KV cache, no flash attention: llama.cpp's CPU flash attention rounds through F16
+ * and costs ~1e-2 in logprob) and leave one core free for the proxy and trainer.
+ */
+export interface LlamaCppOptions {
+  modelDir: string;
+  threads: number;
+  /** Parallel sequences in one context: that many requests are batched together; more wait. */
+  sequences: number;
+  /** Context size per sequence (tokens); undefined = min(8192, max_position_embeddings). */
+  contextSize: number | undefined;
+  kvType: "F32" | "F16";
+  flashAttention: boolean;
+  cacheDir: string;
+}
+
+const intParam = (name: string, min: number, max: number) =>
+  z.coerce.number({ error: `${name} must be a number` }).int(`${name} must be an integer`).min(min).max(max).optional();
+
+const querySchema = z
+  .object({
+    threads: intParam("threads", 1, 256),
+    sequences: intParam("sequences", 1, 1024),
+    ctx: intParam("ctx", 16, 1 << 20),
+    kv: z.enum(["f32", "f16"]).optional(),
+    fa: z.enum(["0", "1"]).optional(),
+    cache: z.string().min(1).optional(),
+  })
+  .strict();
+
+export function defaultThreads(): number {
+  return Math.max(1, Math.min(8, availableParallelism() - 1));
+}
+
+export function defaultCacheDir(): string {
+  return process.env.HARNESSRL_CACHE_DIR ? join(process.env.HARNESSRL_CACHE_DIR, "gguf") : join(homedir(), ".cache", "harnessrl", "gguf");
+}
+
+export function parseLlamaCppSpec(arg: string, fallbackModelDir?: string): LlamaCppOptions {
+  const q = arg.indexOf("?");
+  const modelDir = (q < 0 ? arg : arg.slice(0, q)) || fallbackModelDir;
+  if (!modelDir) throw new UserError("bad_engine_spec", "llamacpp needs a model directory: llamacpp:<model dir>[?threads=N&sequences=N&ctx=N&kv=f32|f16&fa=0|1&cache=DIR]");
+  const params = Object.fromEntries(new URLSearchParams(q < 0 ? "" : arg.slice(q + 1)));
+  const r = querySchema.safeParse(params);
+  if (!r.success) throw new UserError("bad_engine_spec", `llamacpp spec "${arg}": ${z.prettifyError(r.error)}`);
+  const o = r.data;
+  return {
+    modelDir,
+    threads: o.threads ?? defaultThreads(),
+    sequences: o.sequences ?? 8,
+    contextSize: o.ctx,
+    kvType: o.kv === "f16" ? "F16" : "F32",
+    flashAttention: o.fa === "1",
+    cacheDir: o.cache ?? defaultCacheDir(),
+  };
+}

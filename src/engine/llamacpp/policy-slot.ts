@@ -1,0 +1,129 @@
+import { rmSync } from "node:fs";
+import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
+import { EngineError } from "../../core/errors.js";
+import { llamaRuntime } from "./runtime.js";
+import type { LlamaCppOptions } from "./options.js";
+
+/**
+ * One loaded policy version: a llama.cpp model, one context with N sequences (requests on different sequences are
+ * decoded in the same batch), and a pool that hands out sequences. A free sequence keeps its KV cache, and the pool
+ * picks the one sharing the longest prefix with the new prompt, so a harness's growing conversation only evaluates
+ * its new tokens. Retiring a slot lets in-flight requests finish before the model is disposed.
+ */
+export class PolicySlot {
+  private readonly free: LlamaContextSequence[] = [];
+  private readonly waiters: (() => void)[] = [];
+  private active = 0;
+  private retired = false;
+  private disposed: Promise<void> | undefined;
+
+  private constructor(
+    readonly version: number,
+    readonly ggufFile: string,
+    private readonly model: LlamaModel,
+    private readonly context: LlamaContext,
+    private readonly ownsFile: boolean,
+  ) {
+    for (let i = 0; i < context.totalSequences; i++) this.free.push(context.getSequence());
+  }
+
+  static async load(ggufFile: string, version: number, options: LlamaCppOptions, contextSize: number, ownsFile: boolean): Promise<PolicySlot> {
+    const llama = await llamaRuntime();
+    let model: LlamaModel | undefined;
+    try {
+      model = await llama.loadModel({ modelPath: ggufFile, gpuLayers: 0, defaultContextFlashAttention: options.flashAttention });
+      const context = await model.createContext({
+        sequences: options.sequences,
+        contextSize,
+        threads: options.threads,
+        flashAttention: options.flashAttention,
+        experimentalKvCacheKeyType: options.kvType,
+        experimentalKvCacheValueType: options.kvType,
+        failedCreationRemedy: false,
+      });
+      return new PolicySlot(version, ggufFile, model, context, ownsFile);
+    } catch (e) {
+      await model?.dispose();
+      throw new EngineError("llamacpp_load_failed", `llama.cpp could not load ${ggufFile}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    }
+  }
+
+  /** Tokens one sequence can hold. */
+  get contextSize(): number {
+    return this.context.contextSize;
+  }
+
+  /** Waits for a free sequence (or the abort); returns the one whose cached tokens share the longest prefix with `prompt`. */
+  async acquire(prompt: readonly number[], signal?: AbortSignal): Promise<LlamaContextSequence | undefined> {
+    if (this.retired) throw new EngineError("policy_retired", "policy slot retired", { retryable: true });
+    this.active++;
+    while (this.free.length === 0) {
+      if (signal?.aborted) return this.leave(undefined);
+      await new Promise<void>((resolve) => {
+        const onAbort = (): void => {
+          const i = this.waiters.indexOf(wake);
+          if (i >= 0) this.waiters.splice(i, 1);
+          resolve();
+        };
+        const wake = (): void => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        };
+        this.waiters.push(wake);
+        signal?.addEventListener("abort", onAbort, { once: true });
+      });
+    }
+    if (signal?.aborted) return this.leave(undefined);
+    let best = 0;
+    let bestLen = -1;
+    this.free.forEach((s, i) => {
+      const n = s.compareContextTokens(prompt as Token[]).firstDifferentIndex;
+      if (n > bestLen) {
+        best = i;
+        bestLen = n;
+      }
+    });
+    const [seq] = this.free.splice(best, 1);
+    return seq;
+  }
+
+  private leave(x: undefined): undefined {
+    this.active--;
+    this.maybeDispose();
+    return x;
+  }
+
+  /** Returns a sequence to the pool (its KV cache stays for prefix reuse). */
+  release(seq: LlamaContextSequence): void {
+    this.free.push(seq);
+    this.active--;
+    this.waiters.shift()?.();
+    this.maybeDispose();
+  }
+
+  /** No new requests; disposes the model once in-flight ones finish. */
+  retire(): void {
+    this.retired = true;
+    this.maybeDispose();
+  }
+
+  private maybeDispose(): void {
+    if (this.retired && this.active === 0) void this.dispose();
+  }
+
+  /** Disposes now (in-flight generations fail). Idempotent. */
+  dispose(): Promise<void> {
+    this.retired = true;
+    this.disposed ??= (async () => {
+      await this.context.dispose().catch(() => undefined);
+      await this.model.dispose().catch(() => undefined);
+      if (this.ownsFile) rmSync(this.ggufFile, { force: true });
+    })();
+    return this.disposed;
+  }
+
+  /** Resolves when a retired slot has been disposed. */
+  async drained(): Promise<void> {
+    await this.disposed;
+  }
+}

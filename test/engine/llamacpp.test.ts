@@ -1,0 +1,105 @@
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { UserError } from "../../src/core/errors.js";
+import { createEngine } from "../../src/engine/index.js";
+import type { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
+import { parseLlamaCppSpec } from "../../src/engine/llamacpp/options.js";
+import { DEFAULT_SAMPLING } from "../../src/engine/types.js";
+import { loadReferenceModel } from "../../src/weights/reference-forward.js";
+import { writeRandomModelDir, type RandomModelSpec } from "../../src/weights/random-model.js";
+import { runEngineContract } from "./engine-contract.js";
+
+const root = mkdtempSync(join(tmpdir(), "harnessrl-llamacpp-"));
+const cache = join(root, "cache");
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const small: Omit<RandomModelSpec, "seed"> = { modelType: "qwen3", hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, intermediateSize: 128, tieWordEmbeddings: true };
+function modelDir(name: string, spec: RandomModelSpec): string {
+  const dir = join(root, name);
+  if (!existsSync(dir)) writeRandomModelDir(dir, spec);
+  return dir;
+}
+const base = modelDir("base", { ...small, seed: 1 });
+const spec = (dir: string, extra = ""): string => `llamacpp:${dir}?threads=1&sequences=8&ctx=8192&cache=${cache}${extra}`;
+
+runEngineContract({
+  name: "llamacpp",
+  create: () => createEngine(spec(base)),
+  swapTo: () => Promise.resolve({ modelDir: modelDir("swap", { ...small, seed: 2, policyVersion: 1 }), version: 1 }),
+});
+
+describe("llamacpp engine", () => {
+  it("parses spec options and rejects unknown or invalid ones", () => {
+    const o = parseLlamaCppSpec("/m?threads=2&sequences=32&ctx=4096&kv=f16&fa=1&cache=/c");
+    expect(o).toMatchObject({ modelDir: "/m", threads: 2, sequences: 32, contextSize: 4096, kvType: "F16", flashAttention: true, cacheDir: "/c" });
+    expect(() => parseLlamaCppSpec("/m?threads=zero")).toThrow(UserError);
+    expect(() => parseLlamaCppSpec("/m?bogus=1")).toThrow(UserError);
+    expect(() => parseLlamaCppSpec("")).toThrow(/model directory/);
+  });
+
+  for (const modelType of ["qwen3", "qwen2"] as const) {
+    it(`samples with logprobs equal to an independent float64 forward pass (${modelType}, temperature 0.7, reused prefix)`, async () => {
+      const dir = modelDir(`ref-${modelType}`, { ...small, modelType, tieWordEmbeddings: modelType === "qwen3", seed: 11, std: 0.15 });
+      const engine = await createEngine(spec(dir));
+      try {
+        const ref = loadReferenceModel(dir);
+        const prompt = engine.tokenizer.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+        const first = await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, temperature: 0.7, maxTokens: 40, seed: 7 } });
+        // Second turn extends the first: the engine reuses the cached prefix and evaluates only the new tokens.
+        const prompt2 = [...prompt, ...first.tokens, ...engine.tokenizer.encode("\nmore")];
+        const second = await engine.generate({ promptTokens: prompt2, params: { ...DEFAULT_SAMPLING, temperature: 0.7, maxTokens: 40, seed: 8 } });
+        for (const [p, r] of [[prompt, first], [prompt2, second]] as const) {
+          const expected = ref.logprobs([...p, ...r.tokens], 0.7).slice(p.length - 1);
+          expect(expected).toHaveLength(r.tokens.length);
+          const maxDiff = Math.max(...r.logprobs.map((lp, i) => Math.abs(lp - (expected[i] ?? 0))));
+          expect(maxDiff).toBeLessThan(1e-4);
+        }
+      } finally {
+        await engine.close();
+      }
+    }, 60_000);
+  }
+
+  it("hot-swaps while requests are in flight: old requests finish on the old version, new ones use the new, the old GGUF is removed", async () => {
+    const engine = (await createEngine(spec(base))) as LlamaCppEngine;
+    try {
+      const prompt = engine.tokenizer.encode("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n");
+      let started!: () => void;
+      const firstToken = new Promise<void>((r) => (started = r));
+      const inflight = Array.from({ length: 3 }, (_, i) =>
+        engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, maxTokens: 400, seed: 50 + i }, onToken: () => started() }),
+      );
+      await firstToken;
+      const v2 = modelDir("swap2", { ...small, seed: 3 });
+      await engine.loadPolicy(v2, 5);
+      const fresh = await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, maxTokens: 5, seed: 1 } });
+      expect(fresh.policyVersion).toBe(5);
+      const old = await Promise.all(inflight);
+      for (const r of old) {
+        expect(r.policyVersion).toBe(0);
+        expect(r.tokens.length).toBeGreaterThan(0);
+      }
+      await engine.loadPolicy(modelDir("swap3", { ...small, seed: 4 }), 6);
+      await new Promise((r) => setTimeout(r, 100));
+      const files = readdirSync(cache).filter((f) => f.endsWith(".gguf"));
+      expect(files.some((f) => f.endsWith("-v5.gguf"))).toBe(false);
+      expect(files.some((f) => f.endsWith("-v6.gguf"))).toBe(true);
+      expect(engine.loadTimings.map((t) => t.version)).toEqual([0, 5, 6]);
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+
+  it("rejects prompt tokens outside the vocabulary and prompts longer than the context", async () => {
+    const engine = await createEngine(spec(base, "").replace("ctx=8192", "ctx=64"));
+    try {
+      await expect(engine.generate({ promptTokens: [1, 99999], params: DEFAULT_SAMPLING })).rejects.toThrow(/outside the vocabulary/);
+      await expect(engine.generate({ promptTokens: new Array<number>(300).fill(65), params: DEFAULT_SAMPLING })).rejects.toThrow(/prompt_too_long|holds/);
+      await expect(engine.generate({ promptTokens: [], params: DEFAULT_SAMPLING })).rejects.toThrow(UserError);
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+});
