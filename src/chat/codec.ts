@@ -5,6 +5,7 @@ import { UserError } from "../core/errors.js";
 import { ByteTokenizer } from "../tokenizer/bytes.js";
 import { loadTokenizer, readTokenizerConfig } from "../tokenizer/load.js";
 import type { Tokenizer } from "../tokenizer/types.js";
+import { ChatMLToolsRenderer } from "./chatml-renderer.js";
 import { JinjaChatRenderer } from "./jinja-renderer.js";
 import type { JinjaRendererOptions } from "./jinja-renderer.js";
 import type { ChatRenderer } from "./renderer.js";
@@ -23,13 +24,24 @@ export function defaultTemplateSource(): string {
 }
 
 let cachedDefault: Codec | undefined;
+let cachedSource: string | undefined;
 
-/** The tiny byte tokenizer with the default ChatML + Hermes tool-call template; built once per process. */
+function isDefaultTemplate(source: string): boolean {
+  cachedSource ??= defaultTemplateSource();
+  return source === cachedSource;
+}
+
+/** The default template through the Jinja interpreter (the reference the fast renderer is tested against). */
+export function defaultJinjaRenderer(): JinjaChatRenderer {
+  return new JinjaChatRenderer(defaultTemplateSource(), { eosToken: "<|endoftext|>", endOfTurn: "<|im_end|>" });
+}
+
+/**
+ * The tiny byte tokenizer with the default ChatML + Hermes tool-call template (rendered by its hand-written
+ * equivalent, see chatml-renderer.ts); built once per process.
+ */
 export function defaultCodec(): Codec {
-  cachedDefault ??= {
-    tokenizer: new ByteTokenizer(),
-    renderer: new JinjaChatRenderer(defaultTemplateSource(), { eosToken: "<|endoftext|>", endOfTurn: "<|im_end|>" }),
-  };
+  cachedDefault ??= { tokenizer: new ByteTokenizer(), renderer: new ChatMLToolsRenderer() };
   return cachedDefault;
 }
 
@@ -49,6 +61,8 @@ export function loadCodec(modelDir: string, options: Pick<JinjaRendererOptions, 
   const file = join(modelDir, "chat_template.jinja");
   if (source === undefined && existsSync(file)) source = readFileSync(file, "utf8");
   if (source === undefined) throw new UserError("invalid_model_dir", `${modelDir} has no chat template (tokenizer_config.json chat_template or chat_template.jinja)`);
+  // The default template ignores bos/eos and extra variables, so its fast equivalent renders the same text.
+  if (isDefaultTemplate(source) && options.endOfTurn === undefined) return { tokenizer, renderer: new ChatMLToolsRenderer() };
   const rendererOptions: JinjaRendererOptions = { ...options };
   if (config.bos_token) rendererOptions.bosToken = config.bos_token;
   if (config.eos_token) rendererOptions.eosToken = config.eos_token;

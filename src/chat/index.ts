@@ -1,7 +1,8 @@
 // Public surface of chat rendering and output parsing.
 export type { ChatRenderer } from "./renderer.js";
 export type { AssistantTurn, ChatMessage, Conversation, Role, ToolCall, ToolChoice, ToolSpec } from "./types.js";
-export { DEFAULT_TEMPLATE_PATH, defaultCodec, loadCodec } from "./codec.js";
+export { DEFAULT_TEMPLATE_PATH, defaultCodec, defaultJinjaRenderer, loadCodec } from "./codec.js";
+export { ChatMLToolsRenderer } from "./chatml-renderer.js";
 export type { Codec } from "./codec.js";
 export { JinjaChatRenderer } from "./jinja-renderer.js";
 export type { JinjaRendererOptions } from "./jinja-renderer.js";

@@ -1,5 +1,5 @@
 import type { Tokenizer } from "./types.js";
-import { decodeUtf8, pushUtf8, utf8Bytes } from "./utf8.js";
+import { decodeUtf8, utf8Bytes } from "./utf8.js";
 
 /** The tiny models' special tokens, in id order from 256 (docs/model-dir.md). Never reorder: ids are baked into weights. */
 export const BYTE_SPECIAL_TOKENS = [
@@ -26,8 +26,9 @@ export class ByteTokenizer implements Tokenizer {
   readonly specialTokens: ReadonlyMap<string, number>;
   readonly stopTokenIds: readonly number[];
   private readonly bytesById: Uint8Array[];
-  /** Special tokens grouped by first UTF-16 code unit, longest first, for the scan. */
-  private readonly byFirstChar: Map<number, { text: string; id: number }[]>;
+  /** Special tokens' UTF-8 bytes, longest first, and which bytes can start one. */
+  private readonly specialBytes: { bytes: Uint8Array; id: number }[];
+  private readonly firstByte = new Uint8Array(256);
 
   constructor(specials: readonly string[] = BYTE_SPECIAL_TOKENS) {
     const map = new Map<string, number>();
@@ -41,48 +42,57 @@ export class ByteTokenizer implements Tokenizer {
     this.bytesById = [];
     for (let b = 0; b < 256; b++) this.bytesById.push(Uint8Array.of(b));
     for (const s of specials) this.bytesById.push(utf8Bytes(s));
-    this.byFirstChar = new Map();
-    for (const [text, id] of map) {
-      const c = text.charCodeAt(0);
-      const list = this.byFirstChar.get(c) ?? [];
-      list.push({ text, id });
-      list.sort((a, b) => b.text.length - a.text.length);
-      this.byFirstChar.set(c, list);
-    }
+    this.specialBytes = [...map.values()].map((id) => ({ bytes: this.bytesById[id] as Uint8Array, id })).sort((a, b) => b.bytes.length - a.bytes.length);
+    for (const { bytes } of this.specialBytes) this.firstByte[bytes[0] as number] = 1;
   }
 
   encode(text: string): number[] {
+    // Matching special tokens on the UTF-8 bytes is equivalent to matching on the text (UTF-8 is self-synchronising),
+    // and lets the native encoder do the heavy lifting.
+    const bytes = Buffer.from(text, "utf8");
+    const n = bytes.length;
     const out: number[] = [];
-    let segStart = 0;
-    const n = text.length;
+    const first = this.firstByte;
     for (let i = 0; i < n; i++) {
-      const candidates = this.byFirstChar.get(text.charCodeAt(i));
-      if (candidates === undefined) continue;
-      for (const cand of candidates) {
-        if (text.startsWith(cand.text, i)) {
-          pushUtf8(text, segStart, i, out);
-          out.push(cand.id);
-          i += cand.text.length - 1;
-          segStart = i + 1;
-          break;
+      const b = bytes[i] as number;
+      if (first[b] === 1) {
+        const id = this.matchSpecial(bytes, i);
+        if (id >= 0) {
+          out.push(id);
+          i += (this.bytesById[id] as Uint8Array).length - 1;
+          continue;
         }
       }
+      out.push(b);
     }
-    pushUtf8(text, segStart, n, out);
     return out;
   }
 
   decode(ids: readonly number[]): string {
     let total = 0;
-    for (const id of ids) total += this.tokenBytes(id).length;
+    for (const id of ids) total += id < 256 && id >= 0 ? 1 : this.tokenBytes(id).length;
     const buf = new Uint8Array(total);
     let o = 0;
     for (const id of ids) {
-      const b = this.tokenBytes(id);
-      buf.set(b, o);
-      o += b.length;
+      if (id < 256 && id >= 0) buf[o++] = id;
+      else {
+        const b = this.tokenBytes(id);
+        buf.set(b, o);
+        o += b.length;
+      }
     }
     return decodeUtf8(buf);
+  }
+
+  private matchSpecial(bytes: Uint8Array, at: number): number {
+    for (const cand of this.specialBytes) {
+      const sb = cand.bytes;
+      if (at + sb.length > bytes.length || sb[0] !== bytes[at]) continue;
+      let k = 1;
+      while (k < sb.length && sb[k] === bytes[at + k]) k++;
+      if (k === sb.length) return cand.id;
+    }
+    return -1;
   }
 
   tokenBytes(id: number): Uint8Array {
