@@ -1,0 +1,234 @@
+import { accessSync, constants, existsSync, rmSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { constants as osConstants } from "node:os";
+import { delimiter, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { InfraError, UserError } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
+import { BaseSandbox, sandboxDirs } from "../base-sandbox.js";
+import type { SandboxDirs } from "../base-sandbox.js";
+import { HostBridge } from "../bridge-host.js";
+import { SandboxCgroup, detectCgroups, prepareParents } from "../cgroups.js";
+import type { CgroupLayout } from "../cgroups.js";
+import { onExitCleanup } from "../exit-cleanup.js";
+import { validateCreateOptions } from "../options.js";
+import type { ResolvedExec } from "../options.js";
+import { reapOrphans } from "../reaper.js";
+import { runProcess } from "../run-process.js";
+import { defaultStateRoot, ownerIdentity, removeDir, writeState } from "../state.js";
+import { seedWorkspace } from "../workspace.js";
+import type { ExecResult, ReapReport, Sandbox, SandboxBackend, SandboxBackendOptions, SandboxCreateOptions, SandboxPaths } from "../types.js";
+import { IN_SANDBOX, mountArgs, planNode, systemMountArgs } from "./mounts.js";
+import type { MountPlan } from "./mounts.js";
+
+/** Joins every cgroup hierarchy before exec'ing bwrap, so nothing in the sandbox ever runs outside its limits. */
+const CGROUP_WRAPPER =
+  'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || { echo "harnessrl-sandbox: cannot join cgroup $1" >&2; exit 126; }; shift; n=$((n-1)); done; exec "$@"';
+
+/** Inside the sandbox: start the proxy forwarder, wait for its readiness line, then become the command. */
+const BRIDGE_WRAPPER = [
+  "node=$1; port=$2; shift 2",
+  `r=$("$node" --max-old-space-size=32 --v8-pool-size=0 ${IN_SANDBOX.forwarder} "$port" ${IN_SANDBOX.bridgeSocket} 3>&1 >/dev/null </dev/null &)`,
+  'if [ "$r" != ready ]; then echo "harnessrl-sandbox: proxy forwarder did not start" >&2; exit 125; fi',
+  'exec "$@"',
+].join("\n");
+
+const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+function findExecutable(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? DEFAULT_PATH).split(delimiter)) {
+    const p = join(dir, name);
+    try {
+      accessSync(p, constants.X_OK);
+      return p;
+    } catch {
+      // keep looking
+    }
+  }
+  return undefined;
+}
+
+const signalNames = new Map<number, NodeJS.Signals>(
+  Object.entries(osConstants.signals).map(([name, num]) => [num, name as NodeJS.Signals]),
+);
+
+interface BwrapContext {
+  bwrap: string;
+  layout: CgroupLayout;
+  mounts: MountPlan;
+  stateRoot: string;
+}
+
+class BwrapSandbox extends BaseSandbox {
+  readonly backend = "bwrap";
+  readonly paths: SandboxPaths = { workspace: IN_SANDBOX.workspace, home: IN_SANDBOX.home };
+  readonly proxyUrl: string | undefined;
+  private readonly running = new Set<Promise<unknown>>();
+  private bridge: HostBridge | undefined;
+  private unregisterExit: () => void = () => undefined;
+
+  constructor(
+    id: string,
+    dirs: SandboxDirs,
+    private readonly ctx: BwrapContext,
+    private readonly options: SandboxCreateOptions,
+    readonly cgroup: SandboxCgroup,
+    private readonly onGone: (s: BwrapSandbox) => void,
+  ) {
+    super(id, dirs, options.limits.wallClockMs);
+    const proxy = options.network?.proxy;
+    this.proxyUrl = proxy ? `http://127.0.0.1:${proxy.port}` : undefined;
+  }
+
+  async start(): Promise<void> {
+    const { stateDir, workspaceDir, homeDir } = this;
+    await mkdir(workspaceDir, { recursive: true });
+    await mkdir(homeDir, { recursive: true });
+    await writeState(stateDir, { id: this.id, backend: this.backend, ...ownerIdentity(), createdAt: new Date().toISOString(), cgroups: this.cgroup.paths, labels: this.options.labels ?? {} });
+    this.unregisterExit = onExitCleanup(() => this.teardownSync());
+    this.cgroup.create(this.options.limits);
+    await seedWorkspace(workspaceDir, this.options.workspaceFiles);
+    const proxy = this.options.network?.proxy;
+    if (proxy) {
+      const socket = join(stateDir, "bridge", "proxy.sock");
+      if (Buffer.byteLength(socket) > 100) throw new UserError("sandbox_root_too_long", `sandbox state root is too deep for a unix socket path: ${socket}`);
+      await mkdir(dirname(socket));
+      this.bridge = await HostBridge.listen(socket, proxy);
+    }
+  }
+
+  private environment(extra: Record<string, string>): Record<string, string> {
+    const nodeDir = dirname(process.execPath);
+    const path = DEFAULT_PATH.split(":").includes(nodeDir) ? DEFAULT_PATH : `${DEFAULT_PATH}:${nodeDir}`;
+    const env: Record<string, string> = {
+      PATH: path, HOME: IN_SANDBOX.home, USER: "sandbox", LOGNAME: "sandbox", LANG: "C.UTF-8", TMPDIR: "/tmp", TERM: "dumb",
+      ...this.options.env, ...extra, HARNESSRL_SANDBOX_ID: this.id,
+    };
+    if (this.proxyUrl) env.HARNESSRL_PROXY_URL = this.proxyUrl;
+    return env;
+  }
+
+  protected async runExec(exec: ResolvedExec, timeoutMs: number): Promise<ExecResult> {
+    const mounts = mountArgs(this.ctx.mounts, {
+      workspaceDir: this.workspaceDir, homeDir: this.homeDir, readOnlyPaths: this.options.readOnlyPaths ?? [], cwd: exec.cwd ?? ".",
+      bridgeDir: this.bridge ? join(this.stateDir, "bridge") : undefined,
+    });
+    const proxy = this.options.network?.proxy;
+    const command = proxy ? ["/bin/sh", "-c", BRIDGE_WRAPPER, "harnessrl-init", process.execPath, String(proxy.port), ...exec.argv] : exec.argv;
+    const bwrapArgs = [
+      "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox",
+      ...mounts, "--", ...command,
+    ];
+    const procs = this.cgroup.procsFiles();
+    const [file, args] = procs.length > 0
+      ? ["/bin/sh", ["-c", CGROUP_WRAPPER, "harnessrl-cgroup", String(procs.length), ...procs, this.ctx.bwrap, ...bwrapArgs]]
+      : [this.ctx.bwrap, bwrapArgs];
+    const before = this.cgroup.counters();
+    const run = runProcess(
+      { file, args, cwd: this.workspaceDir, env: this.environment(exec.env), stdin: exec.stdin, timeoutMs, stdoutLimit: exec.stdoutLimit, stderrLimit: exec.stderrLimit, detached: false },
+      {
+        killTree: (pid, reason) => {
+          if (reason !== "timeout") return; // the leader's exit already tore down its pid namespace
+          try {
+            process.kill(pid, "SIGKILL"); // bwrap's --die-with-parent takes the namespace's init, hence everything, with it
+          } catch {
+            // already gone
+          }
+          if (this.running.size <= 1) this.cgroup.killAll();
+        },
+      },
+    );
+    this.running.add(run);
+    try {
+      const r = await run;
+      const after = this.cgroup.counters();
+      const stderr = r.stderr.text();
+      if (r.exitCode === 126 && stderr.startsWith("harnessrl-sandbox: cannot join cgroup")) throw new InfraError("sandbox_cgroup", stderr.trim(), { retryable: true });
+      if (r.exitCode === 125 && stderr.includes("harnessrl-sandbox: proxy forwarder did not start")) throw new InfraError("sandbox_bridge", stderr.trim(), { retryable: true });
+      const signal = r.signal ?? (r.exitCode !== null && r.exitCode > 128 ? signalNames.get(r.exitCode - 128) ?? null : null);
+      return {
+        exitCode: r.exitCode, signal, stdout: r.stdout.text(), stderr, stdoutTruncated: r.stdout.truncated, stderrTruncated: r.stderr.truncated,
+        stdoutBytes: r.stdout.total, stderrBytes: r.stderr.total, timedOut: r.timedOut,
+        oomKilled: after.oomKills > before.oomKills,
+        pidsLimitHit: this.cgroup.paths.pids ? after.pidsMaxHits > before.pidsMaxHits : undefined,
+        durationMs: r.durationMs,
+      };
+    } finally {
+      this.running.delete(run);
+    }
+  }
+
+  protected async teardown(): Promise<void> {
+    this.cgroup.killAll();
+    await Promise.allSettled([...this.running.values()]);
+    await this.bridge?.close();
+    const errors = this.cgroup.remove();
+    await removeDir(this.stateDir);
+    this.unregisterExit();
+    this.onGone(this);
+    if (errors.length > 0) throw new InfraError("sandbox_cleanup", `sandbox ${this.id} cleanup incomplete: ${errors.join("; ")}`);
+  }
+
+  /** Exit-hook variant: no awaiting possible. */
+  private teardownSync(): void {
+    this.cgroup.killAll(500);
+    this.cgroup.remove(500);
+    rmSync(this.stateDir, { recursive: true, force: true });
+  }
+}
+
+export class BwrapBackend implements SandboxBackend {
+  readonly name = "bwrap";
+  readonly unsafe = false;
+  private readonly sandboxes = new Set<BwrapSandbox>();
+
+  private constructor(
+    private readonly ctx: BwrapContext,
+    readonly warnings: string[],
+  ) {}
+
+  static async open(options: SandboxBackendOptions = {}): Promise<BwrapBackend> {
+    const bwrap = findExecutable("bwrap");
+    if (!bwrap) throw new InfraError("sandbox_no_bwrap", "bubblewrap (bwrap) is not installed: run `npm run setup` or `apt-get install bubblewrap`");
+    const layout = detectCgroups();
+    const warnings = [...layout.warnings, ...prepareParents(layout)];
+    for (const w of warnings) console.warn(`harnessrl sandbox (bwrap): ${w}`);
+    const stateRoot = resolve(options.stateRoot ?? defaultStateRoot());
+    await mkdir(stateRoot, { recursive: true });
+    const system = systemMountArgs();
+    const forwarderHostPath = fileURLToPath(new URL("../forwarder.js", import.meta.url));
+    if (!existsSync(forwarderHostPath)) throw new InfraError("sandbox_no_forwarder", `proxy forwarder not built at ${forwarderHostPath}: run \`npm run build\``);
+    const mounts: MountPlan = {
+      systemArgs: system.args, systemBound: system.bound, nodePrefix: planNode(process.execPath, system.bound), forwarderHostPath,
+      hidePaths: [stateRoot, ...(options.hidePaths ?? []).map((p) => resolve(p))],
+    };
+    return new BwrapBackend({ bwrap, layout, mounts, stateRoot }, warnings);
+  }
+
+  async create(options: SandboxCreateOptions): Promise<Sandbox> {
+    validateCreateOptions(options);
+    const id = newId("sbx");
+    const cgroup = SandboxCgroup.forSandbox(this.ctx.layout, id);
+    const sandbox = new BwrapSandbox(id, sandboxDirs(join(this.ctx.stateRoot, id)), this.ctx, options, cgroup, (s) => this.sandboxes.delete(s));
+    this.sandboxes.add(sandbox);
+    try {
+      await sandbox.start();
+    } catch (e) {
+      await sandbox.destroy().catch(() => undefined);
+      throw e;
+    }
+    return sandbox;
+  }
+
+  reapOrphans(): Promise<ReapReport> {
+    return reapOrphans(this.ctx.stateRoot);
+  }
+
+  live(): Sandbox[] {
+    return [...this.sandboxes];
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.sandboxes].map((s) => s.destroy()));
+  }
+}

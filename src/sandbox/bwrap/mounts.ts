@@ -1,0 +1,90 @@
+import { existsSync, lstatSync, readlinkSync } from "node:fs";
+import { dirname, posix, sep } from "node:path";
+
+/**
+ * The sandbox's filesystem: bwrap's own tmpfs as root (remounted read-only at the end) with the host's system
+ * directories bound read-only, fresh tmpfs for /tmp, private /proc and /dev, and the sandbox's own workspace, HOME and
+ * bridge socket. Everything else on the host (/root, /home, /tmp, /run, other sandboxes, the proxy's database) is
+ * simply not there, unless the caller binds it explicitly read-only (e.g. a harness installation).
+ */
+export const IN_SANDBOX = {
+  workspace: "/workspace",
+  home: "/home/sandbox",
+  forwarder: "/run/harnessrl/forwarder.js",
+  bridgeDir: "/run/harnessrl/bridge",
+  bridgeSocket: "/run/harnessrl/bridge/proxy.sock",
+} as const;
+
+const SYSTEM_DIRS = ["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt", "var", "sys"];
+
+/** System binds, computed once per backend (merged-/usr systems get symlinks, as on the host). */
+export function systemMountArgs(): { args: string[]; bound: string[] } {
+  const args: string[] = [];
+  const bound: string[] = [];
+  for (const name of SYSTEM_DIRS) {
+    const host = `/${name}`;
+    let st;
+    try {
+      st = lstatSync(host);
+    } catch {
+      continue;
+    }
+    if (st.isSymbolicLink()) args.push("--symlink", readlinkSync(host), host);
+    else if (st.isDirectory()) {
+      args.push("--ro-bind", host, host);
+      bound.push(host);
+    }
+  }
+  return { args, bound };
+}
+
+function under(path: string, dir: string): boolean {
+  return path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
+}
+
+export interface MountPlan {
+  systemArgs: string[];
+  systemBound: string[];
+  /** The node binary's installation, bound when it lies outside the system directories. */
+  nodePrefix: string | undefined;
+  forwarderHostPath: string;
+  hidePaths: string[];
+}
+
+export function planNode(execPath: string, systemBound: string[]): string | undefined {
+  if (systemBound.some((d) => under(execPath, d))) return undefined;
+  return dirname(dirname(execPath));
+}
+
+export interface SandboxMountInput {
+  workspaceDir: string;
+  homeDir: string;
+  bridgeDir: string | undefined;
+  readOnlyPaths: string[];
+  cwd: string;
+}
+
+export function mountArgs(plan: MountPlan, s: SandboxMountInput): string[] {
+  const args = [...plan.systemArgs];
+  const visible = [...plan.systemBound];
+  if (plan.nodePrefix) {
+    args.push("--ro-bind", plan.nodePrefix, plan.nodePrefix);
+    visible.push(plan.nodePrefix);
+  }
+  for (const p of s.readOnlyPaths) {
+    if (!existsSync(p)) continue;
+    args.push("--ro-bind", p, p);
+    visible.push(p);
+  }
+  // Hidden paths that would otherwise show through a visible bind get an empty tmpfs on top.
+  for (const h of plan.hidePaths) {
+    if (visible.some((v) => under(h, v) && h !== v) && existsSync(h)) args.push("--tmpfs", h);
+  }
+  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
+  args.push("--bind", s.workspaceDir, IN_SANDBOX.workspace, "--bind", s.homeDir, IN_SANDBOX.home);
+  if (s.bridgeDir) {
+    args.push("--ro-bind", plan.forwarderHostPath, IN_SANDBOX.forwarder, "--ro-bind", s.bridgeDir, IN_SANDBOX.bridgeDir);
+  }
+  args.push("--remount-ro", "/", "--chdir", posix.resolve(IN_SANDBOX.workspace, s.cwd));
+  return args;
+}

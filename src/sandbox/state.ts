@@ -1,0 +1,114 @@
+import { readFileSync, readdirSync } from "node:fs";
+import { mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { z } from "zod";
+
+/**
+ * One state directory per sandbox (`<stateRoot>/<id>/`) holding `state.json`, the workspace, the private HOME and
+ * the proxy bridge socket. state.json names the owning control plane (pid + kernel start time, so a recycled pid is
+ * not mistaken for a live owner) and the cgroups to remove, which is all `reapOrphans()` needs after a crash.
+ */
+export const SandboxStateSchema = z.object({
+  id: z.string().regex(/^sbx_[0-9a-z]+$/),
+  backend: z.string(),
+  ownerPid: z.number().int().positive(),
+  ownerStartTime: z.string(),
+  createdAt: z.string(),
+  /** Controller → cgroup directory. */
+  cgroups: z.partialRecord(z.enum(["memory", "pids", "cpu"]), z.string()),
+  labels: z.record(z.string(), z.string()).default({}),
+});
+export type SandboxState = z.infer<typeof SandboxStateSchema>;
+
+export function defaultStateRoot(): string {
+  return resolve(process.env.HARNESSRL_SANDBOX_ROOT ?? join(tmpdir(), "harnessrl-sandboxes"));
+}
+
+/** Kernel start time (clock ticks since boot) of a process, or undefined when it does not exist. */
+export function processStartTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Field 2 (comm) may contain spaces and parentheses: parse after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return fields[19];
+  } catch {
+    return undefined;
+  }
+}
+
+const selfStartTime = processStartTime(process.pid) ?? "unknown";
+
+export function ownerIdentity(): { ownerPid: number; ownerStartTime: string } {
+  return { ownerPid: process.pid, ownerStartTime: selfStartTime };
+}
+
+export function isOwnerAlive(state: Pick<SandboxState, "ownerPid" | "ownerStartTime">): boolean {
+  const start = processStartTime(state.ownerPid);
+  if (start !== undefined) return start === state.ownerStartTime;
+  if (state.ownerStartTime !== "unknown") return false;
+  try {
+    process.kill(state.ownerPid, 0); // no /proc (not Linux): fall back to "a process with that pid exists"
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function writeState(dir: string, state: SandboxState): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, "state.json.tmp"), JSON.stringify(state));
+  await rename(join(dir, "state.json.tmp"), join(dir, "state.json"));
+}
+
+export type StateEntry = { dir: string; id: string; state: SandboxState | undefined };
+
+/** Every sandbox state dir under the root; `state` is undefined when state.json is missing or corrupt. */
+export async function listStates(root: string): Promise<StateEntry[]> {
+  const names = await readdir(root).catch(() => [] as string[]);
+  const out: StateEntry[] = [];
+  for (const name of names) {
+    if (!name.startsWith("sbx_")) continue;
+    const dir = join(root, name);
+    const raw = await readFile(join(dir, "state.json"), "utf8").catch(() => undefined);
+    let state: SandboxState | undefined;
+    if (raw !== undefined) {
+      try {
+        const parsed = SandboxStateSchema.safeParse(JSON.parse(raw));
+        state = parsed.success ? parsed.data : undefined;
+      } catch {
+        state = undefined;
+      }
+    }
+    out.push({ dir, id: name, state });
+  }
+  return out;
+}
+
+export async function removeDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true, maxRetries: 3 });
+}
+
+/** Processes whose environment carries HARNESSRL_SANDBOX_ID=<id> (how the unsandboxed backend finds its strays). */
+export function processesWithSandboxId(id: string): number[] {
+  const needle = Buffer.from(`\0HARNESSRL_SANDBOX_ID=${id}\0`);
+  const out: number[] = [];
+  let names: string[];
+  try {
+    names = readdirSync("/proc");
+  } catch {
+    return out;
+  }
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    const pid = Number(name);
+    if (pid === process.pid) continue;
+    try {
+      const env = Buffer.concat([Buffer.from([0]), readFileSync(`/proc/${name}/environ`)]);
+      if (env.includes(needle)) out.push(pid);
+    } catch {
+      // exited meanwhile or not ours to read
+    }
+  }
+  return out;
+}

@@ -1,0 +1,98 @@
+import { constants } from "node:fs";
+import { cp, lstat, mkdir, open, readdir, realpath, stat } from "node:fs/promises";
+import { dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
+import { UserError } from "../core/errors.js";
+import type { WorkspaceSeed } from "./types.js";
+
+/**
+ * Host-side file access to a sandbox directory. The sandboxed program may have planted symlinks, so every access is
+ * confined: the relative path may not climb out, the resolved parent must stay inside the root, and the final
+ * component is opened with O_NOFOLLOW. (Best used when nothing runs in the sandbox, e.g. after the harness ended.)
+ */
+export function checkRelativePath(path: string): string {
+  if (path.length === 0 || path.includes("\0")) throw new UserError("sandbox_bad_path", `invalid sandbox path ${JSON.stringify(path)}`);
+  const norm = normalize(path);
+  if (isAbsolute(norm) || norm === ".." || norm.startsWith(`..${sep}`)) {
+    throw new UserError("sandbox_bad_path", `sandbox path must be relative and stay inside its root: ${JSON.stringify(path)}`);
+  }
+  return norm;
+}
+
+async function confinedParent(root: string, rel: string, create: boolean): Promise<string> {
+  const realRoot = await realpath(root);
+  const parent = dirname(join(realRoot, rel));
+  if (create) await mkdirConfined(realRoot, relative(realRoot, parent));
+  const realParent = await realpath(parent);
+  if (realParent !== realRoot && !realParent.startsWith(realRoot + sep)) {
+    throw new UserError("sandbox_path_escape", `sandbox path ${JSON.stringify(rel)} resolves outside its root`);
+  }
+  return realParent;
+}
+
+/** mkdir -p one level at a time, refusing to walk through symlinks. */
+async function mkdirConfined(realRoot: string, rel: string): Promise<void> {
+  if (rel === "" || rel === ".") return;
+  let cur = realRoot;
+  for (const part of rel.split(sep)) {
+    cur = join(cur, part);
+    const st = await lstat(cur).catch(() => undefined);
+    if (!st) await mkdir(cur);
+    else if (!st.isDirectory()) throw new UserError("sandbox_path_escape", `${JSON.stringify(rel)} crosses a non-directory inside the sandbox`);
+  }
+}
+
+export async function readConfined(root: string, path: string): Promise<Buffer> {
+  const rel = checkRelativePath(path);
+  const parent = await confinedParent(root, rel, false);
+  const fh = await open(join(parent, rel.split(sep).pop() ?? ""), constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    return await fh.readFile();
+  } finally {
+    await fh.close();
+  }
+}
+
+export async function writeConfined(root: string, path: string, data: string | Uint8Array): Promise<void> {
+  const rel = checkRelativePath(path);
+  const parent = await confinedParent(root, rel, true);
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
+  const fh = await open(join(parent, rel.split(sep).pop() ?? ""), flags, 0o644);
+  try {
+    await fh.writeFile(data);
+  } finally {
+    await fh.close();
+  }
+}
+
+export async function listConfined(root: string, dir: string, maxEntries: number): Promise<string[]> {
+  const rel = dir === "" || dir === "." ? "" : checkRelativePath(dir);
+  const realRoot = await realpath(root);
+  const start = join(realRoot, rel);
+  const st = await lstat(start).catch(() => undefined);
+  if (!st) return [];
+  if (!st.isDirectory()) throw new UserError("sandbox_not_a_directory", `${JSON.stringify(dir)} is not a directory in the sandbox`);
+  const out: string[] = [];
+  const walk = async (abs: string): Promise<void> => {
+    const entries = await readdir(abs, { withFileTypes: true });
+    for (const e of entries) {
+      if (out.length >= maxEntries) return;
+      const p = join(abs, e.name);
+      if (e.isDirectory()) await walk(p);
+      else if (e.isFile()) out.push(relative(realRoot, p));
+    }
+  };
+  await walk(start);
+  return out.sort();
+}
+
+/** Fills a fresh workspace from the task's files. */
+export async function seedWorkspace(dir: string, seed: WorkspaceSeed | undefined): Promise<void> {
+  if (seed === undefined) return;
+  if (typeof seed === "string") {
+    const st = await stat(seed).catch(() => undefined);
+    if (!st?.isDirectory()) throw new UserError("sandbox_seed_missing", `workspace seed directory ${JSON.stringify(seed)} does not exist`);
+    await cp(seed, dir, { recursive: true, verbatimSymlinks: true, force: true });
+    return;
+  }
+  for (const [path, contents] of Object.entries(seed)) await writeConfined(dir, path, contents);
+}
