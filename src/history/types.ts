@@ -20,6 +20,9 @@ export interface PromptPlan {
  */
 export interface HistoryPlanner {
   plan(sessionId: string, conversation: Conversation, codec: { tokenizer: Tokenizer; renderer: ChatRenderer }): PromptPlan;
-  /** Makes a finished call available as a parent for later calls of its session. */
-  remember(record: CallRecord): void;
+  /**
+   * Makes a finished call available as a parent for later calls of its session. Passing the codec lets the planner
+   * prepare the call's splice data now rather than on the next `plan`.
+   */
+  remember(record: CallRecord, codec?: { tokenizer: Tokenizer; renderer: ChatRenderer }): void;
 }

@@ -1,0 +1,62 @@
+import { createHash } from "node:crypto";
+import { isDeepStrictEqual } from "node:util";
+import type { ChatMessage, ToolSpec } from "../chat/types.js";
+
+/**
+ * Message identity for history matching. Two messages are "the same turn" when role, content, reasoning, tool-call
+ * names + argument text, and the tool name agree; call ids are compared separately (harnesses rewrite them, and most
+ * templates never render them). Empty and missing fields are the same thing.
+ *
+ * The key is the canonical text itself, not a digest: V8 hashes a string once and compares on hit, which is cheaper
+ * than a cryptographic digest per message, and the trie needs the content anyway.
+ */
+export function contentKey(m: ChatMessage): string {
+  const calls = m.toolCalls && m.toolCalls.length > 0 ? m.toolCalls.map((c) => [c.name, c.arguments]) : 0;
+  return JSON.stringify([m.role, m.content, m.reasoning ?? "", m.name ?? "", calls]);
+}
+
+/** The ids a message carries (tool-call ids, or the id a tool result answers). */
+export function idsOf(m: ChatMessage): string {
+  const calls = m.toolCalls && m.toolCalls.length > 0 ? m.toolCalls.map((c) => c.id).join(",") : "";
+  return `${calls}|${m.toolCallId ?? ""}`;
+}
+
+export function idsDigest(messages: readonly ChatMessage[], count = messages.length): string {
+  const h = createHash("sha256");
+  for (let i = 0; i < count; i++) h.update(idsOf(messages[i] as ChatMessage)).update("\u0000");
+  return h.digest("base64url");
+}
+
+export function digest(text: string): string {
+  return createHash("sha256").update(text).digest("base64url");
+}
+
+/** Tools as the template sees them, in order (key order matters: templates print `tojson` verbatim). */
+export function toolsKey(tools: readonly ToolSpec[]): string {
+  return JSON.stringify(tools);
+}
+
+/** Identity of a whole request, ids included: caches the rendered request text between `plan` and `remember`. */
+export function requestDigest(messages: readonly ChatMessage[], tools: string): string {
+  return createHash("sha256").update(tools).update("\u0000").update(JSON.stringify(messages)).digest("base64url");
+}
+
+export function hasAssistant(messages: readonly ChatMessage[]): boolean {
+  return messages.some((m) => m.role === "assistant");
+}
+
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false };
+  }
+}
+
+/** Argument texts that differ but parse to the same JSON value (key order, spacing, escapes): a re-serialisation. */
+export function sameJson(a: string, b: string): boolean {
+  if (a === b) return true;
+  const x = parseJson(a);
+  const y = parseJson(b);
+  return x.ok && y.ok && isDeepStrictEqual(x.value, y.value);
+}

@@ -1,0 +1,272 @@
+import type { ChatRenderer } from "../chat/renderer.js";
+import type { ChatMessage, Conversation, ToolSpec } from "../chat/types.js";
+import type { CallRecord, HistoryBreak } from "../store/records.js";
+import type { Store } from "../store/types.js";
+import type { Tokenizer } from "../tokenizer/types.js";
+import { classifyDivergence } from "./classify.js";
+import { contentKey, digest, hasAssistant, idsDigest, requestDigest, toolsKey } from "./message-key.js";
+import { computeSplice, promptTokensOf, type ProducedCall, type SpliceInfo } from "./produced-call.js";
+import { TrieNode, walk } from "./trie.js";
+import type { HistoryPlanner, PromptPlan } from "./types.js";
+
+type Codec = { tokenizer: Tokenizer; renderer: ChatRenderer };
+
+export interface HistoryPlannerOptions {
+  /** Sessions kept in memory; the least recently used are dropped and reloaded from the store when they return. */
+  maxSessions?: number;
+  /** Codec used to precompute splice data in `remember` before any `plan` call has named one. */
+  codec?: Codec;
+}
+
+interface SessionState {
+  root: TrieNode;
+  calls: Map<string, ProducedCall>;
+  /** Interned tools texts: every call of a session usually sends the same (often ~30k-character) tool list. */
+  tools: Map<string, string>;
+}
+
+/** Rendered request texts between `plan` and `remember` (G of the call), by request digest. */
+const RENDER_CACHE_SIZE = 64;
+
+export function createHistoryPlanner(store: Store | null, options: HistoryPlannerOptions = {}): TokenExactPlanner {
+  return new TokenExactPlanner(store, options);
+}
+
+/**
+ * The token-exact history planner (docs/history.md). Per session it indexes the calls it produced in a trie over
+ * message content; a request is planned with one walk of its messages, one render, and prefix checks against the
+ * parent's cached rendering, so planning cost is linear in the request, not in the session's history of calls.
+ */
+export class TokenExactPlanner implements HistoryPlanner {
+  private readonly sessions = new Map<string, SessionState>();
+  private readonly rendered = new Map<string, string>();
+  private readonly maxSessions: number;
+  private codec: Codec | undefined;
+  private order = 0;
+
+  constructor(
+    private readonly store: Store | null,
+    options: HistoryPlannerOptions = {},
+  ) {
+    this.maxSessions = Math.max(1, options.maxSessions ?? 1024);
+    this.codec = options.codec;
+  }
+
+  plan(sessionId: string, conversation: Conversation, codec: Codec): PromptPlan {
+    this.codec = codec;
+    const state = this.session(sessionId);
+    const messages = conversation.messages;
+    const tools = this.intern(state, toolsKey(conversation.tools));
+    const keys = messages.map(contentKey);
+    const nodes = walk(state.root, keys);
+    const depth = nodes.length - 1;
+
+    // Same request again (retry / regeneration): the same prompt, in the same place of the tree as the first try.
+    if (depth === messages.length) {
+      const ids = idsDigest(messages);
+      const same = latestOf((nodes[depth] as TrieNode).requests.filter((c) => c.tools === tools && c.requestIdsDigest === ids));
+      if (same) {
+        return { promptTokens: promptTokensOf(same), parentCallId: same.parentCallId, reusedPrefixTokens: same.reusedPrefixTokens, break: same.break };
+      }
+    }
+
+    // Parent: the produced call whose messages ++ [response] is the longest prefix of the request (then the latest).
+    let parent: ProducedCall | null = null;
+    let parentDepth = 0;
+    let toolsMismatch: ProducedCall | null = null;
+    for (let k = Math.min(depth, messages.length); k >= 1 && !parent; k--) {
+      const ends = (nodes[k] as TrieNode).ends;
+      if (ends.length === 0) continue;
+      const sameTools = ends.filter((c) => c.tools === tools);
+      if (sameTools.length === 0) {
+        toolsMismatch ??= latestOf(ends);
+        continue;
+      }
+      const ids = idsDigest(messages, k);
+      parent = latestOf(sameTools.filter((c) => c.historyIdsDigest === ids)) ?? latestOf(sameTools);
+      parentDepth = k;
+    }
+
+    const rendered = codec.renderer.render(messages, conversation.tools, { addGenerationPrompt: true });
+    this.cacheRendered(requestDigest(messages, tools), rendered);
+
+    // A sampled turn after the parent that the harness changed (e.g. re-serialised arguments of the latest turn while
+    // an earlier call is still an intact prefix): the prompt still extends the parent, but the rewrite is recorded.
+    let laterBreak: HistoryBreak | null = null;
+    if (parent && depth > parentDepth && depth < messages.length && messages[depth]?.role === "assistant") {
+      const asked = latestOf((nodes[depth] as TrieNode).requests.filter((c) => c.tools === tools));
+      if (asked) laterBreak = this.divergence(messages, keys, depth, asked);
+    }
+
+    if (parent) {
+      const splice = this.spliceOf(state, parent, codec);
+      const full = (b: HistoryBreak): PromptPlan => ({ promptTokens: codec.tokenizer.encode(rendered), parentCallId: null, reusedPrefixTokens: 0, break: b });
+      if (!splice.ok) return full({ kind: "template_not_prefix_stable", detail: splice.reason, fromCallId: parent.callId });
+      if (rendered.length < splice.aLength || digest(rendered.slice(0, splice.aLength)) !== splice.aDigest) {
+        return full(this.templateBreak(parent, messages, parentDepth, conversation.tools, rendered, codec));
+      }
+      const prefix = promptTokensOf(parent);
+      for (const t of parent.completion) prefix.push(t);
+      const reused = prefix.length;
+      const suffix = codec.tokenizer.encode(splice.tail + rendered.slice(splice.aLength));
+      for (const t of suffix) prefix.push(t);
+      return { promptTokens: prefix, parentCallId: parent.callId, reusedPrefixTokens: reused, break: laterBreak };
+    }
+
+    return { promptTokens: codec.tokenizer.encode(rendered), parentCallId: null, reusedPrefixTokens: 0, break: this.classify(state, messages, keys, nodes, toolsMismatch) };
+  }
+
+  remember(record: CallRecord, codec?: Codec): void {
+    if (codec) this.codec = codec;
+    if (record.status !== "ok" || record.response === null || record.completionTokens.length === 0) return;
+    const fresh = !this.sessions.has(record.sessionId);
+    const state = this.session(record.sessionId);
+    // A freshly loaded session already contains the record if it was stored first.
+    if (fresh && state.calls.has(record.callId)) return;
+    this.add(state, record);
+  }
+
+  /** Drops a session's in-memory state (it is reloaded from the store on its next call). */
+  forget(sessionId: string): void {
+    this.sessions.delete(sessionId);
+  }
+
+  private session(sessionId: string): SessionState {
+    let state = this.sessions.get(sessionId);
+    if (state) {
+      // Least recently used eviction: re-insert to move to the back.
+      this.sessions.delete(sessionId);
+      this.sessions.set(sessionId, state);
+      return state;
+    }
+    state = { root: new TrieNode(0, null, null, ""), calls: new Map(), tools: new Map() };
+    this.sessions.set(sessionId, state);
+    while (this.sessions.size > this.maxSessions) {
+      const oldest = this.sessions.keys().next().value as string;
+      this.sessions.delete(oldest);
+    }
+    // A restarted proxy stays token-exact: the session's produced calls come back from the store.
+    if (this.store) for (const r of this.store.listCalls({ sessionId })) this.add(state, r);
+    return state;
+  }
+
+  private add(state: SessionState, record: CallRecord): void {
+    if (record.status !== "ok" || record.response === null || record.completionTokens.length === 0) return;
+    if (state.calls.has(record.callId)) return;
+    const tools = this.intern(state, toolsKey(record.tools));
+    let node = state.root;
+    for (const m of record.messages) node = node.child(contentKey(m), m);
+    const requestNode = node;
+    const historyNode = node.child(contentKey(record.response), record.response);
+    const base = record.parentCallId === null ? undefined : state.calls.get(record.parentCallId);
+    const chained = base !== undefined && record.reusedPrefixTokens > 0 && record.reusedPrefixTokens === base.promptLength + base.completion.length;
+    const call: ProducedCall = {
+      callId: record.callId,
+      order: ++this.order,
+      parentCallId: record.parentCallId,
+      reusedPrefixTokens: record.reusedPrefixTokens,
+      break: record.break,
+      tools,
+      requestIdsDigest: idsDigest(record.messages),
+      historyIdsDigest: idsDigest([...record.messages, record.response]),
+      requestNode,
+      historyNode,
+      base: chained ? base : null,
+      ownPrompt: Int32Array.from(chained ? record.promptTokens.slice(record.reusedPrefixTokens) : record.promptTokens),
+      completion: Int32Array.from(record.completionTokens),
+      promptLength: record.promptTokens.length,
+      splice: new Map(),
+      pending: { messages: record.messages, response: record.response, tools: record.tools },
+    };
+    state.calls.set(call.callId, call);
+    requestNode.requests.push(call);
+    historyNode.ends.push(call);
+    for (let n: TrieNode | null = historyNode; n; n = n.parent) n.latest = call;
+    if (this.codec) this.spliceOf(state, call, this.codec);
+  }
+
+  /** Splice data of a call for a renderer, computed once from the call's own messages (their ids included). */
+  private spliceOf(state: SessionState, call: ProducedCall, codec: Codec): SpliceInfo {
+    const cached = call.splice.get(codec.renderer);
+    if (cached) return cached;
+    let info: SpliceInfo;
+    if (call.pending) {
+      const { messages, response, tools } = call.pending;
+      const key = requestDigest(messages, this.intern(state, toolsKey(tools)));
+      const g = this.rendered.get(key);
+      this.rendered.delete(key);
+      info = computeSplice(messages, response, tools, call.completion, codec, g);
+      call.pending = null;
+    } else {
+      // Another renderer than the first one: rebuild the history from the trie (as first sent).
+      const { messages } = call.historyNode.path();
+      const response = messages.pop() as ChatMessage;
+      info = computeSplice(messages, response, JSON.parse(call.tools) as ToolSpec[], call.completion, codec);
+    }
+    call.splice.set(codec.renderer, info);
+    return info;
+  }
+
+  /** The parent's rendering is no longer a prefix: because of rewritten call ids the template prints, or the template. */
+  private templateBreak(parent: ProducedCall, messages: readonly ChatMessage[], k: number, tools: readonly ToolSpec[], rendered: string, codec: Codec): HistoryBreak {
+    if (idsDigest(messages, k) !== parent.historyIdsDigest) {
+      const withTheirIds = codec.renderer.render(messages.slice(0, k), tools, { addGenerationPrompt: false });
+      if (rendered.startsWith(withTheirIds)) {
+        return { kind: "rewritten_tool_call_ids", detail: `the harness changed tool-call ids of call ${parent.callId}'s history and the template renders them`, fromCallId: parent.callId };
+      }
+    }
+    return {
+      kind: "template_not_prefix_stable",
+      detail: `the chat template renders call ${parent.callId}'s conversation differently once later messages follow (e.g. it strips earlier reasoning)`,
+      fromCallId: parent.callId,
+    };
+  }
+
+  private classify(state: SessionState, messages: readonly ChatMessage[], keys: readonly string[], nodes: readonly TrieNode[], toolsMismatch: ProducedCall | null): HistoryBreak | null {
+    const depth = nodes.length - 1;
+    if (state.calls.size === 0) {
+      // A session's first call is a root; if it carries assistant turns, they were not sampled by this proxy.
+      if (!hasAssistant(messages)) return null;
+      return { kind: "unknown_assistant_turn", detail: "the session's first call already contains assistant turns this proxy did not produce", fromCallId: null };
+    }
+    const deepest = nodes[depth] as TrieNode;
+    if (depth === 0 || !hasAssistant(messages)) {
+      const detail = depth === 0 ? "the request shares no leading message with any earlier call of the session" : "the request carries no assistant turn: a fresh conversation";
+      return { kind: "new_root", detail, fromCallId: depth === 0 ? null : (deepest.latest?.callId ?? null) };
+    }
+    if (toolsMismatch) {
+      return { kind: "edited_history", detail: `the tool definitions differ from those of call ${toolsMismatch.callId}, whose history the request extends`, fromCallId: toolsMismatch.callId };
+    }
+    const latest = deepest.latest;
+    if (!latest) return { kind: "new_root", detail: "no related call", fromCallId: null };
+    const againstLatest = this.divergence(messages, keys, depth, latest);
+    if (againstLatest.kind === "dropped_turns") return againstLatest;
+    // When the first differing message is an assistant turn answering a request we served, compare with that answer.
+    const asked = messages[depth]?.role === "assistant" ? latestOf(deepest.requests) : null;
+    return asked && asked !== latest ? this.divergence(messages, keys, depth, asked) : againstLatest;
+  }
+
+  private divergence(messages: readonly ChatMessage[], keys: readonly string[], depth: number, related: ProducedCall): HistoryBreak {
+    const { messages: history, keys: historyKeys } = related.historyNode.path();
+    return classifyDivergence(messages, keys, depth, { callId: related.callId, history, keys: historyKeys });
+  }
+
+  private intern(state: SessionState, tools: string): string {
+    const known = state.tools.get(tools);
+    if (known !== undefined) return known;
+    state.tools.set(tools, tools);
+    return tools;
+  }
+
+  private cacheRendered(key: string, text: string): void {
+    this.rendered.delete(key);
+    this.rendered.set(key, text);
+    while (this.rendered.size > RENDER_CACHE_SIZE) this.rendered.delete(this.rendered.keys().next().value as string);
+  }
+}
+
+function latestOf(calls: readonly ProducedCall[]): ProducedCall | null {
+  let best: ProducedCall | null = null;
+  for (const c of calls) if (!best || c.order > best.order) best = c;
+  return best;
+}

@@ -1,0 +1,59 @@
+import type { ChatMessage } from "../chat/types.js";
+import type { ProducedCall } from "./produced-call.js";
+
+/**
+ * A session's produced histories as a trie over message content keys. Every call inserts the path
+ * `messages ++ [response]`; calls whose histories share a prefix share nodes, so the trie grows with the number of
+ * distinct messages (linear in a session), not with the sum of history lengths. One walk of a request's messages
+ * finds the longest shared prefix, the candidate parents on the way and the retry target at the end.
+ */
+export class TrieNode {
+  readonly children = new Map<string, TrieNode>();
+  /** Calls whose `messages ++ [response]` ends here (parent candidates). */
+  readonly ends: ProducedCall[] = [];
+  /** Calls whose request `messages` ends here (retry / regeneration targets). */
+  readonly requests: ProducedCall[] = [];
+  /** The latest call whose history passes through this node. */
+  latest: ProducedCall | null = null;
+
+  constructor(
+    readonly depth: number,
+    readonly parent: TrieNode | null,
+    /** The message at index depth-1, as the first call that reached this node sent it. */
+    readonly message: ChatMessage | null,
+    readonly key: string,
+  ) {}
+
+  child(key: string, message: ChatMessage): TrieNode {
+    let c = this.children.get(key);
+    if (!c) {
+      c = new TrieNode(this.depth + 1, this, message, key);
+      this.children.set(key, c);
+    }
+    return c;
+  }
+
+  /** The messages from the root to this node (as first seen). */
+  path(): { messages: ChatMessage[]; keys: string[] } {
+    const messages: ChatMessage[] = [];
+    const keys: string[] = [];
+    for (let n: TrieNode | null = this; n && n.message; n = n.parent) {
+      messages.push(n.message);
+      keys.push(n.key);
+    }
+    return { messages: messages.reverse(), keys: keys.reverse() };
+  }
+}
+
+/** Walks `keys` from the root as far as the trie goes; nodes[i] is the node after i messages (nodes[0] = root). */
+export function walk(root: TrieNode, keys: readonly string[]): TrieNode[] {
+  const nodes = [root];
+  let n = root;
+  for (const k of keys) {
+    const next = n.children.get(k);
+    if (!next) break;
+    nodes.push(next);
+    n = next;
+  }
+  return nodes;
+}

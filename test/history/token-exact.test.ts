@@ -1,0 +1,170 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { defaultCodec } from "../../src/chat/codec.js";
+import type { AssistantTurn, ChatMessage, ToolSpec } from "../../src/chat/types.js";
+import { createHistoryPlanner } from "../../src/history/planner.js";
+import { MemoryStore } from "../../src/store/memory.js";
+import { SqliteStore } from "../../src/store/sqlite.js";
+import type { Store } from "../../src/store/types.js";
+import { SessionSim, echo, rng, toolResults } from "./session-sim.js";
+
+const codec = defaultCodec();
+const TOOLS: ToolSpec[] = [
+  { name: "read_file", description: "Read a file", parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } },
+  { name: "run", description: "Run a shell command", parameters: { type: "object", properties: { cmd: { type: "string" }, timeout: { type: "number" } } } },
+];
+const dir = mkdtempSync(join(tmpdir(), "hrl-history-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Drives one generated session of `turns` calls where the harness leaves history alone; returns the simulator. */
+function playSession(sim: SessionSim, seed: number, turns: number, start: ChatMessage[] = [
+  { role: "system", content: "You are a coding agent. Ünïcode ✓ and 漢字 welcome." },
+  { role: "user", content: `Task ${seed}: fix the failing test in src/app.ts` },
+]): ChatMessage[] {
+  const random = rng(seed);
+  let messages = start;
+  for (let t = 0; t < turns; t++) {
+    const r = random();
+    const reasoning = random() < 0.4 ? `thinking about step ${t}…` : undefined;
+    let turn: AssistantTurn;
+    let truncateTo: number | undefined;
+    if (r < 0.45) turn = { content: random() < 0.5 ? "" : `Reading file ${t}.`, toolCalls: [{ name: "read_file", arguments: { path: `src/f${t}.ts` } }] };
+    else if (r < 0.65) turn = { toolCalls: [{ name: "run", arguments: { cmd: `ls -la /tmp/${t}`, timeout: 5 } }, { name: "read_file", arguments: { path: `a${t}.txt` } }, { name: "run", arguments: { cmd: "echo \"quoted\" \\ back" } }] };
+    else if (r < 0.85) turn = { content: `Done with step ${t}.\n\nSummary: all good.` };
+    else {
+      turn = { content: `A long answer that will be cut off at the token limit, step ${t}, with more words after it.`, toolCalls: [{ name: "run", arguments: { cmd: "true" } }] };
+      truncateTo = 10 + Math.floor(random() * 40);
+    }
+    if (reasoning !== undefined) turn.reasoning = reasoning;
+    const { record } = sim.call(echo(messages), TOOLS, turn, truncateTo === undefined ? {} : { truncateTo });
+    const response = echo(record.response!);
+    if (truncateTo !== undefined) messages = [...messages, response, { role: "user", content: "Continue." }];
+    else if (response.toolCalls) messages = [...messages, response, ...toolResults(response, (name, i) => `${name} result ${t}.${i}\nline two`)];
+    else messages = [...messages, response, { role: "user", content: `Next request ${t}.` }];
+  }
+  return messages;
+}
+
+/** The token-exact property: every call extends its parent's prompt + completion, token for token. */
+function expectTokenExact(sim: SessionSim): void {
+  const [first, ...rest] = sim.records;
+  expect(first?.parentCallId).toBeNull();
+  expect(first?.break).toBeNull();
+  let prev = first!;
+  for (const r of rest) {
+    expect(r.break, `call ${r.callId}`).toBeNull();
+    expect(r.parentCallId).toBe(prev.callId);
+    const context = [...prev.promptTokens, ...prev.completionTokens];
+    expect(r.reusedPrefixTokens).toBe(context.length);
+    expect(r.promptTokens.slice(0, context.length)).toEqual(context);
+    // When the parent stopped normally, the spliced prompt is exactly what the template renders for the request.
+    const rendered = codec.renderer.render(r.messages, r.tools, { addGenerationPrompt: true });
+    if (prev.finishReason === "stop") expect(codec.tokenizer.decode(r.promptTokens)).toBe(rendered);
+    // A truncated turn is followed by the end-of-turn as context, then the rest of the conversation.
+    else expect(codec.tokenizer.decode(r.promptTokens.slice(context.length)).startsWith("<|im_end|>\n<|im_start|>user\nContinue.")).toBe(true);
+    prev = r;
+  }
+}
+
+describe("token-exact history", () => {
+  it("extends the parent's prompt + completion on every call of generated sessions (tool calls, parallel calls, truncated turns)", () => {
+    const store = new MemoryStore();
+    const planner = createHistoryPlanner(store);
+    let truncated = 0;
+    let parallel = 0;
+    for (let seed = 1; seed <= 12; seed++) {
+      const sim = new SessionSim(planner, store, codec);
+      playSession(sim, seed, 6 + (seed % 5));
+      expectTokenExact(sim);
+      truncated += sim.records.filter((r) => r.finishReason === "length").length;
+      parallel += sim.records.filter((r) => (r.response?.toolCalls?.length ?? 0) > 1).length;
+    }
+    // The generator really exercised the interesting cases.
+    expect(truncated).toBeGreaterThan(0);
+    expect(parallel).toBeGreaterThan(0);
+  });
+
+  it("keeps interleaved sessions apart", () => {
+    const store = new MemoryStore();
+    const planner = createHistoryPlanner(store);
+    const a = new SessionSim(planner, store, codec);
+    const b = new SessionSim(planner, store, codec);
+    // Same opening messages in both sessions: each must only ever extend its own calls.
+    let ma: ChatMessage[] = [{ role: "user", content: "same start" }];
+    let mb: ChatMessage[] = [{ role: "user", content: "same start" }];
+    for (let t = 0; t < 4; t++) {
+      const ra = a.call(echo(ma), TOOLS, { content: `a${t}` }).record;
+      const rb = b.call(echo(mb), TOOLS, { content: `b${t}` }).record;
+      ma = [...ma, echo(ra.response!), { role: "user", content: `more ${t}` }];
+      mb = [...mb, echo(rb.response!), { role: "user", content: `more ${t}` }];
+    }
+    expectTokenExact(a);
+    expectTokenExact(b);
+    expect(b.records[0]?.parentCallId).toBeNull();
+  });
+
+  it("stays token-exact after a restart: a new planner reloads the session from the SQLite store", () => {
+    const path = join(dir, "restart.sqlite");
+    const store1 = new SqliteStore(path);
+    const planner1 = createHistoryPlanner(store1);
+    const sim1 = new SessionSim(planner1, store1, codec);
+    const messages = playSession(sim1, 99, 7);
+    const expected = planner1.plan(sim1.sessionId, { messages: echo(messages), tools: TOOLS }, codec);
+    store1.close();
+
+    const store2: Store = new SqliteStore(path);
+    const planner2 = createHistoryPlanner(store2);
+    const sim2 = new SessionSim(planner2, store2, codec, sim1.sessionId);
+    const { plan } = sim2.call(echo(messages), TOOLS, { content: "after restart" });
+    expect(plan).toEqual(expected);
+    expect(plan.parentCallId).toBe(sim1.records.at(-1)?.callId);
+    store2.close();
+  });
+
+  it("stays token-exact when sessions are evicted from memory and reloaded", () => {
+    const store = new MemoryStore();
+    const planner = createHistoryPlanner(store, { maxSessions: 1 });
+    const sims = [new SessionSim(planner, store, codec), new SessionSim(planner, store, codec)];
+    const convs: ChatMessage[][] = [[{ role: "user", content: "one" }], [{ role: "user", content: "two" }]];
+    for (let t = 0; t < 4; t++) {
+      for (const i of [0, 1]) {
+        const sim = sims[i]!;
+        const { record } = sim.call(echo(convs[i]!), TOOLS, { toolCalls: [{ name: "run", arguments: { cmd: `step ${t}` } }] });
+        convs[i] = [...convs[i]!, echo(record.response!), ...toolResults(record.response!, () => "ok")];
+      }
+    }
+    for (const sim of sims) expectTokenExact(sim);
+  });
+
+  it("answers a retried request with the same prompt as a sibling of the first try", () => {
+    const store = new MemoryStore();
+    const planner = createHistoryPlanner(store);
+    const sim = new SessionSim(planner, store, codec);
+    const first = sim.call([{ role: "user", content: "hi" }], TOOLS, { content: "hello" }).record;
+    const next: ChatMessage[] = [{ role: "user", content: "hi" }, echo(first.response!), { role: "user", content: "again" }];
+    const x = sim.call(echo(next), TOOLS, { content: "a malformed answer" }).record;
+    const retry = sim.call(echo(next), TOOLS, { content: "a better answer" }).plan;
+    expect(retry.promptTokens).toEqual(x.promptTokens);
+    expect(retry.parentCallId).toBe(first.callId);
+    expect(retry.parentCallId).toBe(x.parentCallId);
+    expect(retry.reusedPrefixTokens).toBe(x.reusedPrefixTokens);
+    expect(retry.break).toBeNull();
+    // The retry of the session's first call is a root again.
+    const again = planner.plan(sim.sessionId, { messages: [{ role: "user", content: "hi" }], tools: TOOLS }, codec);
+    expect(again).toEqual({ promptTokens: first.promptTokens, parentCallId: null, reusedPrefixTokens: 0, break: null });
+  });
+
+  it("continues from the regenerated answer the harness kept, not the first try", () => {
+    const store = new MemoryStore();
+    const planner = createHistoryPlanner(store);
+    const sim = new SessionSim(planner, store, codec);
+    const ask: ChatMessage[] = [{ role: "user", content: "hi" }];
+    sim.call(echo(ask), TOOLS, { content: "first try" });
+    const second = sim.call(echo(ask), TOOLS, { content: "second try" }).record;
+    const { plan } = sim.call([...echo(ask), echo(second.response!), { role: "user", content: "ok" }], TOOLS, { content: "done" });
+    expect(plan.parentCallId).toBe(second.callId);
+    expect(plan.promptTokens.slice(0, plan.reusedPrefixTokens)).toEqual([...second.promptTokens, ...second.completionTokens]);
+  });
+});
