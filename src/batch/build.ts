@@ -3,7 +3,7 @@ import type { BreakKind, CallRecord } from "../store/records.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 import type { FilterOptions, KeptForest } from "../trees/filter.js";
 import { filterForests } from "../trees/filter.js";
-import { completionMasks } from "../trees/masks.js";
+import { completionMasks, parsedValidity } from "../trees/masks.js";
 import { treePaths } from "../trees/paths.js";
 import type { RewardInput } from "../trees/rewards.js";
 import { alignProcessRewards, outcomeFor } from "../trees/rewards.js";
@@ -31,7 +31,9 @@ export const DEFAULT_TOKEN_BUDGET = 16_384;
 
 /** Filters the forests, then builds the batch. */
 export function buildBatch(forests: readonly RolloutForest[], options: Partial<BatchOptions> = {}): BuiltBatch {
-  const { kept, stats } = filterForests(forests, options.filter);
+  const filter: Partial<FilterOptions> = { ...options.filter };
+  if (filter.isValid === undefined && options.tokenizer) filter.isValid = parsedValidity(options.tokenizer);
+  const { kept, stats } = filterForests(forests, filter);
   return buildFromKept(kept, stats, options);
 }
 

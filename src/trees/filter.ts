@@ -22,13 +22,12 @@ export const DEFAULT_FILTER: FilterOptions = {
 };
 
 /**
- * A call ended validly when it succeeded, stopped on its own (not truncated or aborted) and every tool call it wrote
- * was parsed: a `<tool_call>` left in the visible content means the parser rejected it (malformed JSON, unknown shape).
+ * Without a tokenizer a call ended validly when it succeeded and stopped on its own (not truncated or aborted). With the
+ * policy's tokenizer, `parsedValidity` (trees/masks.ts) also rejects malformed tool calls; `buildBatch` uses it when
+ * given a tokenizer.
  */
 export function isValidCall(record: CallRecord): boolean {
-  if (record.status !== "ok" || record.finishReason !== "stop") return false;
-  const content = record.response?.content ?? "";
-  return !content.includes("<tool_call>");
+  return record.status === "ok" && record.finishReason === "stop";
 }
 
 export interface FilterStats {

@@ -1,6 +1,6 @@
 import type { CallRecord, SessionInfo } from "../store/records.js";
 import { append, boundary, newRoot, walk } from "./radix.js";
-import type { BranchLabel, ContextKind, ParentDisagreement, Segment, SessionTree, TreeCall, TreeNode } from "./types.js";
+import type { BranchLabel, ContextKind, Segment, SessionTree, TreeCall, TreeNode } from "./types.js";
 
 /** An agent role that names a sub-agent (e.g. Claude Code's Task tool, "subagent", "agent:explore"). */
 const SUB_AGENT_ROLE = /sub|task|agent/i;
