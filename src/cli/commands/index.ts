@@ -1,4 +1,5 @@
 import type { Command } from "../command.js";
+import { proxyCommand } from "./proxy.js";
 
 /** Every CLI subcommand, in the order `harnessrl --help` lists them. Add one import + one entry per command. */
-export const commands: Command[] = [];
+export const commands: Command[] = [proxyCommand];

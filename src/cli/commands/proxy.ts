@@ -1,0 +1,119 @@
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { UserError, errorMessage } from "../../core/errors.js";
+import { createEngine } from "../../engine/index.js";
+import type { SamplingParams } from "../../engine/types.js";
+import { createHistoryPlanner } from "../../history/index.js";
+import { ProxyServer } from "../../proxy/index.js";
+import { openStore } from "../../store/registry.js";
+import type { Command } from "../command.js";
+
+const usage = `Usage:
+  harnessrl proxy --engine <spec> [--port N] [--host H] [--db FILE] [--open] [--temperature T] [--max-tokens N]
+                  [--model-alias a,b,…] [--admin-token T] [--max-body-mb N] [--model-dir DIR]
+
+Serves the policy to agent harnesses on one port and records every model call token-exactly:
+  OpenAI Chat Completions  POST /v1/chat/completions
+  OpenAI Responses         POST /v1/responses
+  Anthropic Messages       POST /v1/messages, POST /v1/messages/count_tokens
+  Models                   GET  /v1/models
+  Admin (admin token)      POST /admin/sessions, GET /admin/sessions/<id>, GET /admin/rollouts/<id>
+
+Options:
+  --engine <spec>      sampling engine, e.g. scripted:./agent.mjs or llamacpp:<model dir>
+  --port N             port (default 8400; 0 picks a free one)
+  --host H             interface (default 127.0.0.1)
+  --db FILE            call record store: a .sqlite path, sqlite:<path> or memory (default harnessrl.sqlite)
+  --open               accept any credential and use it as the session id (default: only issued credentials)
+  --temperature T      sampling temperature used for every call, whatever the harness asks (default 1)
+  --max-tokens N       cap on sampled tokens per call (default 512; smaller harness limits are honoured)
+  --model-alias list   extra model names to answer to, comma-separated or repeated; "*" accepts any name
+  --admin-token T      admin API token (default: HARNESSRL_ADMIN_TOKEN or a random one, printed at start)
+  --max-body-mb N      largest request body in MiB (default 64)
+  --model-dir DIR      model directory for engines that take one`;
+
+function number(name: string, v: string | undefined, check: (n: number) => boolean, what: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (v.trim() === "" || !Number.isFinite(n) || !check(n)) throw new UserError("bad_arguments", `--${name} must be ${what}, got "${v}"`);
+  return n;
+}
+
+async function run(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      options: {
+        engine: { type: "string" },
+        port: { type: "string" },
+        host: { type: "string" },
+        db: { type: "string" },
+        open: { type: "boolean" },
+        temperature: { type: "string" },
+        "max-tokens": { type: "string" },
+        "model-alias": { type: "string", multiple: true },
+        "admin-token": { type: "string" },
+        "max-body-mb": { type: "string" },
+        "model-dir": { type: "string" },
+      },
+    }));
+  } catch (e) {
+    throw new UserError("bad_arguments", `${errorMessage(e)}\n\n${usage}`);
+  }
+  if (!values.engine) throw new UserError("bad_arguments", `proxy needs --engine <spec>\n\n${usage}`);
+  const port = number("port", values.port, (n) => Number.isInteger(n) && n >= 0 && n < 65536, "a port number") ?? 8400;
+  const temperature = number("temperature", values.temperature, (n) => n >= 0, "a number ≥ 0");
+  const maxTokens = number("max-tokens", values["max-tokens"], (n) => Number.isInteger(n) && n > 0, "a positive integer");
+  const maxBodyMb = number("max-body-mb", values["max-body-mb"], (n) => n > 0, "a positive number");
+  const aliases = (values["model-alias"] ?? []).flatMap((a) => a.split(",")).map((a) => a.trim()).filter((a) => a !== "");
+  const sampling: Partial<SamplingParams> = {};
+  if (temperature !== undefined) sampling.temperature = temperature;
+  if (maxTokens !== undefined) sampling.maxTokens = maxTokens;
+  const dbSpec = values.db ?? "harnessrl.sqlite";
+
+  const engine = await createEngine(values.engine, values["model-dir"] ? { modelDir: resolve(values["model-dir"]) } : {});
+  const store = openStore(dbSpec);
+  const server = new ProxyServer({
+    engine,
+    store,
+    planner: createHistoryPlanner(store),
+    open: values.open === true,
+    adminToken: values["admin-token"] ?? process.env.HARNESSRL_ADMIN_TOKEN,
+    sampling,
+    modelAliases: aliases,
+    maxBodyBytes: maxBodyMb === undefined ? undefined : Math.floor(maxBodyMb * 1024 * 1024),
+  });
+  const urls = await server.listen(port, values.host ?? "127.0.0.1");
+  console.log(
+    [
+      `harnessrl proxy: engine ${engine.spec}, model "${engine.model.id}" (context ${engine.model.contextWindow}), records in ${dbSpec}${values.open ? ", OPEN mode (any credential)" : ""}`,
+      `  OpenAI base URL (Chat Completions, Responses): ${urls.openai}`,
+      `  Anthropic base URL (Messages):                 ${urls.anthropic}`,
+      `  Admin API:                                     ${urls.admin}  (admin token: ${server.adminToken})`,
+      `  Models: ${[engine.model.id, ...aliases].join(", ")}`,
+    ].join("\n"),
+  );
+
+  await new Promise<void>((done) => {
+    const stop = (): void => {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+      done();
+    };
+    process.on("SIGINT", stop);
+    process.on("SIGTERM", stop);
+  });
+  await server.close();
+  await engine.close();
+  store.close();
+  return 0;
+}
+
+export const proxyCommand: Command = {
+  name: "proxy",
+  summary: "serve the policy to harnesses (OpenAI + Anthropic APIs) and record every call token-exactly",
+  usage,
+  run,
+};

@@ -1,0 +1,19 @@
+import type { SamplingEngine, SamplingParams } from "../engine/types.js";
+import type { HistoryPlanner } from "../history/types.js";
+import type { Store } from "../store/types.js";
+import type { ModelCatalog } from "./models.js";
+import type { SessionRegistry } from "./sessions.js";
+
+/** Everything a request handler needs; built once per server. */
+export interface ProxyContext {
+  engine: SamplingEngine;
+  store: Store;
+  planner: HistoryPlanner;
+  sessions: SessionRegistry;
+  models: ModelCatalog;
+  /** The run's sampling config: overrides what harnesses ask for (max tokens is also capped by the request). */
+  sampling: SamplingParams;
+  maxBodyBytes: number;
+  /** Unexpected failures (bugs, engine crashes) are reported here; expected 4xx are not. */
+  onError(error: unknown): void;
+}

@@ -1,0 +1,35 @@
+import type { IncomingMessage } from "node:http";
+import { UserError } from "../../core/errors.js";
+
+/**
+ * Reads a request body up to `limit` bytes and parses it as JSON. Oversized bodies are refused as soon as they cross
+ * the limit (declared via Content-Length or not), so a hostile client cannot make the proxy buffer unbounded data.
+ */
+export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+  const declared = Number(req.headers["content-length"] ?? NaN);
+  if (Number.isFinite(declared) && declared > limit) {
+    req.resume();
+    throw tooLarge(declared, limit);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      req.resume();
+      throw tooLarge(size, limit);
+    }
+    chunks.push(chunk);
+  }
+  const text = chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks, size).toString("utf8");
+  if (text.trim() === "") throw new UserError("invalid_json", "request body is empty; expected a JSON object");
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new UserError("invalid_json", `request body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+function tooLarge(size: number, limit: number): UserError {
+  return new UserError("payload_too_large", `request body is ${size} bytes or more; the limit is ${limit} bytes (see --max-body-mb)`);
+}
