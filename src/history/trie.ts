@@ -37,7 +37,11 @@ export class TrieNode {
   path(): { messages: ChatMessage[]; keys: string[] } {
     const messages: ChatMessage[] = [];
     const keys: string[] = [];
-    for (let n: TrieNode | null = this; n && n.message; n = n.parent) {
+    if (this.message) {
+      messages.push(this.message);
+      keys.push(this.key);
+    }
+    for (let n = this.parent; n && n.message; n = n.parent) {
       messages.push(n.message);
       keys.push(n.key);
     }
