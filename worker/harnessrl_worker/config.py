@@ -84,6 +84,8 @@ class ModelConfig:
         d["use_sliding_window"] = False
         d["rope_scaling"] = None
         d["harnessrl"] = asdict(self.harnessrl)
+        # Qwen2 always has q/k/v biases; say so explicitly for readers that consult the field.
+        d["attention_bias"] = self.qkv_bias if self.model_type == "qwen2" else self.attention_bias
         return d
 
     @staticmethod

@@ -52,8 +52,8 @@ def write_byte_tokenizer(out: Path, max_length: int, chat_template: Optional[str
         if not DEFAULT_TEMPLATE.exists():
             raise not_found(f"chat template {DEFAULT_TEMPLATE} is missing (pass chat_template explicitly)")
         template = DEFAULT_TEMPLATE.read_text("utf-8")
-    special = [{"id": 256 + i, "content": tok} for i, tok in enumerate(SPECIAL_TOKENS)]
-    _write_json(out / "tokenizer.json", {"harnessrl": {"type": "bytes", "special_tokens": special}})
+    # Special tokens in id order from 256 (src/tokenizer/load.ts checks the list against its own).
+    _write_json(out / "tokenizer.json", {"harnessrl": {"type": "bytes", "special_tokens": list(SPECIAL_TOKENS)}})
     _write_json(
         out / "tokenizer_config.json",
         {

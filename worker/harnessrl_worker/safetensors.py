@@ -164,14 +164,15 @@ def checkpoint_files(model_dir: Path) -> Dict[str, Path]:
     """Maps every tensor name of a model directory to the file holding it (single file or sharded index)."""
     index = model_dir / "model.safetensors.index.json"
     single = model_dir / "model.safetensors"
+    # A single file wins over an index, as in src/weights/safetensors.ts (saving over a sharded dir writes one file).
+    if single.exists():
+        return {name: single for name in read_header(single).tensors}
     if index.exists():
         try:
             weight_map = json.loads(index.read_text("utf-8"))["weight_map"]
         except (json.JSONDecodeError, KeyError, TypeError):
             raise invalid_model(f"{index}: not a safetensors index (no weight_map)") from None
         return {str(name): model_dir / str(file) for name, file in weight_map.items()}
-    if single.exists():
-        return {name: single for name in read_header(single).tensors}
     raise not_found(f"{model_dir}: neither model.safetensors nor model.safetensors.index.json")
 
 

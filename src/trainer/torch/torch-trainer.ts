@@ -1,0 +1,105 @@
+import { z } from "zod";
+import type { PackedBatch } from "../../batch/types.js";
+import { InfraError, UserError } from "../../core/errors.js";
+import { packBatch, splitRows } from "../batch-frames.js";
+import type { InitOptions, LoadOptions, LoadedModelInfo, LogprobsOptions, SaveOptions, TokenScores, Trainer, TrainerInfo, TrainerOptions } from "../types.js";
+import { WorkerClient, type WorkerReply } from "../worker-client.js";
+
+const helloSchema = z.object({
+  protocol: z.number().int(),
+  torch_version: z.string(),
+  device: z.string(),
+  threads: z.number().int(),
+  ops: z.array(z.string()),
+  presets: z.array(z.object({ name: z.string(), description: z.string(), parameters: z.number().int(), model_type: z.string() })),
+});
+
+const modelInfoSchema = z.object({
+  dir: z.string().nullable(),
+  parameters: z.number().int(),
+  dtype: z.string(),
+  device: z.string(),
+  policy_version: z.number().int(),
+  config: z.record(z.string(), z.unknown()),
+});
+
+function parseReply<T>(schema: z.ZodType<T>, reply: WorkerReply, op: string): T {
+  const r = schema.safeParse(reply.result);
+  if (!r.success) throw new InfraError("worker_protocol", `unexpected ${op} result from the trainer worker: ${z.prettifyError(r.error)}`);
+  return r.data;
+}
+
+function modelInfo(reply: WorkerReply, op: string): LoadedModelInfo {
+  const m = parseReply(modelInfoSchema, reply, op);
+  return { dir: m.dir, parameters: m.parameters, dtype: m.dtype, device: m.device, policyVersion: m.policy_version, config: m.config };
+}
+
+/** The "torch" trainer: a local `python3 -m harnessrl_worker` process driven over the stdio protocol. */
+export class TorchTrainer implements Trainer {
+  private constructor(
+    private readonly client: WorkerClient,
+    readonly info: TrainerInfo,
+  ) {}
+
+  static async start(options: TrainerOptions = {}): Promise<TorchTrainer> {
+    const { client, hello } = await WorkerClient.start({
+      device: options.device,
+      threads: options.threads,
+      python: options.python,
+      requestTimeoutMs: options.requestTimeoutMs,
+      onStderr: options.onStderr,
+    });
+    const h = helloSchema.safeParse(hello);
+    if (!h.success) {
+      await client.kill();
+      throw new InfraError("worker_protocol", `unexpected hello from the trainer worker: ${z.prettifyError(h.error)}`);
+    }
+    const d = h.data;
+    const info: TrainerInfo = {
+      backend: "torch",
+      protocol: d.protocol,
+      torchVersion: d.torch_version,
+      device: d.device,
+      threads: d.threads,
+      ops: d.ops,
+      presets: d.presets.map((p) => ({ name: p.name, description: p.description, parameters: p.parameters, modelType: p.model_type })),
+    };
+    return new TorchTrainer(client, info);
+  }
+
+  /** The worker process, for ops that have no typed method yet. */
+  get worker(): WorkerClient {
+    return this.client;
+  }
+
+  async init(options: InitOptions): Promise<LoadedModelInfo> {
+    if (!Number.isSafeInteger(options.seed) || options.seed < 0) throw new UserError("invalid_seed", `seed must be a non-negative integer, got ${options.seed}`);
+    const reply = await this.client.request("init", { preset: options.preset, seed: options.seed, out: options.out, model_type: options.modelType, chat_template: options.chatTemplate });
+    return modelInfo(reply, "init");
+  }
+
+  async load(dir: string, options: LoadOptions = {}): Promise<LoadedModelInfo> {
+    return modelInfo(await this.client.request("load", { dir, dtype: options.dtype, attention: options.attention }), "load");
+  }
+
+  async save(dir?: string, options: SaveOptions = {}): Promise<LoadedModelInfo> {
+    return modelInfo(await this.client.request("save", { dir, policy_version: options.policyVersion, dtype: options.dtype }), "save");
+  }
+
+  async logprobs(batch: PackedBatch, options: LogprobsOptions = {}): Promise<TokenScores> {
+    const temperature = options.temperature ?? 1;
+    if (!(temperature > 0)) throw new UserError("invalid_temperature", `temperature must be > 0, got ${temperature}`);
+    const withEntropy = options.entropy ?? true;
+    const { rowLengths, frames } = packBatch(batch, ["tokens", "parent", "positions"]);
+    const reply = await this.client.request("logprobs", { row_lengths: rowLengths, temperature, entropy: withEntropy }, frames);
+    const lp = reply.frames.get("logprobs");
+    const ent = reply.frames.get("entropy");
+    if (!(lp instanceof Float32Array) || (withEntropy && !(ent instanceof Float32Array))) throw new InfraError("worker_protocol", "logprobs reply lacks its float32 frames");
+    const policyVersion = typeof reply.result.policy_version === "number" ? reply.result.policy_version : -1;
+    return { logprobs: splitRows(lp, rowLengths), entropy: ent instanceof Float32Array ? splitRows(ent, rowLengths) : null, policyVersion };
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+}

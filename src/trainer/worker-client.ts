@@ -1,0 +1,218 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { delimiter } from "node:path";
+import { EngineError, InfraError, UserError, errorMessage, type HarnessRLError } from "../core/errors.js";
+import { pythonExecutable, workerPackageDir } from "./paths.js";
+import { MessageDecoder, encodeMessage, type WireArray, type WireMessage } from "./wire.js";
+
+/** The protocol version this client speaks; the worker reports its own in `hello`. */
+export const WORKER_PROTOCOL_VERSION = 1;
+
+export interface WorkerClientOptions {
+  /** Python interpreter (default: HARNESSRL_PYTHON or /usr/bin/python3). */
+  python?: string;
+  /** Torch device: auto (cuda when available), cpu, cuda, cuda:N. */
+  device?: string;
+  /** Torch CPU threads (default: min(2, cores)). */
+  threads?: number;
+  /** Max rows × padded length per forward pass in the worker. */
+  tokenBudget?: number;
+  /** Default per-request timeout; 0 disables. A timed-out worker is killed (its state is unknown). */
+  requestTimeoutMs?: number;
+  /** Extra environment for the worker process. */
+  env?: Record<string, string>;
+  /** Receives the worker's stderr lines (warnings, tracebacks); by default they are kept for error messages only. */
+  onStderr?: (line: string) => void;
+}
+
+export interface WorkerReply {
+  result: Record<string, unknown>;
+  frames: Map<string, WireArray>;
+}
+
+export interface RequestOptions {
+  timeoutMs?: number;
+}
+
+interface Pending {
+  op: string;
+  resolve: (r: WorkerReply) => void;
+  reject: (e: HarnessRLError) => void;
+  timer: NodeJS.Timeout | undefined;
+}
+
+const STDERR_TAIL_LINES = 40;
+
+/** Worker error codes that mean the caller pointed at something wrong (a path, a model directory). */
+const USER_CODES = new Set(["not_found", "invalid_model"]);
+
+/**
+ * One `python3 -m harnessrl_worker` process. Requests may be issued concurrently: each gets an id, the worker answers
+ * them in order, and replies are matched by id. If the process dies, every pending and later request fails with a
+ * retryable InfraError (`worker_died`); start a new client to continue.
+ */
+export class WorkerClient {
+  private readonly child: ChildProcess;
+  private readonly pending = new Map<number, Pending>();
+  private readonly decoder = new MessageDecoder();
+  private readonly stderrTail: string[] = [];
+  private stderrPartial = "";
+  private nextId = 1;
+  private dead: HarnessRLError | null = null;
+  private readonly exited: Promise<void>;
+  private readonly defaultTimeoutMs: number;
+
+  private constructor(options: WorkerClientOptions) {
+    this.defaultTimeoutMs = options.requestTimeoutMs ?? 0;
+    const python = options.python ?? pythonExecutable();
+    const cwd = workerPackageDir();
+    const args = ["-m", "harnessrl_worker"];
+    if (options.device) args.push("--device", options.device);
+    if (options.threads) args.push("--threads", String(options.threads));
+    if (options.tokenBudget) args.push("--token-budget", String(options.tokenBudget));
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PYTHONPATH: [cwd, process.env.PYTHONPATH].filter((p) => p).join(delimiter),
+      OPENBLAS_NUM_THREADS: process.env.OPENBLAS_NUM_THREADS ?? "1",
+      PYTHONDONTWRITEBYTECODE: "1",
+      ...options.env,
+    };
+    this.child = spawn(python, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
+    this.exited = new Promise((resolve) => {
+      this.child.once("close", (code, signal) => {
+        this.fail(new InfraError("worker_died", `trainer worker exited (${signal ?? `code ${code}`})${this.stderrSummary()}`, { retryable: true, details: { code, signal } }));
+        resolve();
+      });
+      // A failed spawn may never emit "close".
+      this.child.once("error", (e) => {
+        this.fail(new InfraError("worker_spawn_failed", `cannot start the trainer worker with ${python}: ${errorMessage(e)} (set HARNESSRL_PYTHON to a Python with torch)`, { cause: e }));
+        resolve();
+      });
+    });
+    this.child.stdout?.on("data", (chunk: Buffer) => this.onStdout(chunk));
+    this.child.stderr?.on("data", (chunk: Buffer) => this.onStderr(chunk, options.onStderr));
+    // Writing to a worker that just died raises EPIPE on stdin; the close handler reports it.
+    this.child.stdin?.on("error", () => undefined);
+  }
+
+  /** Starts a worker and checks that it speaks our protocol version; resolves with its `hello` result. */
+  static async start(options: WorkerClientOptions = {}): Promise<{ client: WorkerClient; hello: Record<string, unknown> }> {
+    const client = new WorkerClient(options);
+    try {
+      const { result } = await client.request("hello", {}, undefined, { timeoutMs: 120_000 });
+      if (result.protocol !== WORKER_PROTOCOL_VERSION) {
+        throw new InfraError("worker_protocol", `trainer worker speaks protocol ${String(result.protocol)}, this client ${WORKER_PROTOCOL_VERSION}`);
+      }
+      return { client, hello: result };
+    } catch (e) {
+      await client.kill();
+      throw e;
+    }
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get alive(): boolean {
+    return this.dead === null;
+  }
+
+  request(op: string, args: Record<string, unknown> = {}, frames?: ReadonlyMap<string, WireArray>, options: RequestOptions = {}): Promise<WorkerReply> {
+    if (this.dead) return Promise.reject(this.dead);
+    const id = this.nextId++;
+    const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
+    return new Promise<WorkerReply>((resolve, reject) => {
+      const timer =
+        timeoutMs > 0
+          ? setTimeout(() => {
+              const err = new InfraError("worker_timeout", `trainer worker did not answer ${op} within ${timeoutMs} ms; the worker was stopped`, { retryable: true });
+              this.fail(err);
+              this.child.kill("SIGKILL");
+            }, timeoutMs)
+          : undefined;
+      this.pending.set(id, { op, resolve, reject, timer });
+      // Consecutive synchronous writes keep each message contiguous on the pipe.
+      for (const buf of encodeMessage({ id, op, args }, frames)) this.child.stdin?.write(buf);
+    });
+  }
+
+  /** Asks the worker to stop and waits for it; kills it if it does not exit within `graceMs`. */
+  async close(graceMs = 10_000): Promise<void> {
+    if (this.dead === null) {
+      try {
+        await this.request("shutdown", {}, undefined, { timeoutMs: graceMs });
+      } catch {
+        // Already dying; the exit wait below settles it.
+      }
+      this.child.stdin?.end();
+    }
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  /** Stops the worker immediately (pending requests fail with worker_died). */
+  async kill(): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
+    await this.exited;
+  }
+
+  private onStdout(chunk: Buffer): void {
+    let messages: WireMessage[];
+    try {
+      messages = this.decoder.push(chunk);
+    } catch (e) {
+      // A corrupt stream cannot be resynchronised: stop the worker, fail everything.
+      this.fail(e instanceof InfraError ? e : new InfraError("worker_protocol", errorMessage(e)));
+      this.child.kill("SIGKILL");
+      return;
+    }
+    for (const m of messages) this.dispatch(m);
+  }
+
+  private dispatch(m: WireMessage): void {
+    const id = m.header.id;
+    const p = typeof id === "number" ? this.pending.get(id) : undefined;
+    if (!p) {
+      // An id-less error means the worker could not parse something we sent: a client bug, surface it loudly.
+      this.stderrTail.push(`[client] unmatched worker message: ${JSON.stringify(m.header).slice(0, 300)}`);
+      return;
+    }
+    this.pending.delete(id as number);
+    if (p.timer) clearTimeout(p.timer);
+    if (m.header.ok === true) {
+      const result = m.header.result;
+      p.resolve({ result: typeof result === "object" && result !== null ? (result as Record<string, unknown>) : {}, frames: m.frames });
+      return;
+    }
+    const err = (m.header.error ?? {}) as { code?: unknown; message?: unknown; retryable?: unknown };
+    const code = typeof err.code === "string" ? err.code : "worker_error";
+    const message = `trainer worker ${p.op}: ${typeof err.message === "string" ? err.message : "failed"}`;
+    const retryable = err.retryable === true;
+    p.reject(USER_CODES.has(code) ? new UserError(code, message) : new EngineError(code, message, { retryable }));
+  }
+
+  private onStderr(chunk: Buffer, sink: ((line: string) => void) | undefined): void {
+    const lines = (this.stderrPartial + chunk.toString("utf8")).split("\n");
+    this.stderrPartial = lines.pop() ?? "";
+    for (const line of lines) {
+      sink?.(line);
+      this.stderrTail.push(line);
+      if (this.stderrTail.length > STDERR_TAIL_LINES) this.stderrTail.shift();
+    }
+  }
+
+  private stderrSummary(): string {
+    const tail = [...this.stderrTail, this.stderrPartial].filter((l) => l.trim()).slice(-8);
+    return tail.length > 0 ? `; stderr:\n${tail.join("\n")}` : "";
+  }
+
+  private fail(error: HarnessRLError): void {
+    if (this.dead === null) this.dead = error;
+    for (const [id, p] of this.pending) {
+      if (p.timer) clearTimeout(p.timer);
+      p.reject(error);
+      this.pending.delete(id);
+    }
+  }
+}

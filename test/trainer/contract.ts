@@ -1,0 +1,103 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EngineError, UserError } from "../../src/core/errors.js";
+import type { Trainer } from "../../src/trainer/types.js";
+import { batch, branchingPaths, flatRow, makeRow, treeRow } from "./fixtures.js";
+
+function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs((a[i] as number) - (b[i] as number)));
+  return m;
+}
+
+/** The shared suite every Trainer adapter must pass. */
+export function trainerContract(name: string, create: () => Promise<Trainer>): void {
+  describe(`trainer contract: ${name}`, () => {
+    let trainer: Trainer;
+    let dir: string;
+
+    beforeAll(async () => {
+      trainer = await create();
+      dir = mkdtempSync(join(tmpdir(), "harnessrl-trainer-"));
+    });
+
+    afterAll(async () => {
+      await trainer?.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("reports its backend, ops and presets", () => {
+      expect(trainer.info.ops).toEqual(expect.arrayContaining(["init", "load", "save", "logprobs"]));
+      expect(trainer.info.presets.map((p) => p.name)).toContain("tiny-1m");
+    });
+
+    it("fails a logprobs request before any model is loaded, and keeps working", async () => {
+      await expect(trainer.logprobs(batch([flatRow([1, 2, 3])]))).rejects.toMatchObject({ code: "no_model" });
+    });
+
+    it("inits a preset, then scores a two-branch tree exactly like each path alone", async () => {
+      const info = await trainer.init({ preset: "tiny-1m", seed: 11, out: join(dir, "m0") });
+      expect(info.parameters).toBeGreaterThan(500_000);
+      expect(info.policyVersion).toBe(0);
+      const paths = branchingPaths();
+      const { row, nodePaths } = treeRow(paths);
+      expect(row.tokens.length).toBeLessThan(paths.reduce((a, p) => a + p.length, 0));
+      const tree = await trainer.logprobs(batch([row]));
+      const flat = await trainer.logprobs(batch(paths.map(flatRow)));
+      expect(tree.logprobs).toHaveLength(1);
+      expect(flat.logprobs).toHaveLength(3);
+      nodePaths.forEach((nodes, i) => {
+        const fromTree = nodes.map((j) => tree.logprobs[0]?.[j] ?? NaN);
+        const entFromTree = nodes.map((j) => tree.entropy?.[0]?.[j] ?? NaN);
+        expect(maxAbsDiff(fromTree, flat.logprobs[i] as Float32Array)).toBeLessThanOrEqual(1e-5);
+        expect(maxAbsDiff(entFromTree, flat.entropy?.[i] as Float32Array)).toBeLessThanOrEqual(1e-5);
+      });
+      const lp = flat.logprobs[0] as Float32Array;
+      expect(lp[0]).toBe(0); // the root has no logprob
+      for (let i = 1; i < lp.length; i++) expect(lp[i]).toBeLessThan(0);
+      const ent = flat.entropy?.[0] as Float32Array;
+      for (let i = 1; i < ent.length; i++) {
+        expect(ent[i]).toBeGreaterThan(0);
+        expect(ent[i]).toBeLessThanOrEqual(Math.log(265) + 1e-4);
+      }
+    });
+
+    it("scales logits by the sampling temperature", async () => {
+      const b = batch([flatRow(branchingPaths()[0] as number[])]);
+      const t1 = await trainer.logprobs(b, { temperature: 1 });
+      const t07 = await trainer.logprobs(b, { temperature: 0.7, entropy: false });
+      expect(t07.entropy).toBeNull();
+      expect(maxAbsDiff(t1.logprobs[0] as Float32Array, t07.logprobs[0] as Float32Array)).toBeGreaterThan(1e-4);
+    });
+
+    it("rejects a malformed batch with a non-retryable error and stays usable", async () => {
+      const bad = makeRow([1, 2, 3], [-1, 2, 1], [0, 1, 2]); // parent 2 of token 1 is not earlier
+      const err = await trainer.logprobs(batch([bad])).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(EngineError);
+      expect(err).toMatchObject({ code: "bad_request", retryable: false });
+      const outOfVocab = await trainer.logprobs(batch([flatRow([1, 9999])])).catch((e: unknown) => e);
+      expect(outOfVocab).toMatchObject({ code: "bad_request" });
+      const ok = await trainer.logprobs(batch([flatRow([1, 2, 3])]));
+      expect(ok.logprobs[0]).toHaveLength(3);
+    });
+
+    it("saves with a new policy version and reloads the same numbers", async () => {
+      const b = batch([flatRow(branchingPaths()[1] as number[])]);
+      const before = await trainer.logprobs(b);
+      const saved = await trainer.save(join(dir, "v1"), { policyVersion: 1 });
+      expect(saved.policyVersion).toBe(1);
+      const loaded = await trainer.load(join(dir, "v1"));
+      expect(loaded.policyVersion).toBe(1);
+      const after = await trainer.logprobs(b);
+      expect(after.policyVersion).toBe(1);
+      expect(maxAbsDiff(before.logprobs[0] as Float32Array, after.logprobs[0] as Float32Array)).toBe(0);
+    });
+
+    it("reports a missing model directory as the user's error", async () => {
+      await expect(trainer.load(join(dir, "does-not-exist"))).rejects.toBeInstanceOf(UserError);
+    });
+  });
+}
