@@ -1,0 +1,56 @@
+import { z } from "zod";
+import { UserError } from "../../core/errors.js";
+import { DEFAULT_RETRY, type RetryPolicy } from "./http.js";
+
+/**
+ * Options of `vllm:<url>` / `sglang:<url>`:
+ * `?model_dir=/path` (tokenizer + chat template; else the factory's model dir, else the tiny byte tokenizer),
+ * `&model=<served name>`, `&timeout_ms=`, `&retries=`, `&ctx=<context window>`, `&version=<initial policy version>`,
+ * `&reload_url=<deployment hook>` (vLLM only: POSTed `{model_path, version}` by loadPolicy).
+ */
+export interface RemoteOptions {
+  baseUrl: string;
+  modelDir: string | undefined;
+  model: string | undefined;
+  retry: RetryPolicy;
+  contextWindow: number | undefined;
+  initialVersion: number;
+  reloadUrl: string | undefined;
+}
+
+const querySchema = z
+  .object({
+    model_dir: z.string().min(1).optional(),
+    model: z.string().min(1).optional(),
+    timeout_ms: z.coerce.number().int().min(1).optional(),
+    retries: z.coerce.number().int().min(0).max(20).optional(),
+    backoff_ms: z.coerce.number().int().min(0).optional(),
+    ctx: z.coerce.number().int().min(1).optional(),
+    version: z.coerce.number().int().optional(),
+    reload_url: z.url().optional(),
+  })
+  .strict();
+
+export function parseRemoteSpec(scheme: string, arg: string, fallbackModelDir?: string): RemoteOptions {
+  const q = arg.indexOf("?");
+  const base = (q < 0 ? arg : arg.slice(0, q)).replace(/\/+$/, "");
+  let url: URL;
+  try {
+    url = new URL(base);
+  } catch {
+    throw new UserError("bad_engine_spec", `${scheme} needs a server URL: ${scheme}:http://host:port[?model_dir=…&model=…]`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UserError("bad_engine_spec", `${scheme}: URL must be http(s), got ${base}`);
+  const r = querySchema.safeParse(Object.fromEntries(new URLSearchParams(q < 0 ? "" : arg.slice(q + 1))));
+  if (!r.success) throw new UserError("bad_engine_spec", `${scheme} spec "${arg}": ${z.prettifyError(r.error)}`);
+  const o = r.data;
+  return {
+    baseUrl: base,
+    modelDir: o.model_dir ?? fallbackModelDir,
+    model: o.model,
+    retry: { timeoutMs: o.timeout_ms ?? DEFAULT_RETRY.timeoutMs, retries: o.retries ?? DEFAULT_RETRY.retries, backoffMs: o.backoff_ms ?? DEFAULT_RETRY.backoffMs },
+    contextWindow: o.ctx,
+    initialVersion: o.version ?? 0,
+    reloadUrl: o.reload_url,
+  };
+}

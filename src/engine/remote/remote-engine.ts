@@ -1,0 +1,142 @@
+import { existsSync } from "node:fs";
+import { basename, join } from "node:path";
+import { EngineError, UserError } from "../../core/errors.js";
+import { defaultCodec, loadCodec, type Codec } from "../../chat/codec.js";
+import type { ChatRenderer } from "../../chat/renderer.js";
+import type { Tokenizer } from "../../tokenizer/types.js";
+import { readModelConfig } from "../../weights/config.js";
+import type { FinishReason, GenerateRequest, GenerateResult, HotSwappableEngine, ModelInfo } from "../types.js";
+import type { RemoteOptions } from "./options.js";
+
+/** What one server round trip produced, before it is checked and reported. */
+export interface RemoteCompletion {
+  tokens: number[];
+  logprobs: number[];
+  finishReason: FinishReason;
+  /** Weight version the server says sampled it, when it says (SGLang `meta_info.weight_version`). */
+  serverVersion?: number;
+}
+
+/**
+ * Shared behaviour of token-in/token-out HTTP engines: local tokenizer + chat template from a model directory,
+ * request validation, weight-version tracking and the swap gate (requests wait while weights are being replaced so
+ * each is stamped with the version that really served it), per-token callbacks and abort handling. Subclasses only
+ * speak their server's wire format.
+ */
+export abstract class RemoteEngine implements HotSwappableEngine {
+  readonly spec: string;
+  readonly model: ModelInfo;
+  readonly tokenizer: Tokenizer;
+  readonly renderer: ChatRenderer;
+  private version: number;
+  private swapping: Promise<void> | undefined;
+  private closed = false;
+  private readonly inflight = new Set<AbortController>();
+
+  protected constructor(
+    spec: string,
+    protected readonly options: RemoteOptions,
+  ) {
+    this.spec = spec;
+    const codec: Codec = options.modelDir ? loadCodec(options.modelDir) : defaultCodec();
+    this.tokenizer = codec.tokenizer;
+    this.renderer = codec.renderer;
+    this.version = options.initialVersion;
+    const configPath = options.modelDir ? join(options.modelDir, "config.json") : undefined;
+    const ctx = options.contextWindow ?? (configPath && existsSync(configPath) ? safeMaxPositions(options.modelDir as string) : undefined) ?? 32768;
+    this.model = { id: options.model ?? (options.modelDir ? basename(options.modelDir) : "default"), contextWindow: ctx };
+  }
+
+  get policyVersion(): number {
+    return this.version;
+  }
+
+  /** One generation round trip in the server's wire format; `undefined` when aborted by the caller. */
+  protected abstract complete(req: GenerateRequest, signal: AbortSignal): Promise<RemoteCompletion | undefined>;
+
+  /** Makes the server serve the weights in `modelDir`. */
+  protected abstract reloadWeights(modelDir: string, version: number): Promise<void>;
+
+  async loadPolicy(modelDir: string, version: number): Promise<void> {
+    if (this.closed) throw new EngineError("engine_closed", "engine is closed");
+    while (this.swapping) await this.swapping.catch(() => undefined);
+    const run = (async () => {
+      await this.reloadWeights(modelDir, version);
+      this.version = version;
+    })();
+    this.swapping = run.finally(() => {
+      this.swapping = undefined;
+    });
+    await this.swapping;
+  }
+
+  async generate(req: GenerateRequest): Promise<GenerateResult> {
+    if (this.closed) throw new EngineError("engine_closed", "engine is closed");
+    const { promptTokens: p, params } = req;
+    if (p.length === 0) throw new UserError("empty_prompt", "prompt has no tokens");
+    if (p.some((t) => !Number.isInteger(t) || t < 0)) throw new UserError("bad_token", "prompt tokens must be non-negative integers");
+    if (!(params.temperature >= 0)) throw new UserError("bad_sampling_params", `temperature must be ≥ 0, got ${params.temperature}`);
+    while (this.swapping) await this.swapping.catch(() => undefined);
+    const version = this.version;
+    if (params.maxTokens === 0) return { tokens: [], logprobs: [], finishReason: "length", policyVersion: version };
+    if (req.signal?.aborted) return { tokens: [], logprobs: [], finishReason: "abort", policyVersion: version };
+    const ac = new AbortController();
+    const onAbort = (): void => ac.abort();
+    req.signal?.addEventListener("abort", onAbort, { once: true });
+    this.inflight.add(ac);
+    try {
+      const r = await this.complete(req, ac.signal);
+      if (!r) {
+        if (this.closed) throw new EngineError("engine_closed", "engine closed during generation");
+        return { tokens: [], logprobs: [], finishReason: "abort", policyVersion: version };
+      }
+      if (r.tokens.length !== r.logprobs.length) throw new EngineError("engine_bad_response", `server returned ${r.tokens.length} tokens but ${r.logprobs.length} logprobs`);
+      const tokens: number[] = [];
+      const logprobs: number[] = [];
+      let finishReason = r.finishReason;
+      for (let i = 0; i < r.tokens.length; i++) {
+        const id = r.tokens[i] as number;
+        const lp = r.logprobs[i] as number;
+        tokens.push(id);
+        logprobs.push(lp);
+        req.onToken?.(id, lp);
+        if (req.signal?.aborted && i < r.tokens.length - 1) {
+          finishReason = "abort";
+          break;
+        }
+      }
+      return { tokens, logprobs, finishReason, policyVersion: r.serverVersion ?? version };
+    } finally {
+      this.inflight.delete(ac);
+      req.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** Checks a server's per-token arrays: integer ids, finite logprobs ≤ 0 (tiny positive rounding is clamped). */
+  protected checkTokens(url: string, tokens: unknown[], logprobs: unknown[]): { tokens: number[]; logprobs: number[] } {
+    const ids = tokens.map((t) => {
+      if (typeof t !== "number" || !Number.isInteger(t) || t < 0) throw new EngineError("engine_bad_response", `${url}: bad token id ${JSON.stringify(t)}`);
+      return t;
+    });
+    const lps = logprobs.map((l) => {
+      if (typeof l !== "number" || !Number.isFinite(l)) throw new EngineError("engine_bad_response", `${url}: bad logprob ${JSON.stringify(l)} (is the server returning logprobs?)`);
+      if (l > 1e-4) throw new EngineError("engine_bad_response", `${url}: logprob ${l} > 0`);
+      return Math.min(l, 0);
+    });
+    return { tokens: ids, logprobs: lps };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const ac of this.inflight) ac.abort();
+    await this.swapping?.catch(() => undefined);
+  }
+}
+
+function safeMaxPositions(modelDir: string): number | undefined {
+  try {
+    return readModelConfig(modelDir).maxPositions;
+  } catch {
+    return undefined;
+  }
+}
