@@ -11,3 +11,4 @@ export type { MalformedToolCall, OutputSpans, ParseOptions, ParsedAssistantOutpu
 export { tokenMask, tokenSpans } from "./token-spans.js";
 export { assistantMessageFromTurn, renderAssistantTurn } from "./render-turn.js";
 export type { RenderedTurn } from "./render-turn.js";
+export { parseChatMLPrompt } from "./chatml-prompt.js";

@@ -1,12 +1,14 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import { defaultCodec } from "../../chat/codec.js";
+import { parseChatMLPrompt } from "../../chat/chatml-prompt.js";
 import { renderAssistantTurn } from "../../chat/render-turn.js";
 import type { ChatRenderer } from "../../chat/renderer.js";
 import type { AssistantTurn } from "../../chat/types.js";
 import { EngineError, UserError, errorMessage, isHarnessRLError } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
 import type { Tokenizer } from "../../tokenizer/types.js";
-import type { FinishReason, GenerateRequest, GenerateResult, ModelInfo, SamplingEngine } from "../types.js";
+import type { FinishReason, GenerateContext, GenerateRequest, GenerateResult, ModelInfo, SamplingEngine } from "../types.js";
 import { scriptReplySchema, toScriptRequest } from "./script-types.js";
 import type { ScriptFunction } from "./script-types.js";
 
@@ -25,7 +27,8 @@ export interface ScriptedEngineOptions {
 /**
  * A JavaScript function plays the model: it gets the normalised conversation and returns the assistant turn, which
  * is rendered with the default tiny tokenizer and chat template exactly as a model following the template would have
- * sampled it. Every token has logprob 0 (the script is deterministic) and policy version 0.
+ * sampled it. Every token has logprob 0 (the script is deterministic) and policy version 0. Without a conversation
+ * context (bare prompt tokens) the conversation is recovered from the prompt text, which assumes the default template.
  */
 export class ScriptedEngine implements SamplingEngine {
   readonly spec: string;
@@ -34,6 +37,7 @@ export class ScriptedEngine implements SamplingEngine {
   readonly renderer: ChatRenderer;
   readonly policyVersion = 0;
   private readonly tokenDelayMs: number;
+  private closed = false;
 
   constructor(
     private readonly script: ScriptFunction,
@@ -48,8 +52,8 @@ export class ScriptedEngine implements SamplingEngine {
   }
 
   async generate(request: GenerateRequest): Promise<GenerateResult> {
-    const ctx = request.context;
-    if (!ctx) throw new EngineError("scripted_needs_context", "the scripted engine needs the conversation (GenerateRequest.context) to play the model");
+    if (this.closed) throw new EngineError("engine_closed", "the scripted engine is closed");
+    const ctx = request.context ?? this.contextFromPrompt(request.promptTokens);
     const room = this.model.contextWindow - request.promptTokens.length;
     if (room <= 0) {
       throw new UserError("context_length_exceeded", `prompt has ${request.promptTokens.length} tokens; the context window is ${this.model.contextWindow}`);
@@ -99,7 +103,15 @@ export class ScriptedEngine implements SamplingEngine {
     return { tokens, logprobs, finishReason, policyVersion: this.policyVersion };
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  /** Driven with bare tokens (benchmarks, the shared engine contract): recover the conversation from the prompt. */
+  private contextFromPrompt(promptTokens: readonly number[]): GenerateContext {
+    const { messages, tools } = parseChatMLPrompt(this.tokenizer.decode(promptTokens));
+    return { sessionId: "", callId: newId("call"), messages, tools };
+  }
 }
 
 /** A scripted engine from a function (tests, the oracle engine). */
