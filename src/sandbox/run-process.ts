@@ -73,8 +73,15 @@ export function runProcess(spec: RunSpec, hooks: RunHooks): Promise<RawRun> {
       });
     };
 
-    child.on("error", (e) => {
+    child.on("error", (e: NodeJS.ErrnoException) => {
       if (done) return;
+      if (e.code === "ENOENT" || e.code === "EACCES") {
+        // Same shape as a shell reports it (127 not found / 126 not executable), whatever the backend.
+        stderr.push(Buffer.from(`cannot run ${spec.file}: ${e.code === "ENOENT" ? "not found" : "permission denied"}\n`));
+        exit = { code: e.code === "ENOENT" ? 127 : 126, signal: null };
+        finish();
+        return;
+      }
       done = true;
       clearTimeout(timer);
       reject(new InfraError("sandbox_spawn", `cannot start ${spec.file}: ${errorMessage(e)}`, { cause: e, retryable: true }));

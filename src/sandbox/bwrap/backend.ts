@@ -1,7 +1,7 @@
 import { accessSync, constants, existsSync, rmSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
-import { delimiter, dirname, join, resolve } from "node:path";
+import { delimiter, dirname, join, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { InfraError, UserError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
@@ -46,6 +46,13 @@ function findExecutable(name: string): string | undefined {
     }
   }
   return undefined;
+}
+
+/** The compiled forwarder next to this module, or in dist/ when this module runs from its TypeScript source (tests). */
+function forwarderScript(): string | undefined {
+  const here = fileURLToPath(new URL("../forwarder.js", import.meta.url));
+  const fromSource = here.replace(`${sep}src${sep}sandbox${sep}`, `${sep}dist${sep}sandbox${sep}`);
+  return [here, fromSource].find((p) => existsSync(p));
 }
 
 const signalNames = new Map<number, NodeJS.Signals>(
@@ -145,9 +152,11 @@ class BwrapSandbox extends BaseSandbox {
       const stderr = r.stderr.text();
       if (r.exitCode === 126 && stderr.startsWith("harnessrl-sandbox: cannot join cgroup")) throw new InfraError("sandbox_cgroup", stderr.trim(), { retryable: true });
       if (r.exitCode === 125 && stderr.includes("harnessrl-sandbox: proxy forwarder did not start")) throw new InfraError("sandbox_bridge", stderr.trim(), { retryable: true });
+      // bwrap exits 1 with "bwrap: execvp …" when the program cannot be run; report it as a shell would.
+      const exitCode = r.exitCode === 1 && stderr.startsWith("bwrap: execvp") ? (stderr.includes("Permission denied") ? 126 : 127) : r.exitCode;
       const signal = r.signal ?? (r.exitCode !== null && r.exitCode > 128 ? signalNames.get(r.exitCode - 128) ?? null : null);
       return {
-        exitCode: r.exitCode, signal, stdout: r.stdout.text(), stderr, stdoutTruncated: r.stdout.truncated, stderrTruncated: r.stderr.truncated,
+        exitCode, signal, stdout: r.stdout.text(), stderr, stdoutTruncated: r.stdout.truncated, stderrTruncated: r.stderr.truncated,
         stdoutBytes: r.stdout.total, stderrBytes: r.stderr.total, timedOut: r.timedOut,
         oomKilled: after.oomKills > before.oomKills,
         pidsLimitHit: this.cgroup.paths.pids ? after.pidsMaxHits > before.pidsMaxHits : undefined,
@@ -196,8 +205,8 @@ export class BwrapBackend implements SandboxBackend {
     const stateRoot = resolve(options.stateRoot ?? defaultStateRoot());
     await mkdir(stateRoot, { recursive: true });
     const system = systemMountArgs();
-    const forwarderHostPath = fileURLToPath(new URL("../forwarder.js", import.meta.url));
-    if (!existsSync(forwarderHostPath)) throw new InfraError("sandbox_no_forwarder", `proxy forwarder not built at ${forwarderHostPath}: run \`npm run build\``);
+    const forwarderHostPath = forwarderScript();
+    if (!forwarderHostPath) throw new InfraError("sandbox_no_forwarder", "the proxy forwarder (dist/sandbox/forwarder.js) is not built: run `npm run build`");
     const mounts: MountPlan = {
       systemArgs: system.args, systemBound: system.bound, nodePrefix: planNode(process.execPath, system.bound), forwarderHostPath,
       hidePaths: [stateRoot, ...(options.hidePaths ?? []).map((p) => resolve(p))],

@@ -1,0 +1,210 @@
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { UserError } from "../../src/core/errors.js";
+import { processesWithSandboxId } from "../../src/sandbox/state.js";
+import type { Sandbox, SandboxBackend } from "../../src/sandbox/types.js";
+import { DIST_SANDBOX, LIMITS, isAlive, proxyGetScript, sleep, spawnControlPlane, startStandInProxy, tempRoot } from "./helpers.js";
+import type { StandInProxy } from "./helpers.js";
+
+export type OpenBackend = (stateRoot: string) => Promise<SandboxBackend>;
+
+/** Reads a heartbeat file twice, some time apart: a live writer makes it grow. */
+async function heartbeatGrows(sandbox: Sandbox, file: string, ms = 600): Promise<boolean> {
+  const size = async (): Promise<number> => (await sandbox.readFile(file).catch(() => Buffer.alloc(0))).length;
+  const a = await size();
+  await sleep(ms);
+  return (await size()) > a;
+}
+
+/** Shell snippet: a child and a grandchild that ignore SIGTERM and append to `file` every 50 ms. */
+function stubbornHeartbeat(file: string): string {
+  return `trap '' TERM; (trap '' TERM; while :; do echo x >> ${file}; sleep 0.05; done) & (trap '' TERM; sh -c 'while :; do sleep 1; done') & wait`;
+}
+
+/**
+ * The shared contract every sandbox backend passes (`bwrap`, `local-unsafe`). `name` must be registered in
+ * src/sandbox/index.ts: the crash scenario opens it from a separate control-plane process.
+ */
+export function backendContract(name: string, open: OpenBackend): void {
+  describe(`sandbox backend contract: ${name}`, () => {
+    const root = tempRoot(`contract-${name}`);
+    let backend!: SandboxBackend;
+    let proxy!: StandInProxy;
+    const create = (extra: Partial<Parameters<SandboxBackend["create"]>[0]> = {}): Promise<Sandbox> =>
+      backend.create({ limits: LIMITS, ...extra });
+
+    beforeAll(async () => {
+      backend = await open(root.path);
+      proxy = await startStandInProxy();
+    });
+    afterAll(async () => {
+      await backend?.close();
+      await proxy?.close();
+      root.remove();
+    });
+
+    it("seeds the workspace from a file map (strings and bytes) and from a directory", async () => {
+      const s = await create({ workspaceFiles: { "task.md": "fix the bug", "src/data.bin": new Uint8Array([0, 1, 2, 255]) } });
+      const r = await s.exec(["sh", "-c", "cat task.md; echo; od -An -tu1 src/data.bin"]);
+      expect(r.exitCode).toBe(0);
+      expect(r.stdout).toContain("fix the bug");
+      expect(r.stdout.trim().split(/\s+/).slice(-4)).toEqual(["0", "1", "2", "255"]);
+      await s.destroy();
+
+      const dir = join(root.path, "seed-dir");
+      mkdirSync(join(dir, "nested"), { recursive: true });
+      writeFileSync(join(dir, "nested", "hello.txt"), "from a directory");
+      const d = await create({ workspaceFiles: dir });
+      expect((await d.exec(["cat", "nested/hello.txt"])).stdout).toBe("from a directory");
+      expect(await d.listFiles()).toEqual(["nested/hello.txt"]);
+      await d.destroy();
+    });
+
+    it("reports stdout, stderr, exit codes and signals; passes argv verbatim and stdin", async () => {
+      const s = await create();
+      const r = await s.exec(["sh", "-c", 'printf "%s|" "$@"; echo oops >&2; exit 42', "sh", "a b", "'q'", "$HOME"]);
+      expect(r).toMatchObject({ exitCode: 42, stdout: "a b|'q'|$HOME|", stderr: "oops\n", timedOut: false, oomKilled: false });
+      const c = await s.exec(["cat"], { stdin: "piped input" });
+      expect(c.stdout).toBe("piped input");
+      const k = await s.exec(["sh", "-c", "kill -9 $$"]);
+      expect(k.signal).toBe("SIGKILL");
+      const missing = await s.exec(["definitely-not-a-program-xyz"]);
+      expect(missing.exitCode).toBe(127);
+      expect(missing.stderr).toContain("definitely-not-a-program-xyz");
+      await s.destroy();
+    });
+
+    it("bounds captured output and flags truncation", async () => {
+      const s = await create();
+      const r = await s.exec(["sh", "-c", "head -c 300000 /dev/zero | tr '\\0' a; echo END"], { stdoutLimit: 1000, stderrLimit: 10 });
+      expect(r.stdoutTruncated).toBe(true);
+      expect(r.stdoutBytes).toBe(300004);
+      expect(r.stdout.length).toBeLessThan(1100);
+      expect(r.stdout.startsWith("aaaa")).toBe(true);
+      expect(r.stdout.endsWith("END\n")).toBe(true);
+      expect(r.stderrTruncated).toBe(false);
+      await s.destroy();
+    });
+
+    it("layers sandbox env, exec env and its own variables; HOME is private and writable", async () => {
+      const s = await create({ env: { TASK: "t1", SHARED: "sandbox" } });
+      const r = await s.exec(["sh", "-c", 'echo "$TASK $SHARED $EXTRA"; echo "$HOME"; echo "$HARNESSRL_SANDBOX_ID"; echo cfg > "$HOME/.config-test"'], { env: { SHARED: "exec", EXTRA: "e" } });
+      const [line, home, id] = r.stdout.split("\n");
+      expect(line).toBe("t1 exec e");
+      expect(home).toBe(s.paths.home);
+      expect(id).toBe(s.id);
+      expect((await s.readFile(".config-test", { root: "home" })).toString()).toBe("cfg\n");
+      expect(existsSync(join(s.homeDir, ".config-test"))).toBe(true);
+      await s.destroy();
+    });
+
+    it("kills the whole tree at the timeout, including children that ignore SIGTERM", async () => {
+      const s = await create();
+      const started = Date.now();
+      const r = await s.exec(["sh", "-c", stubbornHeartbeat("beat")], { timeoutMs: 800 });
+      expect(r.timedOut).toBe(true);
+      expect(Date.now() - started).toBeLessThan(4000);
+      expect((await s.readFile("beat")).length).toBeGreaterThan(0);
+      expect(await heartbeatGrows(s, "beat")).toBe(false);
+      await s.destroy();
+    });
+
+    it("enforces the sandbox's wall-clock budget across execs", async () => {
+      const s = await create({ limits: { ...LIMITS, wallClockMs: 1200 } });
+      const r = await s.exec(["sleep", "30"]);
+      expect(r.timedOut).toBe(true);
+      expect(r.durationMs).toBeLessThan(3000);
+      const after = await s.exec(["true"]);
+      expect(after.timedOut).toBe(true);
+      await s.destroy();
+    });
+
+    it("reads, writes and lists files host-side, confined to the sandbox", async () => {
+      const s = await create();
+      await s.writeFile("verifier/check.sh", "echo verified\n");
+      expect((await s.exec(["sh", "verifier/check.sh"])).stdout).toBe("verified\n");
+      await s.exec(["sh", "-c", "mkdir -p out && echo result > out/r.txt && ln -s /etc/passwd out/leak && ln -s / out/rootdir"]);
+      expect((await s.readFile("out/r.txt")).toString()).toBe("result\n");
+      expect(await s.listFiles()).toEqual(["out/r.txt", "verifier/check.sh"]);
+      expect(await s.listFiles("out")).toEqual(["out/r.txt"]);
+      await expect(s.readFile("../state.json")).rejects.toBeInstanceOf(UserError);
+      await expect(s.readFile("/etc/passwd")).rejects.toBeInstanceOf(UserError);
+      await expect(s.readFile("out/leak")).rejects.toThrow(); // planted symlink is not followed
+      await expect(s.writeFile("out/rootdir/tmp/escape", "x")).rejects.toBeInstanceOf(UserError);
+      await expect(s.writeFile("out/leak", "x")).rejects.toThrow();
+      await s.destroy();
+    });
+
+    it("reaches the proxy through HARNESSRL_PROXY_URL", async () => {
+      const s = await create({ network: { proxy: { host: "127.0.0.1", port: proxy.port } } });
+      expect(s.proxyUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const r = await s.exec(["bash", "-c", proxyGetScript(`/v1/ping?sandbox=${s.id}`)], { timeoutMs: 20_000 });
+      expect(r.exitCode).toBe(0);
+      expect(r.stdout).toContain(`proxy-ok /v1/ping?sandbox=${s.id}`);
+      expect(proxy.paths).toContain(`/v1/ping?sandbox=${s.id}`);
+      const n = await s.exec(["node", "-e", "fetch(process.env.HARNESSRL_PROXY_URL + '/v1/models').then(r => r.text()).then(t => console.log(t))"], { timeoutMs: 20_000 });
+      expect(n.stdout).toContain("proxy-ok /v1/models");
+      await s.destroy();
+    });
+
+    it("destroy is idempotent and complete, even with a command still running", async () => {
+      const s = await create({ workspaceFiles: { "a.txt": "a" } });
+      const running = s.exec(["sh", "-c", stubbornHeartbeat("beat")], { timeoutMs: 60_000 });
+      await sleep(400);
+      const stateDir = join(root.path, s.id);
+      expect(existsSync(stateDir)).toBe(true);
+      await Promise.all([s.destroy(), s.destroy()]);
+      await s.destroy();
+      const r = await running;
+      expect(r.exitCode === 0).toBe(false);
+      expect(existsSync(stateDir)).toBe(false);
+      expect(existsSync(s.workspaceDir)).toBe(false);
+      expect(backend.live()).not.toContain(s);
+      await expect(s.exec(["true"])).rejects.toBeInstanceOf(UserError);
+    });
+
+    it("rejects invalid options with a clear error", async () => {
+      await expect(backend.create({ limits: { memoryBytes: 10, maxPids: 1, wallClockMs: -1 } })).rejects.toThrow(/invalid sandbox create options.*memoryBytes/);
+      await expect(backend.create({ limits: LIMITS, workspaceFiles: { "../escape": "x" } })).rejects.toBeInstanceOf(UserError);
+      const s = await create();
+      await expect(s.exec([])).rejects.toThrow(/argv must name a program/);
+      await s.destroy();
+    });
+
+    it("reaps what a SIGKILLed control plane left behind", async () => {
+      const crashRoot = tempRoot(`crash-${name}`);
+      const code = `
+        import { openSandboxBackend } from ${JSON.stringify(DIST_SANDBOX)};
+        const b = await openSandboxBackend(${JSON.stringify(name)}, { stateRoot: ${JSON.stringify(crashRoot.path)} });
+        const s = await b.create({ limits: { memoryBytes: 256 * 1024 * 1024, maxPids: 64, wallClockMs: 600000 } });
+        void s.exec(["sh", "-c", "setsid sleep 600 & echo $! > pid; sleep 600"]);
+        while (!(await s.listFiles()).includes("pid")) await new Promise((r) => setTimeout(r, 20));
+        console.log("READY " + s.id);
+        setInterval(() => {}, 1000);`;
+      const cp = await spawnControlPlane(code, "READY ");
+      const id = cp.line.slice("READY ".length).trim();
+      cp.kill();
+      await sleep(300);
+      expect(isAlive(cp.pid)).toBe(false);
+      expect(existsSync(join(crashRoot.path, id))).toBe(true);
+      const next = await open(crashRoot.path);
+      const report = await next.reapOrphans();
+      expect(report.reaped).toContain(id);
+      expect(report.errors).toEqual([]);
+      expect(existsSync(join(crashRoot.path, id))).toBe(false);
+      expect(processesWithSandboxId(id)).toEqual([]);
+      expect(await next.reapOrphans()).toMatchObject({ reaped: [] });
+      await next.close();
+      crashRoot.remove();
+    });
+
+    it("leaves live control planes' sandboxes alone when reaping", async () => {
+      const s = await create();
+      const report = await backend.reapOrphans();
+      expect(report.reaped).not.toContain(s.id);
+      expect((await s.exec(["true"])).exitCode).toBe(0);
+      await s.destroy();
+    });
+  });
+}
