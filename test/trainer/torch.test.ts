@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { InfraError } from "../../src/core/errors.js";
 import { createTrainer } from "../../src/trainer/index.js";
 import { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
+import type { TokenScores } from "../../src/trainer/types.js";
 import { WorkerClient } from "../../src/trainer/worker-client.js";
 import { trainerContract } from "./contract.js";
 import { batch, branchingPaths, flatRow, tokensFrom } from "./fixtures.js";
@@ -18,7 +19,7 @@ describe("torch worker process", () => {
     try {
       await trainer.init({ preset: "tiny-1m", seed: 2, out: join(dir, "m") });
       const batches = [0, 1, 2, 3].map((k) => batch([flatRow([257, ...tokensFrom(100 + k, 20 + 5 * k)])]));
-      const sequential = [];
+      const sequential: TokenScores[] = [];
       for (const b of batches) sequential.push(await trainer.logprobs(b));
       const concurrent = await Promise.all(batches.map((b) => trainer.logprobs(b)));
       concurrent.forEach((c, k) => {

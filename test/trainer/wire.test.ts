@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { MessageDecoder, encodeMessage } from "../../src/trainer/wire.js";
-import { packBatch, splitRows } from "../../src/trainer/batch-frames.js";
 import { UserError } from "../../src/core/errors.js";
+import { packBatch, splitRows } from "../../src/trainer/batch-frames.js";
+import { MessageDecoder, encodeMessage } from "../../src/trainer/wire.js";
 import { batch, flatRow, treeRow } from "./fixtures.js";
 
 describe("worker wire format", () => {
@@ -28,7 +28,8 @@ describe("worker wire format", () => {
       expect(got.map((m) => m.header.id)).toEqual([1, 2]);
       const first = got[0];
       expect(first?.header).toEqual({ id: 1, ok: true, result: { a: 1 } });
-      for (const [name, a] of frames) expect(Array.from(first?.frames.get(name) ?? [])).toEqual(Array.from(a));
+      const values = (a: ArrayLike<number | bigint> | undefined): (number | bigint)[] => Array.from(a ?? []);
+      for (const [name, a] of frames) expect(values(first?.frames.get(name))).toEqual(values(a));
       expect(first?.frames.get("l")).toBeInstanceOf(BigInt64Array);
     }
   });
