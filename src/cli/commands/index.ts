@@ -1,6 +1,9 @@
 import type { Command } from "../command.js";
+import { doctorCommand } from "./doctor.js";
+import { exportCommand } from "./export.js";
 import { modelCommand } from "./model.js";
 import { proxyCommand } from "./proxy.js";
+import { treesCommand } from "./trees.js";
 
 /** Every CLI subcommand, in the order `harnessrl --help` lists them. Add one import + one entry per command. */
-export const commands: Command[] = [proxyCommand, modelCommand];
+export const commands: Command[] = [proxyCommand, modelCommand, doctorCommand, treesCommand, exportCommand];

@@ -1,0 +1,18 @@
+import { existsSync } from "node:fs";
+import { UserError } from "../core/errors.js";
+import { openStore } from "../store/registry.js";
+import type { Store } from "../store/types.js";
+
+/**
+ * Opens a recorded store for the read-side commands (`trees`, `export`). Unlike the proxy, reading never creates an
+ * empty database: a path that does not exist is a user error. `sqlite:<path>` and registered `scheme:arg` specs pass
+ * through to the store registry.
+ */
+export function openRecordedStore(spec: string): Store {
+  const s = spec.trim();
+  if (s === "") throw new UserError("bad_arguments", "--db needs a store file");
+  const path = s.startsWith("sqlite:") ? s.slice("sqlite:".length) : /^[a-z][a-z0-9+-]*:/i.test(s) ? null : s;
+  if (path === null) return openStore(s);
+  if (!existsSync(path)) throw new UserError("store_not_found", `no call record store at ${path}`);
+  return openStore(`sqlite:${path}`);
+}
