@@ -1,0 +1,95 @@
+import { describe, expect, it } from "vitest";
+import { arithFamily } from "../../src/tasks/families/arith.js";
+import { filesFamily } from "../../src/tasks/families/files.js";
+import { lookupFamily } from "../../src/tasks/families/lookup.js";
+import { builtinTaskById, loadSuite } from "../../src/tasks/registry.js";
+import { taskSchema, type Task } from "../../src/tasks/task.js";
+
+const FAMILIES = [arithFamily, filesFamily, lookupFamily];
+
+function entitiesOf(tasks: Task[]): Set<string> {
+  return new Set(tasks.flatMap((t) => t.metadata.entities ?? []));
+}
+
+describe("built-in task generation", () => {
+  it.each(FAMILIES.map((f) => [f.name]))("%s: the same spec gives identical suites, a different seed a different one", async (name) => {
+    const a = await loadSuite(`${name}:train?n=40&seed=7`);
+    const b = await loadSuite(`${name}:train?n=40&seed=7`);
+    const c = await loadSuite(`${name}:train?n=40&seed=8`);
+    expect(JSON.stringify(a.tasks)).toBe(JSON.stringify(b.tasks));
+    expect(c.tasks.map((t) => t.prompt)).not.toEqual(a.tasks.map((t) => t.prompt));
+  });
+
+  it("a larger n extends a smaller one (tasks depend only on split, seed and index)", async () => {
+    const small = await loadSuite("lookup:test?n=5&seed=3");
+    const large = await loadSuite("lookup:test?n=20&seed=3");
+    expect(large.tasks.slice(0, 5)).toEqual(small.tasks);
+  });
+
+  it.each(FAMILIES.map((f) => [f.name, f]))("%s: train and test share no entity and no template, whatever the seeds", async (name, family) => {
+    const train = (await loadSuite(`${name}:train?n=150&seed=1`)).tasks;
+    const test = [...(await loadSuite(`${name}:test?n=150&seed=1`)).tasks, ...(await loadSuite(`${name}:test?n=100&seed=99`)).tasks];
+    const trainEntities = entitiesOf(train);
+    const testEntities = entitiesOf(test);
+    expect(trainEntities.size).toBeGreaterThan(20);
+    expect(testEntities.size).toBeGreaterThan(10);
+    expect([...testEntities].filter((e) => trainEntities.has(e))).toEqual([]);
+    // Entities must also never appear in the other split's prompts (e.g. a test name inside a train question).
+    const trainPrompts = train.map((t) => t.prompt).join("\n");
+    const leaked = [...testEntities].filter((e) => new RegExp(`\\b${e}\\b`).test(trainPrompts));
+    expect(leaked).toEqual([]);
+
+    const trainTemplates = new Set(train.map((t) => t.metadata.template));
+    const testTemplates = new Set(test.map((t) => t.metadata.template));
+    expect([...testTemplates].filter((t) => trainTemplates.has(t))).toEqual([]);
+    // Every declared template is used, and the declared sets are disjoint.
+    expect([...trainTemplates].sort()).toEqual([...family.templates.train].sort());
+    expect([...testTemplates].sort()).toEqual([...family.templates.test].sort());
+    expect(family.templates.train.filter((t) => family.templates.test.includes(t))).toEqual([]);
+  });
+
+  it.each(FAMILIES.map((f) => [f.name]))("%s: tasks are valid, short, uniquely named and carry oracle steps", async (name) => {
+    const tasks = [...(await loadSuite(`${name}:train?n=60`)).tasks, ...(await loadSuite(`${name}:test?n=60`)).tasks];
+    expect(new Set(tasks.map((t) => t.id)).size).toBe(tasks.length);
+    for (const t of tasks) {
+      expect(taskSchema.safeParse(t).success).toBe(true);
+      expect(t.prompt.length).toBeLessThanOrEqual(200);
+      expect(t.metadata.oracle?.steps.length).toBeGreaterThan(0);
+      expect(t.metadata.difficulty).toBeGreaterThanOrEqual(1);
+      expect(builtinTaskById(t.id)).toEqual(t);
+    }
+  });
+
+  it("arith answers are large enough that guessing fails", async () => {
+    const tasks = (await loadSuite("arith:test?n=100")).tasks;
+    for (const t of tasks) expect(Number(t.metadata.answer)).toBeGreaterThanOrEqual(1000);
+    expect(new Set(tasks.map((t) => t.metadata.answer)).size).toBeGreaterThan(95);
+  });
+
+  it("lookup questions need two or more hops through a bridge entity distinct from the start and the answer", async () => {
+    const tasks = (await loadSuite("lookup:train?n=100")).tasks;
+    const hops = new Set<number>();
+    for (const t of tasks) {
+      const chain = t.metadata["chain"] as string[];
+      hops.add(chain.length - 1);
+      expect(chain.length).toBeGreaterThanOrEqual(3);
+      expect(new Set(chain).size).toBe(chain.length);
+      expect(t.prompt).toContain(chain[0]);
+      expect(t.prompt).not.toContain(chain[chain.length - 1]);
+      expect(chain[chain.length - 1]).toBe(t.metadata.answer);
+    }
+    expect([...hops].sort()).toEqual([2, 3]);
+  });
+
+  it("files tasks cover every operation", async () => {
+    const tasks = (await loadSuite("files:train?n=100")).tasks;
+    expect(new Set(tasks.map((t) => t.metadata["operation"]))).toEqual(new Set(["create", "append", "rename", "move", "delete", "copy", "replace"]));
+  });
+
+  it("mix interleaves the three families round-robin and defaults to the train split", async () => {
+    const mix = await loadSuite("mix?n=9&seed=2");
+    expect(mix.tasks.map((t) => t.family)).toEqual(["arith", "files", "lookup", "arith", "files", "lookup", "arith", "files", "lookup"]);
+    expect(mix.tasks.every((t) => t.split === "train")).toBe(true);
+    expect(mix.tasks[3]).toEqual(arithFamily.generate("train", 2, 1));
+  });
+});
