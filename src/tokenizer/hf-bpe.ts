@@ -86,7 +86,7 @@ export class HfBpeTokenizer implements Tokenizer {
         : new RegExp(
             [...added.keys()]
               .sort((x, y) => y.length - x.length)
-              .map((s) => s.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&"))
+              .map((s) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&"))
               .join("|"),
             "gu",
           );

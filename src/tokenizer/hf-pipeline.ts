@@ -104,7 +104,7 @@ function compile(source: string): RegExp {
 }
 
 function escapeRegex(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
+  return s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 }
 
 /** Split semantics of the `tokenizers` crate (`SplitDelimiterBehavior`). */
