@@ -65,6 +65,15 @@ export class ChatMLToolsRenderer implements ChatRenderer {
     if (options.addGenerationPrompt) out += "<|im_start|>assistant\n";
     return out;
   }
+
+  /**
+   * What follows the generation prompt for this assistant message, through `<|im_end|>`. In this template an assistant
+   * turn renders the same whatever precedes it, so this skips rendering the whole conversation twice.
+   */
+  renderTurnCompletion(message: ChatMessage): string {
+    const turn = this.render([message], [], { addGenerationPrompt: false });
+    return turn.slice("<|im_start|>assistant\n".length, -1);
+  }
 }
 
 function toolJson(t: ToolSpec): string {

@@ -1,5 +1,6 @@
 import { UserError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
+import { ChatMLToolsRenderer } from "./chatml-renderer.js";
 import type { Codec } from "./codec.js";
 import type { AssistantTurn, ChatMessage, ToolSpec } from "./types.js";
 
@@ -26,6 +27,10 @@ export function assistantMessageFromTurn(turn: AssistantTurn): ChatMessage {
  */
 export function renderAssistantTurn(codec: Codec, messages: readonly ChatMessage[], tools: readonly ToolSpec[], turn: AssistantTurn): RenderedTurn {
   const { renderer, tokenizer } = codec;
+  if (renderer instanceof ChatMLToolsRenderer) {
+    const text = renderer.renderTurnCompletion(assistantMessageFromTurn(turn));
+    return { text, tokens: tokenizer.encode(text) };
+  }
   const prompt = renderer.render(messages, tools, { addGenerationPrompt: true });
   const full = renderer.render([...messages, assistantMessageFromTurn(turn)], tools, { addGenerationPrompt: false });
   if (!full.startsWith(prompt)) {

@@ -1,7 +1,7 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { ChatMLToolsRenderer } from "../../src/chat/chatml-renderer.js";
 import { DEFAULT_TEMPLATE_PATH, defaultCodec, defaultJinjaRenderer, loadCodec } from "../../src/chat/codec.js";
 import { JinjaChatRenderer } from "../../src/chat/jinja-renderer.js";
@@ -150,8 +150,10 @@ describe("JinjaChatRenderer with real-model-style templates", () => {
 });
 
 describe("loadCodec(modelDir)", () => {
+  const root = mkdtempSync(join(tmpdir(), "hrl-codec-"));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
   function modelDir(files: Record<string, unknown>): string {
-    const dir = mkdtempSync(join(tmpdir(), "hrl-codec-"));
+    const dir = mkdtempSync(join(root, "m-"));
     for (const [name, content] of Object.entries(files)) writeFileSync(join(dir, name), typeof content === "string" ? content : JSON.stringify(content));
     return dir;
   }

@@ -53,6 +53,17 @@ describe("renderAssistantTurn", () => {
     }
   });
 
+  it("takes the default template's shortcut only where it matches rendering the whole conversation (checked against Jinja)", () => {
+    const viaJinja = { tokenizer: codec.tokenizer, renderer: defaultJinjaRenderer() };
+    const r = rng(6);
+    for (let i = 0; i < 200; i++) {
+      const msgs = randomConversation(r).filter((m, k, all) => !(k === all.length - 1 && m.role === "assistant"));
+      const tools = randomTools(r);
+      const turn = randomTurn(r);
+      expect(renderAssistantTurn(codec, msgs, tools, turn)).toEqual(renderAssistantTurn(viaJinja, msgs, tools, turn));
+    }
+  });
+
   it("works with a model's own Jinja template and its end-of-turn text", () => {
     const tpl = readFileSync(join(import.meta.dirname, "fixtures", "reasoning-style.jinja"), "utf8");
     const own = { tokenizer: new ByteTokenizer(), renderer: new JinjaChatRenderer(tpl) };

@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { defaultCodec } from "../../src/chat/codec.js";
 import { parseAssistantOutput } from "../../src/chat/parse-output.js";
 import { renderAssistantTurn } from "../../src/chat/render-turn.js";
@@ -15,6 +15,7 @@ import type { GenerateRequest, SamplingEngine } from "../../src/engine/types.js"
 import { runEngineContract } from "./engine-contract.js";
 
 const dir = mkdtempSync(join(tmpdir(), "hrl-scripted-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function module(name: string, source: string): string {
   const path = join(dir, name);
   writeFileSync(path, source);

@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { UserError } from "../../src/core/errors.js";
 import { ByteTokenizer } from "../../src/tokenizer/bytes.js";
 import { HfBpeTokenizer, tokenizerJsonSchema } from "../../src/tokenizer/hf-bpe.js";
@@ -119,8 +119,10 @@ describe("HfBpeTokenizer (hand-made Qwen-style tokenizer.json)", () => {
 });
 
 describe("loadTokenizer(modelDir)", () => {
+  const root = mkdtempSync(join(tmpdir(), "hrl-tok-"));
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
   function dir(files: Record<string, unknown>): string {
-    const d = mkdtempSync(join(tmpdir(), "hrl-tok-"));
+    const d = mkdtempSync(join(root, "m-"));
     for (const [name, v] of Object.entries(files)) writeFileSync(join(d, name), typeof v === "string" ? v : JSON.stringify(v));
     return d;
   }
