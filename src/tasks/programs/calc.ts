@@ -21,11 +21,11 @@ function tokenize(src) {
   let i = 0;
   while (i < src.length) {
     const c = src[i];
-    if (/\s/.test(c) || c === ",") { i++; continue; }
+    if (/\s/.test(c)) { i++; continue; }
     if (/[0-9.]/.test(c)) {
       let j = i;
-      while (j < src.length && /[0-9.]/.test(src[j])) j++;
-      toks.push({ t: "num", v: src.slice(i, j) });
+      while (j < src.length && /[0-9.,]/.test(src[j])) j++;
+      toks.push({ t: "num", v: src.slice(i, j).replace(/,/g, "") });
       i = j;
       continue;
     }
