@@ -36,11 +36,6 @@ export function toolsKey(tools: readonly ToolSpec[]): string {
   return JSON.stringify(tools);
 }
 
-/** Identity of a whole request, ids included: caches the rendered request text between `plan` and `remember`. */
-export function requestDigest(messages: readonly ChatMessage[], tools: string): string {
-  return createHash("sha256").update(tools).update("\u0000").update(JSON.stringify(messages)).digest("base64url");
-}
-
 export function hasAssistant(messages: readonly ChatMessage[]): boolean {
   return messages.some((m) => m.role === "assistant");
 }

@@ -4,7 +4,7 @@ import type { CallRecord, HistoryBreak } from "../store/records.js";
 import type { Store } from "../store/types.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 import { classifyDivergence } from "./classify.js";
-import { contentKey, digest, hasAssistant, idsDigest, requestDigest, toolsKey } from "./message-key.js";
+import { contentKey, digest, hasAssistant, idsDigest, toolsKey } from "./message-key.js";
 import { computeSplice, promptTokensOf, type ProducedCall, type SpliceInfo } from "./produced-call.js";
 import { TrieNode, walk } from "./trie.js";
 import type { HistoryPlanner, PromptPlan } from "./types.js";
@@ -23,10 +23,20 @@ interface SessionState {
   calls: Map<string, ProducedCall>;
   /** Interned tools texts: every call of a session usually sends the same (often ~30k-character) tool list. */
   tools: Map<string, string>;
+  /** The last calls remembered, whose splice data still holds the rendered text. */
+  recent: ProducedCall[];
 }
 
-/** Rendered request texts between `plan` and `remember` (G of the call), by request digest. */
-const RENDER_CACHE_SIZE = 64;
+/** Calls of a session whose rendered history text is kept for a plain `startsWith` check (the usual parents). */
+const RECENT_TEXTS = 2;
+
+/** What `plan` learnt about a request, reused by `remember` when the record carries the same messages array. */
+interface Planned {
+  length: number;
+  tools: readonly ToolSpec[];
+  keys: string[];
+  rendered: string;
+}
 
 export function createHistoryPlanner(store: Store | null, options: HistoryPlannerOptions = {}): TokenExactPlanner {
   return new TokenExactPlanner(store, options);
@@ -39,7 +49,7 @@ export function createHistoryPlanner(store: Store | null, options: HistoryPlanne
  */
 export class TokenExactPlanner implements HistoryPlanner {
   private readonly sessions = new Map<string, SessionState>();
-  private readonly rendered = new Map<string, string>();
+  private readonly planned = new WeakMap<readonly ChatMessage[], Planned>();
   private readonly maxSessions: number;
   private codec: Codec | undefined;
   private order = 0;
@@ -88,7 +98,7 @@ export class TokenExactPlanner implements HistoryPlanner {
     }
 
     const rendered = codec.renderer.render(messages, conversation.tools, { addGenerationPrompt: true });
-    this.cacheRendered(requestDigest(messages, tools), rendered);
+    this.planned.set(messages, { length: messages.length, tools: conversation.tools, keys, rendered });
 
     // A sampled turn after the parent that the harness changed (e.g. re-serialised arguments of the latest turn while
     // an earlier call is still an intact prefix): the prompt still extends the parent, but the rewrite is recorded.
@@ -99,14 +109,14 @@ export class TokenExactPlanner implements HistoryPlanner {
     }
 
     if (parent) {
-      const splice = this.spliceOf(state, parent, codec);
+      const splice = this.spliceOf(parent, codec);
       const full = (b: HistoryBreak): PromptPlan => ({ promptTokens: codec.tokenizer.encode(rendered), parentCallId: null, reusedPrefixTokens: 0, break: b });
       if (!splice.ok) return full({ kind: "template_not_prefix_stable", detail: splice.reason, fromCallId: parent.callId });
-      if (rendered.length < splice.aLength || digest(rendered.slice(0, splice.aLength)) !== splice.aDigest) {
+      const isPrefix = splice.aText !== null ? rendered.startsWith(splice.aText) : rendered.length >= splice.aLength && digest(rendered.slice(0, splice.aLength)) === splice.aDigest;
+      if (!isPrefix) {
         return full(this.templateBreak(parent, messages, parentDepth, conversation.tools, rendered, codec));
       }
-      const prefix = promptTokensOf(parent);
-      for (const t of parent.completion) prefix.push(t);
+      const prefix = promptTokensOf(parent, parent.completion);
       const reused = prefix.length;
       const suffix = codec.tokenizer.encode(splice.tail + rendered.slice(splice.aLength));
       for (const t of suffix) prefix.push(t);
@@ -139,7 +149,7 @@ export class TokenExactPlanner implements HistoryPlanner {
       this.sessions.set(sessionId, state);
       return state;
     }
-    state = { root: new TrieNode(0, null, null, ""), calls: new Map(), tools: new Map() };
+    state = { root: new TrieNode(0, null, null, ""), calls: new Map(), tools: new Map(), recent: [] };
     this.sessions.set(sessionId, state);
     while (this.sessions.size > this.maxSessions) {
       const oldest = this.sessions.keys().next().value as string;
@@ -154,8 +164,11 @@ export class TokenExactPlanner implements HistoryPlanner {
     if (record.status !== "ok" || record.response === null || record.completionTokens.length === 0) return;
     if (state.calls.has(record.callId)) return;
     const tools = this.intern(state, toolsKey(record.tools));
+    const planned = this.plannedFor(record);
     let node = state.root;
-    for (const m of record.messages) node = node.child(contentKey(m), m);
+    record.messages.forEach((m, i) => {
+      node = node.child(planned?.keys[i] ?? contentKey(m), m);
+    });
     const requestNode = node;
     const historyNode = node.child(contentKey(record.response), record.response);
     const base = record.parentCallId === null ? undefined : state.calls.get(record.parentCallId);
@@ -172,8 +185,8 @@ export class TokenExactPlanner implements HistoryPlanner {
       requestNode,
       historyNode,
       base: chained ? base : null,
-      ownPrompt: Int32Array.from(chained ? record.promptTokens.slice(record.reusedPrefixTokens) : record.promptTokens),
-      completion: Int32Array.from(record.completionTokens),
+      ownPrompt: chained ? record.promptTokens.slice(record.reusedPrefixTokens) : record.promptTokens.slice(),
+      completion: record.completionTokens.slice(),
       promptLength: record.promptTokens.length,
       splice: new Map(),
       pending: { messages: record.messages, response: record.response, tools: record.tools },
@@ -182,20 +195,29 @@ export class TokenExactPlanner implements HistoryPlanner {
     requestNode.requests.push(call);
     historyNode.ends.push(call);
     for (let n: TrieNode | null = historyNode; n; n = n.parent) n.latest = call;
-    if (this.codec) this.spliceOf(state, call, this.codec);
+    if (this.codec) this.spliceOf(call, this.codec, planned?.rendered);
+    state.recent.push(call);
+    if (state.recent.length > RECENT_TEXTS) {
+      // Older calls keep only a digest of their rendered history: memory stays linear in the session.
+      const old = state.recent.shift() as ProducedCall;
+      for (const info of old.splice.values()) if (info.ok) info.aText = null;
+    }
+  }
+
+  /** The plan of this record's request, if `plan` saw the very same messages array (the proxy passes it through). */
+  private plannedFor(record: CallRecord): Planned | undefined {
+    const p = this.planned.get(record.messages);
+    return p && p.length === record.messages.length && p.tools === record.tools ? p : undefined;
   }
 
   /** Splice data of a call for a renderer, computed once from the call's own messages (their ids included). */
-  private spliceOf(state: SessionState, call: ProducedCall, codec: Codec): SpliceInfo {
+  private spliceOf(call: ProducedCall, codec: Codec, renderedRequest?: string): SpliceInfo {
     const cached = call.splice.get(codec.renderer);
     if (cached) return cached;
     let info: SpliceInfo;
     if (call.pending) {
       const { messages, response, tools } = call.pending;
-      const key = requestDigest(messages, this.intern(state, toolsKey(tools)));
-      const g = this.rendered.get(key);
-      this.rendered.delete(key);
-      info = computeSplice(messages, response, tools, call.completion, codec, g);
+      info = computeSplice(messages, response, tools, call.completion, codec, renderedRequest);
       call.pending = null;
     } else {
       // Another renderer than the first one: rebuild the history from the trie (as first sent).
@@ -258,11 +280,6 @@ export class TokenExactPlanner implements HistoryPlanner {
     return tools;
   }
 
-  private cacheRendered(key: string, text: string): void {
-    this.rendered.delete(key);
-    this.rendered.set(key, text);
-    while (this.rendered.size > RENDER_CACHE_SIZE) this.rendered.delete(this.rendered.keys().next().value as string);
-  }
 }
 
 function latestOf(calls: readonly ProducedCall[]): ProducedCall | null {

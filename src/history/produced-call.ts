@@ -13,6 +13,8 @@ export type SpliceInfo =
       aLength: number;
       /** Digest of A: a later request's rendering must start with A (checked by digest to keep memory linear). */
       aDigest: string;
+      /** A itself while the call is among the session's latest (the usual parents): a plain prefix check. */
+      aText: string | null;
       /** Text between the sampled tokens and the rest of the next prompt (e.g. "\n", or "<|im_end|>\n" when truncated). */
       tail: string;
     }
@@ -36,27 +38,23 @@ export interface ProducedCall {
   historyNode: TrieNode;
   /** The produced call whose prompt + completion this call's prompt starts with (null: `ownPrompt` is the whole prompt). */
   base: ProducedCall | null;
-  ownPrompt: Int32Array;
-  completion: Int32Array;
+  /** Plain arrays, not typed ones: assembling a prompt is then a block copy (see promptTokensOf). */
+  ownPrompt: readonly number[];
+  completion: readonly number[];
   promptLength: number;
   splice: Map<ChatRenderer, SpliceInfo>;
   /** The call's real messages (with its ids) until its splice info is computed for the first time. */
   pending: { messages: ChatMessage[]; response: ChatMessage; tools: ToolSpec[] } | null;
 }
 
-/** The call's full prompt token ids, assembled from the chain. */
-export function promptTokensOf(call: ProducedCall): number[] {
-  const chain: ProducedCall[] = [];
-  for (let c: ProducedCall | null = call.base; c; c = c.base) chain.push(c);
-  const out = new Array<number>(call.promptLength);
-  let at = 0;
-  for (let i = chain.length - 1; i >= 0; i--) {
-    const c = chain[i] as ProducedCall;
-    for (const t of c.ownPrompt) out[at++] = t;
-    for (const t of c.completion) out[at++] = t;
-  }
-  for (const t of call.ownPrompt) out[at++] = t;
-  return out;
+/** The call's full prompt token ids followed by `extra` (e.g. its completion), assembled from the chain. */
+export function promptTokensOf(call: ProducedCall, extra?: readonly number[]): number[] {
+  const segments: (readonly number[])[] = [call.ownPrompt];
+  for (let c: ProducedCall | null = call.base; c; c = c.base) segments.push(c.completion, c.ownPrompt);
+  segments.reverse();
+  if (extra) segments.push(extra);
+  // concat of packed small-integer arrays is a block copy in V8: several times faster than element-wise copies.
+  return ([] as number[]).concat(...segments);
 }
 
 /**
@@ -69,7 +67,7 @@ export function computeSplice(
   messages: readonly ChatMessage[],
   response: ChatMessage,
   tools: readonly ToolSpec[],
-  completion: Int32Array,
+  completion: readonly number[],
   codec: { tokenizer: Tokenizer; renderer: ChatRenderer },
   renderedRequest?: string,
 ): SpliceInfo {
@@ -85,5 +83,5 @@ export function computeSplice(
   if (e < 0) return { ok: false, reason: `the template does not close the assistant turn with ${JSON.stringify(eot)}` };
   const last = completion[completion.length - 1];
   const sampledEndOfTurn = last !== undefined && tokenizer.decode([last]) === eot;
-  return { ok: true, aLength: a.length, aDigest: digest(a), tail: sampledEndOfTurn ? t.slice(e + eot.length) : t.slice(e) };
+  return { ok: true, aLength: a.length, aDigest: digest(a), aText: a, tail: sampledEndOfTurn ? t.slice(e + eot.length) : t.slice(e) };
 }

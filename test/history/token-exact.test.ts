@@ -156,6 +156,24 @@ describe("token-exact history", () => {
     expect(again).toEqual({ promptTokens: first.promptTokens, parentCallId: null, reusedPrefixTokens: 0, break: null });
   });
 
+  it("branches token-exactly from an older call, not only from the latest ones", () => {
+    const store = new MemoryStore();
+    const planner = createHistoryPlanner(store);
+    const sim = new SessionSim(planner, store, codec);
+    const m1: ChatMessage[] = [{ role: "user", content: "start" }];
+    const c1 = sim.call(echo(m1), TOOLS, { content: "first answer" }).record;
+    let m: ChatMessage[] = [...m1, echo(c1.response!)];
+    for (let t = 0; t < 4; t++) {
+      const r = sim.call(echo([...m, { role: "user", content: `q${t}` }]), TOOLS, { content: `a${t}` }).record;
+      m = [...r.messages, echo(r.response!)];
+    }
+    // The harness forks the conversation right after the first answer (e.g. a sub-task reusing the context).
+    const { plan } = sim.call(echo([...m1, echo(c1.response!), { role: "user", content: "fork" }]), TOOLS, { content: "forked" });
+    expect(plan.break).toBeNull();
+    expect(plan.parentCallId).toBe(c1.callId);
+    expect(plan.promptTokens.slice(0, plan.reusedPrefixTokens)).toEqual([...c1.promptTokens, ...c1.completionTokens]);
+  });
+
   it("continues from the regenerated answer the harness kept, not the first try", () => {
     const store = new MemoryStore();
     const planner = createHistoryPlanner(store);
