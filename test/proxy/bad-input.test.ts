@@ -1,5 +1,5 @@
-import { APIError as AnthropicAPIError } from "@anthropic-ai/sdk";
-import { APIError as OpenAIAPIError } from "openai";
+import type { APIError as AnthropicAPIError } from "@anthropic-ai/sdk";
+import type { APIError as OpenAIAPIError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineError } from "../../src/core/errors.js";
 import { startProxy, weatherAgent, type TestProxy } from "./helpers.js";
