@@ -183,34 +183,51 @@ export class SandboxCgroup {
     return [...out];
   }
 
-  /** SIGKILLs every process in the cgroup until it is empty (v2: cgroup.kill). Returns processes signalled. */
-  killAll(timeoutMs = 2000): number {
+  /** One pass: v2 cgroup.kill where available, SIGKILL to every listed pid. Returns how many pids were listed. */
+  private killPass(): number {
     for (const d of this.dirs) {
       if (existsSync(join(d, "cgroup.kill"))) {
         try {
           writeFileSync(join(d, "cgroup.kill"), "1");
         } catch {
-          // fall through to the per-pid loop
+          // fall back to the per-pid kill below
         }
       }
     }
+    const pids = this.pids();
+    for (const pid of pids) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
+    return pids.length;
+  }
+
+  /**
+   * SIGKILLs everything in the cgroup until it is empty. A fork bomb may create processes between reading and killing;
+   * the pids limit bounds it, so this converges. Synchronous (for the exit hook); returns processes signalled.
+   */
+  killAll(timeoutMs = 2000): number {
     const deadline = Date.now() + timeoutMs;
     let killed = 0;
-    // A fork bomb may create new processes between reading and killing; the pids limit bounds it, so this converges.
     while (true) {
-      const pids = this.pids();
-      if (pids.length === 0) return killed;
-      for (const pid of pids) {
-        try {
-          process.kill(pid, "SIGKILL");
-          killed++;
-        } catch {
-          // already gone
-        }
-      }
-      if (Date.now() > deadline) return killed;
+      const n = this.killPass();
+      killed += n;
+      if (n === 0 || Date.now() > deadline) return killed;
       sleepSync(2);
     }
+  }
+
+  /** killAll without blocking the event loop. Resolves true once the cgroup is empty. */
+  async drain(timeoutMs = 2000): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.killPass() > 0) {
+      if (Date.now() > deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    return true;
   }
 
   /** Removes the cgroup directories; waits a little for killed processes to leave. Returns errors. */

@@ -141,13 +141,16 @@ class BwrapSandbox extends BaseSandbox {
           } catch {
             // already gone
           }
-          if (this.running.size <= 1) this.cgroup.killAll();
+          if (this.running.size <= 1) void this.cgroup.drain(); // and everything in the cgroup, right away
         },
       },
     );
     this.running.add(run);
     try {
       const r = await run;
+      // The namespace died with its init; make sure the kernel has finished with every process before returning,
+      // and catch anything a concurrent exec did not start (only when this is the sandbox's sole exec).
+      if (this.running.size === 1) await this.cgroup.drain();
       const after = this.cgroup.counters();
       const stderr = r.stderr.text();
       if (r.exitCode === 126 && stderr.startsWith("harnessrl-sandbox: cannot join cgroup")) throw new InfraError("sandbox_cgroup", stderr.trim(), { retryable: true });
@@ -168,7 +171,7 @@ class BwrapSandbox extends BaseSandbox {
   }
 
   protected async teardown(): Promise<void> {
-    this.cgroup.killAll();
+    await this.cgroup.drain();
     await Promise.allSettled([...this.running.values()]);
     await this.bridge?.close();
     const errors = this.cgroup.remove();

@@ -65,7 +65,8 @@ export interface SandboxMountInput {
 }
 
 export function mountArgs(plan: MountPlan, s: SandboxMountInput): string[] {
-  const args = [...plan.systemArgs];
+  // Fresh /proc, /dev, /tmp first: explicit read-only binds below may lie under them (e.g. a harness under /tmp).
+  const args = [...plan.systemArgs, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"];
   const visible = [...plan.systemBound];
   if (plan.nodePrefix) {
     args.push("--ro-bind", plan.nodePrefix, plan.nodePrefix);
@@ -80,7 +81,6 @@ export function mountArgs(plan: MountPlan, s: SandboxMountInput): string[] {
   for (const h of plan.hidePaths) {
     if (visible.some((v) => under(h, v) && h !== v) && existsSync(h)) args.push("--tmpfs", h);
   }
-  args.push("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp");
   args.push("--bind", s.workspaceDir, IN_SANDBOX.workspace, "--bind", s.homeDir, IN_SANDBOX.home);
   if (s.bridgeDir) {
     args.push("--ro-bind", plan.forwarderHostPath, IN_SANDBOX.forwarder, "--ro-bind", s.bridgeDir, IN_SANDBOX.bridgeDir);

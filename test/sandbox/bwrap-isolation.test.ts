@@ -1,0 +1,227 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import type { Server } from "node:net";
+import { networkInterfaces } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";
+import { SandboxCgroup, detectCgroups } from "../../src/sandbox/cgroups.js";
+import { processesWithSandboxId } from "../../src/sandbox/state.js";
+import type { Sandbox } from "../../src/sandbox/types.js";
+import { DIST_SANDBOX, LIMITS, proxyGetScript, sleep, spawnControlPlane, startStandInProxy, tcpProbeScript, tempRoot } from "./helpers.js";
+import type { StandInProxy } from "./helpers.js";
+
+const layout = detectCgroups();
+const cgroupOf = (id: string): SandboxCgroup => SandboxCgroup.forSandbox(layout, id);
+
+/** Host processes whose command line mentions the sandbox (bwrap's arguments carry its state path). */
+function hostProcessesMentioning(id: string): number[] {
+  return readdirSync("/proc")
+    .filter((n) => /^\d+$/.test(n))
+    .filter((n) => {
+      try {
+        return readFileSync(`/proc/${n}/cmdline`, "utf8").includes(id);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+function nothingLeft(s: Sandbox, stateDir: string): void {
+  expect(existsSync(stateDir)).toBe(false);
+  for (const dir of cgroupOf(s.id).dirs) expect(existsSync(dir)).toBe(false);
+  expect(processesWithSandboxId(s.id)).toEqual([]);
+  expect(hostProcessesMentioning(s.id)).toEqual([]);
+}
+
+async function listenAnywhere(): Promise<{ server: Server; port: number }> {
+  const server = createServer((sock) => sock.end("hello from the host\n"));
+  await new Promise<void>((resolve) => server.listen(0, "0.0.0.0", resolve));
+  const addr = server.address();
+  if (addr === null || typeof addr === "string") throw new Error("no port");
+  return { server, port: addr.port };
+}
+
+describe("bwrap sandbox isolation", () => {
+  const root = tempRoot("isolation");
+  const shared = tempRoot("shared-ro");
+  let backend!: BwrapBackend;
+  let proxy!: StandInProxy;
+
+  beforeAll(async () => {
+    mkdirSync(join(shared.path, "public"));
+    mkdirSync(join(shared.path, "secret-db"));
+    writeFileSync(join(shared.path, "public", "tool.txt"), "tool");
+    writeFileSync(join(shared.path, "secret-db", "records.sqlite"), "other rollouts' records");
+    backend = await BwrapBackend.open({ stateRoot: root.path, hidePaths: [join(shared.path, "secret-db")] });
+    proxy = await startStandInProxy();
+  });
+  afterAll(async () => {
+    await backend?.close();
+    await proxy?.close();
+    root.remove();
+    shared.remove();
+  });
+
+  it("cannot write outside the workspace, and sees none of the host's private state", async () => {
+    const s = await backend.create({ limits: LIMITS, readOnlyPaths: [shared.path] });
+    const script = [
+      `for p in /etc/hrl-x /usr/hrl-x /hrl-x /home/hrl-x /run/hrl-x ${shared.path}/public/hrl-x /proc/hrl-x; do`,
+      '  if (echo x > "$p") 2>/dev/null; then echo "WROTE $p"; else echo "denied $p"; fi',
+      "done",
+      "echo ws > /workspace/ok && echo tmp > /tmp/ok && echo workspace-and-tmp-writable",
+      `test -e ${root.path} && echo "SEES STATE ROOT" || echo no-state-root`,
+      "test -e /root/.bashrc -o -e /root/.npm && echo 'SEES HOST HOME' || echo no-host-home",
+      `cat ${shared.path}/public/tool.txt; echo`,
+      `ls -A ${shared.path}/secret-db | wc -l`,
+    ].join("\n");
+    const r = await s.exec(["sh", "-c", script]);
+    expect(r.stdout).not.toContain("WROTE");
+    expect(r.stdout.match(/denied/g)?.length).toBe(7);
+    expect(r.stdout).toContain("workspace-and-tmp-writable");
+    expect(r.stdout).toContain("no-state-root");
+    expect(r.stdout).toContain("no-host-home");
+    expect(r.stdout).toContain("tool\n0\n");
+    expect(existsSync("/etc/hrl-x")).toBe(false);
+    expect(existsSync(join(shared.path, "public", "hrl-x"))).toBe(false);
+    expect((await s.readFile("ok")).toString()).toBe("ws\n");
+    await s.destroy();
+  });
+
+  it("reaches the proxy and nothing else: no host ports, no external addresses, no other sandbox", async () => {
+    const other = await listenAnywhere();
+    const hostIp = Object.values(networkInterfaces()).flat().find((i) => i && i.family === "IPv4" && !i.internal)?.address;
+    // Control: from the host, the other port is reachable, so a refusal inside is the sandbox's doing.
+    expect(spawnSync("bash", ["-c", tcpProbeScript("127.0.0.1", other.port)], { encoding: "utf8" }).stdout).toContain("connected");
+
+    const s = await backend.create({ limits: LIMITS, network: { proxy: { host: "127.0.0.1", port: proxy.port } } });
+    const probes = [
+      `echo "proxy: $(${tcpProbeScript("127.0.0.1", proxy.port)})"`,
+      `echo "host-loopback: $(${tcpProbeScript("127.0.0.1", other.port)})"`,
+      hostIp ? `echo "host-ip: $(${tcpProbeScript(hostIp, other.port)})"` : "echo 'host-ip: failed'",
+      `echo "external: $(timeout 5 bash -c '${tcpProbeScript("1.1.1.1", 80)}' || echo failed)"`,
+      "echo \"interfaces: $(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\\n' ' ')\"",
+    ].join("\n");
+    const r = await s.exec(["bash", "-c", probes], { timeoutMs: 20_000 });
+    expect(r.stdout).toContain("proxy: connected");
+    expect(r.stdout).toContain("host-loopback: failed");
+    expect(r.stdout).toContain("host-ip: failed");
+    expect(r.stdout).toContain("external: failed");
+    expect(r.stdout).toContain("interfaces: lo \n");
+
+    // Another sandbox listening on a port is invisible from this one.
+    const a = await backend.create({ limits: LIMITS });
+    const listening = a.exec(["node", "-e", "require('net').createServer().listen(45123, '127.0.0.1', () => require('fs').writeFileSync('up', '1'))"], { timeoutMs: 15_000 });
+    while (!(await a.listFiles()).includes("up")) await sleep(20);
+    const b = await s.exec(["bash", "-c", tcpProbeScript("127.0.0.1", 45123)]);
+    expect(b.stdout).toContain("failed");
+    const self = await a.exec(["bash", "-c", tcpProbeScript("127.0.0.1", 45123)]);
+    expect(self.stdout).toContain("failed"); // each exec has its own network namespace, too
+    await a.destroy();
+    await listening;
+    await s.destroy();
+    other.server.close();
+  });
+
+  it("contains a fork bomb with the pids limit and cleans it up", async () => {
+    const s = await backend.create({ limits: { ...LIMITS, maxPids: 48 } });
+    const r = await s.exec(["sh", "-c", "bomb() { bomb | bomb & }; bomb; sleep 2; echo after"], { timeoutMs: 10_000 });
+    expect(r.pidsLimitHit).toBe(true);
+    expect(cgroupOf(s.id).pids()).toEqual([]);
+    // The sandbox stays usable once the bomb is gone.
+    expect((await s.exec(["echo", "fine"])).stdout).toBe("fine\n");
+    const stateDir = join(root.path, s.id);
+    await s.destroy();
+    nothingLeft(s, stateDir);
+  });
+
+  it("kills a memory hog at the memory limit and classifies it as oomKilled", async () => {
+    const s = await backend.create({ limits: { ...LIMITS, memoryBytes: 128 * 1024 * 1024 } });
+    const r = await s.exec(["node", "-e", "const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1));"], { timeoutMs: 30_000 });
+    expect(r.oomKilled).toBe(true);
+    expect(r.timedOut).toBe(false);
+    expect(r.signal).toBe("SIGKILL");
+    const ok = await s.exec(["true"]);
+    expect(ok.oomKilled).toBe(false);
+    await s.destroy();
+  });
+
+  it("kills a hang at the timeout with its whole tree (SIGTERM-immune, setsid'd and double-forked children)", async () => {
+    const s = await backend.create({ limits: LIMITS });
+    const script = [
+      "trap '' TERM",
+      "(trap '' TERM; sleep 1000) &",
+      "setsid sh -c \"trap '' TERM; sleep 1000\" &",
+      "sh -c '(sleep 1000 &) ; sleep 1000' &",
+      "sleep 1000",
+    ].join("\n");
+    const r = await s.exec(["sh", "-c", script], { timeoutMs: 1000 });
+    expect(r.timedOut).toBe(true);
+    expect(r.durationMs).toBeLessThan(3000);
+    expect(cgroupOf(s.id).pids()).toEqual([]);
+    expect(processesWithSandboxId(s.id)).toEqual([]);
+    await s.destroy();
+  });
+
+  it("leaves nothing behind after destroy: no processes, no cgroup, no directories", async () => {
+    const s = await backend.create({ limits: LIMITS, workspaceFiles: { "x.txt": "x" }, network: { proxy: { host: "127.0.0.1", port: proxy.port } } });
+    const stateDir = join(root.path, s.id);
+    const running = s.exec(["sh", "-c", "(sleep 1000 &); setsid sleep 1000 & echo started > started; sleep 1000"], { timeoutMs: 60_000 });
+    while (!(await s.listFiles()).includes("started")) await sleep(20);
+    expect(cgroupOf(s.id).pids().length).toBeGreaterThan(2);
+    await s.destroy();
+    await running;
+    nothingLeft(s, stateDir);
+  });
+
+  it("reaps a crashed control plane's cgroups and directories", async () => {
+    const crashRoot = tempRoot("crash-cg");
+    const code = `
+      import { openSandboxBackend } from ${JSON.stringify(DIST_SANDBOX)};
+      const b = await openSandboxBackend("bwrap", { stateRoot: ${JSON.stringify(crashRoot.path)} });
+      const s = await b.create({ limits: { memoryBytes: 256 * 1024 * 1024, maxPids: 64, wallClockMs: 600000 } });
+      void s.exec(["sh", "-c", "echo up > up; sleep 600"]);
+      while (!(await s.listFiles()).includes("up")) await new Promise((r) => setTimeout(r, 20));
+      console.log("READY " + s.id);
+      setInterval(() => {}, 1000);`;
+    const cp = await spawnControlPlane(code, "READY ");
+    const id = cp.line.slice("READY ".length).trim();
+    const cg = cgroupOf(id);
+    expect(cg.dirs.every((d) => existsSync(d))).toBe(true);
+    cp.kill();
+    await sleep(300);
+    const next = await BwrapBackend.open({ stateRoot: crashRoot.path });
+    const report = await next.reapOrphans();
+    expect(report.reaped).toEqual([id]);
+    for (const d of cg.dirs) expect(existsSync(d)).toBe(false);
+    expect(existsSync(join(crashRoot.path, id))).toBe(false);
+    expect(hostProcessesMentioning(id)).toEqual([]);
+    crashRoot.remove();
+  });
+
+  it("runs 64 concurrent sandboxed rollouts that each talk to the proxy through the bridge", async () => {
+    const n = 64;
+    const before = proxy.paths.length;
+    const results = await Promise.all(
+      Array.from({ length: n }, async (_, i) => {
+        const s = await backend.create({ limits: LIMITS, workspaceFiles: { "task.txt": `task ${i}` }, network: { proxy: { host: "127.0.0.1", port: proxy.port } } });
+        try {
+          const r = await s.exec(["bash", "-c", `${proxyGetScript(`/v1/rollout/${i}`)} > reply.txt && cat task.txt`], { timeoutMs: 60_000 });
+          const reply = (await s.readFile("reply.txt")).toString();
+          return { i, exitCode: r.exitCode, stdout: r.stdout, reply };
+        } finally {
+          await s.destroy();
+        }
+      }),
+    );
+    for (const r of results) {
+      expect(r.exitCode).toBe(0);
+      expect(r.stdout).toBe(`task ${r.i}`);
+      expect(r.reply).toContain(`proxy-ok /v1/rollout/${r.i}`);
+    }
+    expect(new Set(proxy.paths.slice(before)).size).toBe(n);
+    expect(backend.live()).toEqual([]);
+  });
+});
