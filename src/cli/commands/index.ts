@@ -4,6 +4,7 @@ import { exportCommand } from "./export.js";
 import { modelCommand } from "./model.js";
 import { proxyCommand } from "./proxy.js";
 import { treesCommand } from "./trees.js";
+import { tasksCommand } from "../../tasks/command.js";
 
 /** Every CLI subcommand, in the order `harnessrl --help` lists them. Add one import + one entry per command. */
-export const commands: Command[] = [proxyCommand, modelCommand, doctorCommand, treesCommand, exportCommand];
+export const commands: Command[] = [proxyCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand];
