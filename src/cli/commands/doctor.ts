@@ -1,0 +1,93 @@
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { UserError, errorMessage } from "../../core/errors.js";
+import { createEngine } from "../../engine/index.js";
+import { checkConsistency, referenceScorer, workerScorer, type Scorer } from "../../engine/llamacpp/consistency.js";
+import { createTrainer } from "../../trainer/index.js";
+import type { Trainer } from "../../trainer/types.js";
+import type { Command } from "../command.js";
+
+const usage = `Usage:
+  harnessrl doctor consistency --model <dir> [--tokens 1000] [--temperature 1] [--scorer worker|reference]
+                               [--max-delta 1e-3] [--threads N] [--json]
+
+consistency  samples ≥ --tokens tokens with the llama.cpp engine (GGUF exported from <dir>), teacher-forces the
+             same sequences with the PyTorch worker (--scorer worker, float32) or the TypeScript reference forward
+             (--scorer reference, slow), and reports mean / max |Δ logprob|. Exits 1 if max > --max-delta.`;
+
+function num(name: string, v: string | undefined, fallback: number, min: number): number {
+  if (v === undefined) return fallback;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < min) throw new UserError("bad_arguments", `--${name} must be a number ≥ ${min}, got "${v}"`);
+  return n;
+}
+
+async function consistency(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        model: { type: "string" },
+        tokens: { type: "string" },
+        temperature: { type: "string" },
+        scorer: { type: "string" },
+        "max-delta": { type: "string" },
+        threads: { type: "string" },
+        json: { type: "boolean" },
+      },
+      strict: true,
+    }));
+  } catch (e) {
+    throw new UserError("bad_arguments", `${errorMessage(e)}\n\n${usage}`);
+  }
+  if (!values.model) throw new UserError("bad_arguments", `doctor consistency needs --model <dir>\n\n${usage}`);
+  const dir = resolve(values.model);
+  const tokens = Math.floor(num("tokens", values.tokens, 1000, 1));
+  const temperature = num("temperature", values.temperature, 1, 1e-3);
+  const maxDelta = num("max-delta", values["max-delta"], 1e-3, 0);
+  const threads = Math.floor(num("threads", values.threads, 1, 1));
+  const scorerName = values.scorer ?? "worker";
+  if (scorerName !== "worker" && scorerName !== "reference") throw new UserError("bad_arguments", `--scorer must be worker or reference`);
+
+  const engine = await createEngine(`llamacpp:${dir}?threads=${threads}&sequences=8`);
+  let trainer: Trainer | undefined;
+  try {
+    let scorer: Scorer;
+    if (scorerName === "worker") {
+      trainer = await createTrainer("torch");
+      await trainer.load(dir, { dtype: "float32", attention: "eager" });
+      scorer = workerScorer(trainer);
+    } else scorer = referenceScorer(dir);
+    const report = await checkConsistency(engine, scorer, { tokens, temperature });
+    const ok = report.maxAbsDelta <= maxDelta;
+    if (values.json === true) console.log(JSON.stringify({ model: dir, scorer: scorerName, maxAllowed: maxDelta, ok, ...report }, null, 2));
+    else {
+      console.log(
+        [
+          `model       ${dir}`,
+          `compared    llama.cpp sampling logprobs vs ${scorerName === "worker" ? "PyTorch worker (float32)" : "TypeScript reference forward"} teacher forcing`,
+          `tokens      ${report.tokens} in ${report.sequences} sequences at temperature ${temperature}`,
+          `|Δ logprob| mean ${report.meanAbsDelta.toExponential(2)}, max ${report.maxAbsDelta.toExponential(2)} (allowed ${maxDelta}); mean Δ ${report.meanDelta.toExponential(2)}`,
+          `time        sampling ${report.samplingMs.toFixed(0)} ms, scoring ${report.scoringMs.toFixed(0)} ms`,
+          ok ? "OK" : "FAIL: llama.cpp and the trainer disagree more than allowed",
+        ].join("\n"),
+      );
+    }
+    return ok ? 0 : 1;
+  } finally {
+    await trainer?.close();
+    await engine.close();
+  }
+}
+
+export const doctorCommand: Command = {
+  name: "doctor",
+  summary: "checks: training–inference logprob consistency of llama.cpp vs the trainer",
+  usage,
+  async run(argv) {
+    const [sub, ...rest] = argv;
+    if (sub === "consistency") return consistency(rest);
+    throw new UserError("bad_arguments", `unknown doctor check "${sub ?? ""}"\n\n${usage}`);
+  },
+};
