@@ -3,3 +3,4 @@ export { createEngine, listEngines, registerEngine } from "./registry.js";
 import "./scripted/register.js";
 import "./llamacpp/register.js";
 import "./remote/register.js";
+import "./oracle/register.js";

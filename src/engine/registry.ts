@@ -1,9 +1,12 @@
 import { UserError } from "../core/errors.js";
+import type { Task } from "../tasks/task.js";
 import type { SamplingEngine } from "./types.js";
 
 export interface EngineFactoryOptions {
   /** Default model directory when the spec names none (tiny built-in tokenizer/template otherwise). */
   modelDir?: string;
+  /** Which task each rollout runs: the oracle engine needs it; the rollout runner provides it. */
+  tasks?: { taskForRollout(rolloutId: string): Task | undefined };
 }
 
 /** Creates an engine from the part of the spec after `scheme:` (may be empty). */

@@ -50,6 +50,8 @@ export interface HarnessDefinition {
   protocol: Protocol;
   /** Locates (and, for real CLIs, installs) the harness; throws a UserError/InfraError saying what is missing. */
   ensureInstalled(): Promise<void>;
+  /** Host paths the harness needs visible (read-only) inside the sandbox: its installation, its runtime. */
+  hostPaths(): string[];
   launch(ctx: LaunchContext): LaunchPlan;
   /** Whether the run ended the way a finished harness ends (independent of the task's success). */
   finished(exit: ExitInfo): { ok: boolean; detail: string };

@@ -6,6 +6,8 @@ import type { Protocol } from "../../store/records.js";
 import type { ExitInfo, HarnessDefinition, LaunchContext, LaunchPlan, OracleProfile } from "../types.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
+/** The package root: compiled harnesses under dist/ import their SDKs from node_modules/. */
+const packageRoot = join(here, "..", "..", "..");
 
 /** The last `{"harnessrl_result": …}` line a built-in harness printed. */
 export function builtinResult(stdout: string): { status: string; turns: number } | null {
@@ -33,6 +35,7 @@ function builtin(name: string, summary: string, protocol: Protocol, oracle: Orac
     async ensureInstalled() {
       if (!existsSync(script)) throw new InfraError("harness_not_built", `built-in harness ${name} is not compiled (${script}); run npm run build`);
     },
+    hostPaths: () => [join(packageRoot, "dist"), join(packageRoot, "node_modules"), join(packageRoot, "package.json")],
     launch(ctx: LaunchContext): LaunchPlan {
       return {
         argv: [process.execPath, script],

@@ -1,0 +1,38 @@
+import { EngineError } from "../../core/errors.js";
+import { getHarness } from "../../harness/registry.js";
+import type { Task } from "../../tasks/task.js";
+import { ScriptedEngine } from "../scripted/scripted-engine.js";
+import type { ScriptReply, ScriptRequest } from "../scripted/script-types.js";
+import { isSubAgentRequest, mainAgentReply, subAgentReply } from "./policy.js";
+
+/** Where the oracle learns which task a rollout runs. The rollout runner provides it. */
+export interface OracleTaskSource {
+  taskForRollout(rolloutId: string): Task | undefined;
+}
+
+/**
+ * The oracle engine: a scripted engine that knows each session's task (through its rollout) and solves it through the
+ * harness's own tools and format, following the task's oracle steps. Its turns are rendered exactly like sampled
+ * ones, so its rollouts are supervised demonstrations on the same token path as RL rollouts.
+ *
+ * Progress is remembered per session (a harness may compact or rewrite its history, so counting the tool calls still
+ * visible in the conversation would undercount); a session's counter only moves when the oracle issues steps.
+ */
+export function createOracleEngine(source: OracleTaskSource, options: { modelId?: string } = {}): ScriptedEngine {
+  const issued = new Map<string, number>();
+  const script = (request: ScriptRequest): ScriptReply => {
+    if (!request.rolloutId) throw new EngineError("oracle_no_rollout", "the oracle engine only answers sessions that belong to a rollout");
+    const task = source.taskForRollout(request.rolloutId);
+    if (!task) throw new EngineError("oracle_unknown_task", `the oracle does not know the task of rollout ${request.rolloutId}`);
+    if (!task.metadata.oracle) throw new EngineError("oracle_no_solution", `task ${task.id} has no oracle steps`);
+    const harness = getHarness(request.harness ?? "");
+    const profile = harness.oracle;
+    if (!profile) throw new EngineError("oracle_unsupported_harness", `harness ${harness.name} has no oracle profile`);
+    if (isSubAgentRequest(request, profile)) return subAgentReply(request, profile);
+    const done = issued.get(request.sessionId) ?? 0;
+    const next = mainAgentReply(task, profile, done);
+    issued.set(request.sessionId, done + next.issued);
+    return next.reply;
+  };
+  return new ScriptedEngine(script, { spec: "oracle", ...(options.modelId ? { modelId: options.modelId } : {}) });
+}

@@ -1,0 +1,137 @@
+import { errorMessage, isHarnessRLError } from "../core/errors.js";
+import type { HarnessDefinition } from "../harness/types.js";
+import type { Sandbox, SandboxBackend, SandboxLimits } from "../sandbox/types.js";
+import { installVerifier, seedWorkspace } from "../tasks/materialize.js";
+import type { Task } from "../tasks/task.js";
+import { parseVerifierOutput, type VerifierResult } from "../tasks/verifier-result.js";
+import { DEFAULT_SETTLE, waitSettled, type SettleOptions } from "./settle.js";
+import type { RolloutRequest, RolloutResult, RolloutStatus } from "./types.js";
+
+/** What a rollout needs from the capture proxy: credentials for its session and its sessions' call counts. */
+export interface RolloutProxy {
+  issueSession(request: { rolloutId: string; harness: string; agentRole: string; metadata?: Record<string, unknown> }): { sessionId: string; apiKey: string };
+  /** Sessions of a rollout (the main one and any sub-agent sessions) with in-flight and recorded call counts. */
+  rolloutStatus(rolloutId: string): { sessionIds: string[]; inFlight: number; records: number };
+  readonly port: number;
+  readonly modelId: string;
+}
+
+export interface RolloutSettings {
+  limits: SandboxLimits;
+  /** Budget for the harness itself; the verifier gets its own on top. */
+  harnessTimeoutMs: number;
+  verifierTimeoutMs: number;
+  maxTurns: number;
+  maxTokens: number;
+  /** A score at or above this counts as a pass (`ok`), below as `task_failed`. */
+  passThreshold: number;
+  settle: SettleOptions;
+  /** Bytes of harness stdout/stderr kept in the result. */
+  outputLimit: number;
+}
+
+export const DEFAULT_ROLLOUT_SETTINGS: RolloutSettings = {
+  limits: { memoryBytes: 2 * 1024 ** 3, maxPids: 512, wallClockMs: 0 },
+  harnessTimeoutMs: 120_000,
+  verifierTimeoutMs: 30_000,
+  maxTurns: 8,
+  maxTokens: 256,
+  passThreshold: 1,
+  settle: DEFAULT_SETTLE,
+  outputLimit: 16 * 1024,
+};
+
+function classify(harnessExit: { timedOut: boolean; oomKilled: boolean }, finished: { ok: boolean }, exitCode: number | null, score: number, passThreshold: number): RolloutStatus {
+  if (harnessExit.oomKilled) return "oom";
+  if (harnessExit.timedOut) return "timeout";
+  if (!finished.ok || exitCode !== 0) return "harness_crash";
+  return score >= passThreshold ? "ok" : "task_failed";
+}
+
+/**
+ * One rollout: a fresh sandbox seeded with the task's files, the harness configured to reach only the proxy with a
+ * credential bound to this rollout, then settling, the verifier (installed only now, so the agent never saw it), and
+ * cleanup whatever happened. Never throws: failures become statuses.
+ */
+export async function runRollout(request: RolloutRequest, task: Task, harness: HarnessDefinition, backend: SandboxBackend, proxy: RolloutProxy, settings: RolloutSettings): Promise<RolloutResult> {
+  const startedAt = Date.now();
+  const result: RolloutResult = {
+    ...request,
+    family: task.family,
+    split: task.split,
+    status: "infra_error",
+    score: 0,
+    verifier: null,
+    harnessDetail: "",
+    exitCode: null,
+    signal: null,
+    stdout: "",
+    stderr: "",
+    error: null,
+    sessionIds: [],
+    calls: 0,
+    timings: { startedAt, sandboxReadyAt: null, harnessEndedAt: null, settledAt: null, verifiedAt: null, endedAt: startedAt },
+  };
+  let sandbox: Sandbox | null = null;
+  try {
+    const session = proxy.issueSession({ rolloutId: request.rolloutId, harness: harness.name, agentRole: "main", metadata: { taskId: task.id, sample: request.sample } });
+    const wallClockMs = settings.harnessTimeoutMs + settings.verifierTimeoutMs + settings.settle.timeoutMs + 10_000;
+    sandbox = await backend.create({
+      limits: { ...settings.limits, wallClockMs },
+      network: { proxy: { host: "127.0.0.1", port: proxy.port } },
+      readOnlyPaths: harness.hostPaths(),
+      labels: { rollout: request.rolloutId, task: task.id, harness: harness.name },
+    });
+    await seedWorkspace(task, sandbox.workspaceDir);
+    const plan = harness.launch({
+      prompt: task.prompt,
+      proxyOrigin: sandbox.proxyUrl ?? `http://127.0.0.1:${proxy.port}`,
+      apiKey: session.apiKey,
+      model: proxy.modelId,
+      workspace: sandbox.paths.workspace,
+      home: sandbox.paths.home,
+      maxTurns: settings.maxTurns,
+      maxTokens: settings.maxTokens,
+    });
+    for (const [path, content] of Object.entries(plan.homeFiles)) await sandbox.writeFile(path, content, { root: "home" });
+    result.timings.sandboxReadyAt = Date.now();
+
+    const run = await sandbox.exec(plan.argv, { env: plan.env, timeoutMs: settings.harnessTimeoutMs, stdoutLimit: settings.outputLimit, stderrLimit: settings.outputLimit });
+    result.timings.harnessEndedAt = Date.now();
+    result.exitCode = run.exitCode;
+    result.signal = run.signal;
+    result.stdout = run.stdout;
+    result.stderr = run.stderr;
+    const finished = harness.finished({ exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr });
+    result.harnessDetail = finished.detail;
+
+    const settled = await waitSettled({ status: () => proxy.rolloutStatus(request.rolloutId) }, settings.settle);
+    result.timings.settledAt = Date.now();
+    if (!settled.settled) throw new Error(`rollout did not settle within ${settings.settle.timeoutMs} ms (calls still in flight)`);
+
+    await installVerifier(task, sandbox.workspaceDir);
+    const verify = await sandbox.exec(task.verifier.command, { timeoutMs: task.verifier.timeoutMs ?? settings.verifierTimeoutMs, stdoutLimit: 64 * 1024 });
+    result.timings.verifiedAt = Date.now();
+    const verifier: VerifierResult = verify.timedOut ? { score: 0, subscores: {}, error: "verifier timed out" } : parseVerifierOutput(verify.stdout);
+    result.verifier = verifier;
+    result.score = verifier.score;
+    if (verifier.error && verify.exitCode !== 0) {
+      // The verifier machinery itself failed: not the policy's fault, keep it out of advantages.
+      result.status = "infra_error";
+      result.error = `verifier failed (exit ${verify.exitCode}): ${verifier.error} ${verify.stderr.slice(0, 500)}`;
+    } else {
+      result.status = classify(run, finished, run.exitCode, verifier.score, settings.passThreshold);
+      if (result.status === "harness_crash") result.error = finished.detail;
+    }
+  } catch (e) {
+    result.status = "infra_error";
+    result.error = isHarnessRLError(e) ? `${e.code}: ${e.message}` : errorMessage(e);
+  } finally {
+    if (sandbox) await sandbox.destroy().catch(() => undefined);
+    const s = proxy.rolloutStatus(request.rolloutId);
+    result.sessionIds = s.sessionIds;
+    result.calls = s.records;
+    result.timings.endedAt = Date.now();
+  }
+  return result;
+}

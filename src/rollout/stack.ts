@@ -1,0 +1,83 @@
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { createEngine } from "../engine/index.js";
+import type { SamplingEngine, SamplingParams } from "../engine/types.js";
+import { createHistoryPlanner } from "../history/index.js";
+import { ProxyServer } from "../proxy/index.js";
+import { openSandboxBackend } from "../sandbox/index.js";
+import type { SandboxBackend } from "../sandbox/types.js";
+import { openStore } from "../store/registry.js";
+import type { Store } from "../store/types.js";
+import type { Task } from "../tasks/task.js";
+import type { RolloutProxy } from "./run-one.js";
+
+export interface StackOptions {
+  engine: string;
+  /** Store spec (`memory`, `sqlite:<path>`, `<path>.sqlite`). */
+  store: string;
+  sandbox: string;
+  sampling?: Partial<SamplingParams>;
+  modelDir?: string;
+  /** Host paths hidden from sandboxes (the store's folder is always hidden). */
+  hidePaths?: string[];
+}
+
+/**
+ * Everything a rollout needs, in one process: engine, store, token-exact history, the capture proxy on 127.0.0.1 and
+ * a sandbox backend. `tasks` tells the oracle engine which task each rollout runs.
+ */
+export class RolloutStack {
+  private constructor(
+    readonly engine: SamplingEngine,
+    readonly store: Store,
+    readonly proxy: ProxyServer,
+    readonly backend: SandboxBackend,
+    private readonly taskByRollout: Map<string, Task>,
+  ) {}
+
+  static async open(options: StackOptions): Promise<RolloutStack> {
+    const taskByRollout = new Map<string, Task>();
+    const storePath = options.store.startsWith("sqlite:") ? options.store.slice("sqlite:".length) : options.store.endsWith(".sqlite") ? options.store : null;
+    if (storePath) mkdirSync(dirname(storePath), { recursive: true });
+    const store = openStore(options.store);
+    const engine = await createEngine(options.engine, { ...(options.modelDir ? { modelDir: options.modelDir } : {}), tasks: { taskForRollout: (id) => taskByRollout.get(id) } });
+    const proxy = new ProxyServer({ engine, store, planner: createHistoryPlanner(store), ...(options.sampling ? { sampling: options.sampling } : {}), modelAliases: [] });
+    await proxy.listen(0, "127.0.0.1");
+    const hidePaths = [...(options.hidePaths ?? []), ...(storePath ? [dirname(storePath)] : [])];
+    const backend = await openSandboxBackend(options.sandbox, { hidePaths });
+    return new RolloutStack(engine, store, proxy, backend, taskByRollout);
+  }
+
+  /** Registers a rollout's task (for the oracle) before the rollout starts. */
+  assign(rolloutId: string, task: Task): void {
+    this.taskByRollout.set(rolloutId, task);
+  }
+
+  /** The proxy as the rollout runner sees it. */
+  get rolloutProxy(): RolloutProxy {
+    const { proxy, store, engine } = this;
+    return {
+      port: proxy.port,
+      modelId: engine.model.id,
+      issueSession: (r) => proxy.issueSession(r),
+      rolloutStatus: (rolloutId) => {
+        const sessions = store.listSessions({ rolloutId });
+        let inFlight = 0;
+        let records = 0;
+        for (const s of sessions) {
+          const st = proxy.sessionStatus(s.sessionId);
+          inFlight += st.inFlight;
+          records += st.records;
+        }
+        return { sessionIds: sessions.map((s) => s.sessionId), inFlight, records };
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.backend.close();
+    await this.proxy.close();
+    await this.engine.close();
+    this.store.close();
+  }
+}
