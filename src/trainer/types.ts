@@ -74,6 +74,65 @@ export interface TokenScores {
   policyVersion: number;
 }
 
+/** Policy-gradient loss options (worker/harnessrl_worker/losses.py has the exact formula). */
+export interface PGLossOptions {
+  /** PPO ratio clip: r ∈ [1 - clipLow, 1 + clipHigh]. Default 0.2 / 0.2. */
+  clipLow?: number;
+  clipHigh?: number;
+  /** Engine/trainer mismatch correction: truncated IS (default), masked IS, or none. */
+  isMode?: "truncate" | "mask" | "none";
+  /** TIS cap C in w = min(π_train / π_infer, C). Default 2. */
+  tisCap?: number;
+  /** MIS keeps tokens with π_train / π_infer in [maskLow, maskHigh]. Default 0.5 / 2. */
+  maskLow?: number;
+  maskHigh?: number;
+  entropyCoef?: number;
+}
+
+export interface ForwardBackwardOptions {
+  temperature?: number;
+  loss?: PGLossOptions;
+  /**
+   * Per row, the trainer's logprobs before this update (the PPO anchor). Omit for a single on-policy step: the
+   * anchor is then the current policy itself.
+   */
+  proxLogprobs?: Float32Array[];
+}
+
+/** Statistics over the batch's trainable tokens. Gradients accumulate until `optimStep`. */
+export interface ForwardBackwardResult {
+  trainableTokens: number;
+  loss: number;
+  /** |log π_train − log π_infer| over trainable tokens. */
+  mismatchAbsMean: number;
+  mismatchAbsMax: number;
+  /** k3 estimate of KL(π_infer ‖ π_train). */
+  klK3Mean: number;
+  clipFraction: number;
+  /** Fraction of tokens whose IS weight was truncated (TIS) or that were dropped (MIS). */
+  isLimitedFraction: number;
+  entropyMean: number;
+  /** Per row, the current policy's logprobs before the update (0 for rows without trainable tokens). */
+  logprobs: Float32Array[];
+}
+
+export interface OptimStepOptions {
+  lr: number;
+  weightDecay?: number;
+  beta1?: number;
+  beta2?: number;
+  eps?: number;
+  /** Clip the global gradient norm; 0 disables. Default 1. */
+  maxGradNorm?: number;
+}
+
+export interface OptimStepResult {
+  /** True when nothing was applied (no gradients, or a non-finite gradient that was discarded). */
+  skipped: boolean;
+  gradNorm: number | null;
+  step: number;
+}
+
 export interface Trainer {
   readonly info: TrainerInfo;
   /** Creates a model directory from a preset and keeps that model loaded. */
@@ -83,6 +142,11 @@ export interface Trainer {
   save(dir?: string, options?: SaveOptions): Promise<LoadedModelInfo>;
   /** Teacher-forced per-token logprobs (and entropy) for a packed batch; no gradients. */
   logprobs(batch: PackedBatch, options?: LogprobsOptions): Promise<TokenScores>;
+  /** Accumulates gradients of the clipped policy-gradient loss (with TIS/MIS) over a packed batch. */
+  forwardBackward(batch: PackedBatch, options?: ForwardBackwardOptions): Promise<ForwardBackwardResult>;
+  /** Applies AdamW to the accumulated gradients (after clipping) and clears them. */
+  optimStep(options: OptimStepOptions): Promise<OptimStepResult>;
+  zeroGrad(): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -96,6 +96,36 @@ export function trainerContract(name: string, create: () => Promise<Trainer>): v
       expect(maxAbsDiff(before.logprobs[0] as Float32Array, after.logprobs[0] as Float32Array)).toBe(0);
     });
 
+    it("trains: forward/backward then an AdamW step raises positive-advantage logprobs and lowers negative ones", async () => {
+      const paths = branchingPaths();
+      const rows = [flatRow(paths[0] as number[]), flatRow(paths[2] as number[])];
+      const before = await trainer.logprobs(batch(rows), { entropy: false });
+      // Only the sampled continuations after the shared 26-token prompt are trainable (the prompt is context).
+      const promptLength = 26;
+      const total = rows.reduce((a, r) => a + r.tokens.length - promptLength, 0);
+      rows.forEach((row, k) => {
+        row.oldLogprobs.set(before.logprobs[k] as Float32Array);
+        for (let i = promptLength; i < row.tokens.length; i++) {
+          row.trainable[i] = 1;
+          row.advantages[i] = k === 0 ? 1 : -1;
+          row.lossWeights[i] = 1 / total;
+        }
+      });
+      expect((await trainer.optimStep({ lr: 0.01 })).skipped).toBe(true);
+      const fb = await trainer.forwardBackward(batch(rows));
+      expect(fb.trainableTokens).toBe(total);
+      expect(fb.mismatchAbsMax).toBeLessThan(1e-5);
+      expect(fb.clipFraction).toBe(0);
+      expect(maxAbsDiff(fb.logprobs[0] as Float32Array, before.logprobs[0] as Float32Array)).toBeLessThan(1e-5);
+      const step = await trainer.optimStep({ lr: 0.01, maxGradNorm: 1 });
+      expect(step).toMatchObject({ skipped: false, step: 1 });
+      expect(step.gradNorm).toBeGreaterThan(0);
+      const after = await trainer.logprobs(batch(rows), { entropy: false });
+      const sum = (a: Float32Array | undefined): number => (a ?? new Float32Array()).subarray(promptLength).reduce((x, y) => x + y, 0);
+      expect(sum(after.logprobs[0])).toBeGreaterThan(sum(before.logprobs[0]));
+      expect(sum(after.logprobs[1])).toBeLessThan(sum(before.logprobs[1]));
+    });
+
     it("reports a missing model directory as the user's error", async () => {
       await expect(trainer.load(join(dir, "does-not-exist"))).rejects.toBeInstanceOf(UserError);
     });

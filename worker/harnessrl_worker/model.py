@@ -27,7 +27,8 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         dtype = x.dtype
-        h = x.to(torch.float32)
+        # At least float32 (HF upcasts half precision); float64 stays float64 for gradient checks.
+        h = x.to(torch.promote_types(dtype, torch.float32))
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * h.to(dtype)
 
@@ -38,18 +39,22 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 class RotaryEmbedding(nn.Module):
-    """Non-interleaved RoPE (HF `rotate_half` convention); positions are explicit so tree depths work."""
+    """Non-interleaved RoPE (HF `rotate_half` convention); positions are explicit so tree depths work.
 
-    inv_freq: torch.Tensor
+    The inverse frequencies are recomputed per call in float32 (float64 for float64 models) rather than kept as a
+    buffer, so casting the model to bfloat16 cannot round them.
+    """
 
     def __init__(self, head_dim: int, theta: float) -> None:
         super().__init__()
-        inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).to(torch.float32) / head_dim))
-        # Not persistent: HF checkpoints do not store it (old ones do; the loader skips it).
-        self.register_buffer("inv_freq", inv, persistent=False)
+        self.head_dim = head_dim
+        self.theta = theta
 
     def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        freqs = positions.to(torch.float32)[..., None] * self.inv_freq.to(positions.device)[None, None, :]
+        ft = torch.promote_types(dtype, torch.float32)
+        exponent = torch.arange(0, self.head_dim, 2, dtype=torch.int64, device=positions.device).to(ft) / self.head_dim
+        inv_freq = 1.0 / (self.theta ** exponent)
+        freqs = positions.to(ft)[..., None] * inv_freq[None, None, :]
         emb = torch.cat((freqs, freqs), dim=-1)
         # [B, 1, N, head_dim] to broadcast over heads.
         return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
@@ -69,6 +74,7 @@ class Attention(nn.Module):
         self.k_norm: Optional[RMSNorm] = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor, use_sdpa: bool) -> torch.Tensor:
+        """`mask` is [B, 1, N, N]: boolean (True = attend) for SDPA, an additive bias (0 / dtype min) for eager."""
         b, n, _ = x.shape
         q = self.q_proj(x).view(b, n, self.num_heads, self.head_dim)
         k = self.k_proj(x).view(b, n, self.num_kv_heads, self.head_dim)
@@ -84,13 +90,11 @@ class Attention(nn.Module):
             # Query head h reads key/value head h // rep (HF repeat_kv order).
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
-        m = mask[:, None]
         if use_sdpa:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         else:
-            scores = torch.matmul(q, k.transpose(-1, -2)) * (self.head_dim ** -0.5)
-            scores = scores.masked_fill(~m, torch.finfo(scores.dtype).min)
-            probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+            scores = torch.matmul(q, k.transpose(-1, -2)) * (self.head_dim ** -0.5) + mask
+            probs = torch.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(q.dtype)
             out = torch.matmul(probs, v)
         return self.o_proj(out.transpose(1, 2).reshape(b, n, self.num_heads * self.head_dim))
 
@@ -158,8 +162,11 @@ class CausalLM(nn.Module):
         x = self.model.embed_tokens(input_ids)
         cos, sin = self.model.rotary_emb(positions, x.dtype)
         sdpa = self.use_sdpa(x.device)
+        allowed = mask[:, None]
+        # Eager attention adds the mask as a bias; building it once saves a masked_fill per layer.
+        attn_mask = allowed if sdpa else torch.zeros(allowed.shape, dtype=x.dtype, device=x.device).masked_fill_(~allowed, torch.finfo(x.dtype).min)
         for layer in self.model.layers:
-            x = layer(x, cos, sin, mask, sdpa)
+            x = layer(x, cos, sin, attn_mask, sdpa)
         return self.model.norm(x)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:

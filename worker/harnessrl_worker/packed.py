@@ -7,7 +7,7 @@ each root-to-leaf path gets exactly the numbers it would get if run alone. src/b
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -138,8 +138,10 @@ def score_tokens(
     """
     n = row.length
     device = hidden.device
-    logprobs = torch.zeros(n, dtype=torch.float32, device=device)
-    entropy = torch.zeros(n, dtype=torch.float32, device=device)
+    # Half-precision logits are upcast; float32/float64 models keep their precision (float64 for gradient checks).
+    dtype = torch.float64 if hidden.dtype == torch.float64 else torch.float32
+    logprobs = torch.zeros(n, dtype=dtype, device=device)
+    entropy = torch.zeros(n, dtype=dtype, device=device)
     parent = row.parent.to(device)
     targets = row.tokens.to(device)
     child = torch.nonzero(parent >= 0).flatten()
@@ -147,7 +149,7 @@ def score_tokens(
     ent_parts: List[torch.Tensor] = []
     for s in range(0, child.numel(), chunk):
         c = child[s : s + chunk]
-        logits = model.logits(hidden[parent[c]]).to(torch.float32) / temperature
+        logits = model.logits(hidden[parent[c]]).to(dtype) / temperature
         logp = F.log_softmax(logits, dim=-1)
         lp_parts.append(logp.gather(1, targets[c][:, None]).squeeze(1))
         if with_entropy:
@@ -157,6 +159,17 @@ def score_tokens(
         if with_entropy:
             entropy = entropy.index_put((child,), torch.cat(ent_parts))
     return logprobs, entropy
+
+
+def forward_micro_batches(model: CausalLM, rows: Sequence[PackedRow], token_budget: int) -> Iterator[Tuple[List[int], torch.Tensor]]:
+    """Runs the model over rows in padded micro-batches; yields (row indices, hidden states [B, N, H]).
+
+    Training ops backpropagate each micro-batch before the next is computed, so memory stays bounded by the budget.
+    """
+    device = next(model.parameters()).device
+    for group in micro_batches([r.length for r in rows], token_budget):
+        ids, pos, mask = pad_batch([rows[i] for i in group], device)
+        yield group, model.hidden_states(ids, pos, mask)
 
 
 def packed_scores(
@@ -169,13 +182,9 @@ def packed_scores(
     """Teacher-forced per-token logprobs (at temperature T: log_softmax(logits / T)) and entropies for packed rows."""
     if not temperature > 0:
         raise bad_request("temperature must be > 0")
-    device = next(model.parameters()).device
     out_lp: List[Optional[torch.Tensor]] = [None] * len(rows)
     out_ent: List[Optional[torch.Tensor]] = [None] * len(rows)
-    for group in micro_batches([r.length for r in rows], token_budget):
-        batch_rows = [rows[i] for i in group]
-        ids, pos, mask = pad_batch(batch_rows, device)
-        hidden = model.hidden_states(ids, pos, mask)
+    for group, hidden in forward_micro_batches(model, rows, token_budget):
         for b, i in enumerate(group):
             lp, ent = score_tokens(model, hidden[b, : rows[i].length], rows[i], temperature, with_entropy=with_entropy)
             out_lp[i], out_ent[i] = lp, ent

@@ -2,7 +2,21 @@ import { z } from "zod";
 import type { PackedBatch } from "../../batch/types.js";
 import { InfraError, UserError } from "../../core/errors.js";
 import { packBatch, splitRows } from "../batch-frames.js";
-import type { InitOptions, LoadOptions, LoadedModelInfo, LogprobsOptions, SaveOptions, TokenScores, Trainer, TrainerInfo, TrainerOptions } from "../types.js";
+import type {
+  ForwardBackwardOptions,
+  ForwardBackwardResult,
+  InitOptions,
+  LoadOptions,
+  LoadedModelInfo,
+  LogprobsOptions,
+  OptimStepOptions,
+  OptimStepResult,
+  SaveOptions,
+  TokenScores,
+  Trainer,
+  TrainerInfo,
+  TrainerOptions,
+} from "../types.js";
 import { WorkerClient, type WorkerReply } from "../worker-client.js";
 
 const helloSchema = z.object({
@@ -22,6 +36,19 @@ const modelInfoSchema = z.object({
   policy_version: z.number().int(),
   config: z.record(z.string(), z.unknown()),
 });
+
+const forwardBackwardSchema = z.object({
+  trainable_tokens: z.number().int(),
+  loss: z.number(),
+  mismatch_abs_mean: z.number(),
+  mismatch_abs_max: z.number(),
+  kl_k3_mean: z.number(),
+  clip_fraction: z.number(),
+  is_limited_fraction: z.number(),
+  entropy_mean: z.number(),
+});
+
+const optimStepSchema = z.object({ skipped: z.boolean(), grad_norm: z.number().nullable(), step: z.number().int() });
 
 function parseReply<T>(schema: z.ZodType<T>, reply: WorkerReply, op: string): T {
   const r = schema.safeParse(reply.result);
@@ -97,6 +124,51 @@ export class TorchTrainer implements Trainer {
     if (!(lp instanceof Float32Array) || (withEntropy && !(ent instanceof Float32Array))) throw new InfraError("worker_protocol", "logprobs reply lacks its float32 frames");
     const policyVersion = typeof reply.result.policy_version === "number" ? reply.result.policy_version : -1;
     return { logprobs: splitRows(lp, rowLengths), entropy: ent instanceof Float32Array ? splitRows(ent, rowLengths) : null, policyVersion };
+  }
+
+  async forwardBackward(batch: PackedBatch, options: ForwardBackwardOptions = {}): Promise<ForwardBackwardResult> {
+    const temperature = options.temperature ?? 1;
+    if (!(temperature > 0)) throw new UserError("invalid_temperature", `temperature must be > 0, got ${temperature}`);
+    const { rowLengths, frames } = packBatch(batch, ["tokens", "parent", "positions", "trainable", "oldLogprobs", "advantages", "lossWeights"]);
+    if (options.proxLogprobs) {
+      const prox = packBatch({ ...batch, rows: batch.rows.map((r, i) => ({ ...r, oldLogprobs: options.proxLogprobs?.[i] ?? new Float32Array(0) })) }, ["oldLogprobs"]);
+      frames.set("prox_logprobs", prox.frames.get("old_logprobs") as Float32Array);
+    }
+    const l = options.loss ?? {};
+    const loss = { clip_low: l.clipLow, clip_high: l.clipHigh, is_mode: l.isMode, tis_cap: l.tisCap, mask_low: l.maskLow, mask_high: l.maskHigh, entropy_coef: l.entropyCoef };
+    const reply = await this.client.request("forward_backward", { row_lengths: rowLengths, temperature, loss }, frames);
+    const r = parseReply(forwardBackwardSchema, reply, "forward_backward");
+    const lp = reply.frames.get("logprobs");
+    if (!(lp instanceof Float32Array)) throw new InfraError("worker_protocol", "forward_backward reply lacks its logprobs frame");
+    return {
+      trainableTokens: r.trainable_tokens,
+      loss: r.loss,
+      mismatchAbsMean: r.mismatch_abs_mean,
+      mismatchAbsMax: r.mismatch_abs_max,
+      klK3Mean: r.kl_k3_mean,
+      clipFraction: r.clip_fraction,
+      isLimitedFraction: r.is_limited_fraction,
+      entropyMean: r.entropy_mean,
+      logprobs: splitRows(lp, rowLengths),
+    };
+  }
+
+  async optimStep(options: OptimStepOptions): Promise<OptimStepResult> {
+    if (!(options.lr >= 0)) throw new UserError("invalid_lr", `lr must be a non-negative number, got ${options.lr}`);
+    const reply = await this.client.request("optim_step", {
+      lr: options.lr,
+      weight_decay: options.weightDecay,
+      beta1: options.beta1,
+      beta2: options.beta2,
+      eps: options.eps,
+      max_grad_norm: options.maxGradNorm,
+    });
+    const r = parseReply(optimStepSchema, reply, "optim_step");
+    return { skipped: r.skipped, gradNorm: r.grad_norm, step: r.step };
+  }
+
+  async zeroGrad(): Promise<void> {
+    await this.client.request("zero_grad");
   }
 
   async close(): Promise<void> {

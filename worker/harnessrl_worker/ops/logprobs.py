@@ -26,8 +26,8 @@ def logprobs(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) ->
     with torch.no_grad():
         scores = packed_scores(loaded.model, rows, temperature, state.settings.token_budget, with_entropy)
     empty = torch.zeros(0, dtype=torch.float32)
-    lp = torch.cat([t.cpu() for t in scores.logprobs]) if scores.logprobs else empty
-    ent = torch.cat([t.cpu() for t in scores.entropy]) if scores.entropy else empty
+    lp = torch.cat([t.float().cpu() for t in scores.logprobs]) if scores.logprobs else empty
+    ent = torch.cat([t.float().cpu() for t in scores.entropy]) if scores.entropy else empty
     out = {"logprobs": lp}
     if with_entropy:
         out["entropy"] = ent

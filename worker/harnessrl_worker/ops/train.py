@@ -1,0 +1,169 @@
+"""`forward_backward` (accumulates gradients of the policy-gradient loss), `optim_step` (AdamW), `zero_grad`."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+import torch
+
+from ..errors import bad_request
+from ..losses import PGLossConfig, pg_token_loss
+from ..model import CausalLM
+from ..packed import forward_micro_batches, score_tokens, split_rows, validate_row
+from ..state import WorkerState
+from .registry import Args, Reply, frame, op
+
+PER_TOKEN_F32 = ("old_logprobs", "advantages", "loss_weights")
+
+
+def loss_config(raw: Any) -> PGLossConfig:
+    if raw is None:
+        return PGLossConfig()
+    if not isinstance(raw, dict):
+        raise bad_request("args.loss must be an object")
+    cfg = PGLossConfig()
+    for key, value in raw.items():
+        if not hasattr(cfg, key):
+            raise bad_request(f"unknown loss option {key!r}")
+        expected = type(getattr(cfg, key))
+        if expected is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+            setattr(cfg, key, float(value))
+        elif expected is str and isinstance(value, str):
+            setattr(cfg, key, value)
+        else:
+            raise bad_request(f"loss.{key} must be a {expected.__name__}")
+    return cfg.validate()
+
+
+@op("forward_backward")
+def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) -> Reply:
+    """args: {row_lengths, temperature?, loss?: PGLossConfig fields}; frames: tokens, parent, positions (int32),
+    trainable (uint8), old_logprobs, advantages, loss_weights (float32), optional prox_logprobs (float32).
+    Adds ∇(Σ lossWeight · trainable · token loss) to the parameters' gradients (call optim_step to apply).
+    Returns summed statistics and a `logprobs` frame (current policy, before any update).
+    """
+    loaded = state.require_model()
+    model = loaded.model
+    lengths = args.int_list("row_lengths")
+    rows = split_rows(frame(frames, "tokens", torch.int32), frame(frames, "parent", torch.int32), frame(frames, "positions", torch.int32), lengths)
+    total = sum(lengths)
+    per_token: Dict[str, torch.Tensor] = {name: frame(frames, name, torch.float32) for name in PER_TOKEN_F32}
+    per_token["trainable"] = frame(frames, "trainable", torch.uint8)
+    if "prox_logprobs" in frames:
+        per_token["prox_logprobs"] = frame(frames, "prox_logprobs", torch.float32)
+    for name, t in per_token.items():
+        if t.shape != (total,):
+            raise bad_request(f"frame {name!r} must have one entry per token ({total})")
+        if t.dtype == torch.float32 and not bool(torch.isfinite(t).all()):
+            raise bad_request(f"frame {name!r} has non-finite values")
+    for i, r in enumerate(rows):
+        validate_row(r, loaded.config.vocab_size, loaded.config.max_position_embeddings, i)
+    t = args.opt_float("temperature")
+    temperature = 1.0 if t is None else t
+    if not temperature > 0:
+        raise bad_request("temperature must be > 0")
+    cfg = loss_config(args.raw.get("loss"))
+
+    starts: List[int] = []
+    acc = 0
+    for n in lengths:
+        starts.append(acc)
+        acc += n
+    # Rows without trainable tokens contribute nothing: skip their forward pass entirely.
+    active = [i for i, r in enumerate(rows) if bool(per_token["trainable"][starts[i] : starts[i] + r.length].any())]
+    logprobs_out = torch.zeros(total, dtype=torch.float32)
+    sums: Dict[str, float] = {}
+    maxes: Dict[str, float] = {}
+    device = next(model.parameters()).device
+    model.train()
+    try:
+        for group, hidden in forward_micro_batches(model, [rows[i] for i in active], state.settings.token_budget):
+            losses: List[torch.Tensor] = []
+            for b, k in enumerate(group):
+                i = active[k]
+                sl = slice(starts[i], starts[i] + rows[i].length)
+                lp, ent = score_tokens(model, hidden[b, : rows[i].length], rows[i], temperature, with_entropy=True)
+                logprobs_out[sl] = lp.detach().float().cpu()
+                prox = per_token["prox_logprobs"][sl].to(device) if "prox_logprobs" in per_token else None
+                tl = pg_token_loss(
+                    lp, ent, prox, per_token["old_logprobs"][sl].to(device), per_token["advantages"][sl].to(device),
+                    per_token["loss_weights"][sl].to(device), per_token["trainable"][sl].to(device), cfg,
+                )
+                losses.append(tl.loss.sum())
+                for key, value in tl.stats.items():
+                    if key.endswith("_max"):
+                        maxes[key] = max(maxes.get(key, 0.0), value)
+                    else:
+                        sums[key] = sums.get(key, 0.0) + value
+            torch.stack(losses).sum().backward()
+    finally:
+        model.eval()
+    n = sums.get("tokens", 0.0)
+    mean = lambda key: sums.get(key, 0.0) / n if n else 0.0  # noqa: E731
+    result: Dict[str, Any] = {
+        "trainable_tokens": int(n),
+        "rows_forwarded": len(active),
+        "loss": sums.get("loss", 0.0),
+        "mismatch_abs_mean": mean("mismatch_abs_sum"),
+        "mismatch_abs_max": maxes.get("mismatch_abs_max", 0.0),
+        "kl_k3_mean": mean("kl_k3_sum"),
+        "clip_fraction": mean("clipped"),
+        "is_limited_fraction": mean("is_limited"),
+        "entropy_mean": mean("entropy_sum"),
+        "ratio_mean": mean("ratio_sum"),
+    }
+    return Reply(result, {"logprobs": logprobs_out})
+
+
+@dataclass
+class OptimState:
+    model: CausalLM
+    optimizer: torch.optim.AdamW
+    steps: int = 0
+
+
+def optimizer_for(state: WorkerState, betas: tuple[float, float], eps: float) -> OptimState:
+    """One AdamW per loaded model; loading or initialising another model starts a fresh optimizer."""
+    model = state.require_model().model
+    current: Optional[OptimState] = state.extensions.get("optim")
+    if current is None or current.model is not model:
+        current = OptimState(model, torch.optim.AdamW(model.parameters(), lr=0.0, betas=betas, eps=eps, weight_decay=0.0))
+        state.extensions["optim"] = current
+    return current
+
+
+@op("optim_step")
+def optim_step(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) -> Reply:
+    """args: {lr, weight_decay? (0), beta1? (0.9), beta2? (0.999), eps? (1e-8), max_grad_norm? (1.0; 0 = no clipping)}.
+    Clips the accumulated gradient, applies AdamW, zeroes gradients. A non-finite gradient skips the update.
+    """
+    lr = args.opt_float("lr")
+    if lr is None or lr < 0:
+        raise bad_request("args.lr must be a non-negative number")
+    beta1 = args.opt_float("beta1", 0.9) or 0.0
+    beta2 = args.opt_float("beta2", 0.999) or 0.0
+    eps = args.opt_float("eps", 1e-8) or 1e-8
+    wd = args.opt_float("weight_decay", 0.0) or 0.0
+    max_norm = args.opt_float("max_grad_norm", 1.0) or 0.0
+    opt = optimizer_for(state, (beta1, beta2), eps)
+    params = [p for p in opt.model.parameters() if p.grad is not None]
+    if not params:
+        return Reply({"skipped": True, "reason": "no gradients", "grad_norm": 0.0, "step": opt.steps})
+    norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf")))
+    if not math.isfinite(norm):
+        opt.optimizer.zero_grad(set_to_none=True)
+        return Reply({"skipped": True, "reason": "non-finite gradient", "grad_norm": None, "step": opt.steps})
+    for group in opt.optimizer.param_groups:
+        group.update(lr=lr, weight_decay=wd, betas=(beta1, beta2), eps=eps)
+    opt.optimizer.step()
+    opt.optimizer.zero_grad(set_to_none=True)
+    opt.steps += 1
+    return Reply({"skipped": False, "grad_norm": norm, "step": opt.steps})
+
+
+@op("zero_grad")
+def zero_grad(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) -> Reply:
+    for p in state.require_model().model.parameters():
+        p.grad = None
+    return Reply({})
