@@ -38,3 +38,26 @@ export async function installVerifier(task: Task, workspace: string): Promise<st
   await writeFileMap(dir, task.verifier.files);
   return dir;
 }
+
+/**
+ * The task's workspace files as bytes, for sandbox backends that take a path → content map (they write mode 0644):
+ * `executables` lists the paths that must then be made executable (`chmod +x`), e.g. `calc` and `search`.
+ * Alternatively seed a host folder with {@link seedWorkspace} and copy it (fs.cp keeps the modes).
+ */
+export function workspaceSeedOf(task: Task): { files: Record<string, Uint8Array>; executables: string[] } {
+  const files: Record<string, Uint8Array> = {};
+  const executables: string[] = [];
+  for (const [rel, entry] of Object.entries(task.files)) {
+    const { data, executable } = fileBytes(entry);
+    files[rel] = data;
+    if (executable) executables.push(rel);
+  }
+  return { files, executables };
+}
+
+/** The verifier files keyed by their workspace-relative destination under {@link VERIFIER_DIR}. */
+export function verifierFilesOf(task: Task): Record<string, Uint8Array> {
+  const out: Record<string, Uint8Array> = {};
+  for (const [rel, entry] of Object.entries(task.verifier.files)) out[`${VERIFIER_DIR}/${rel}`] = fileBytes(entry).data;
+  return out;
+}

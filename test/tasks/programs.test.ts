@@ -1,8 +1,8 @@
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runProcess, seedWorkspace } from "../../src/tasks/index.js";
+import { applyStepsLocally, parseVerifierOutput, runProcess, seedWorkspace, verifierFilesOf, workspaceSeedOf } from "../../src/tasks/index.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import { stepAsShellCommand } from "../../src/tasks/shell.js";
 import { TOOL_LOG_DIR } from "../../src/tasks/task.js";
@@ -81,5 +81,25 @@ describe("stepAsShellCommand", () => {
     const r = await runProcess(["sh", "-c", cmd], ws);
     expect(r.code).toBe(0);
     expect(await readFile(join(ws, "sub dir/a.txt"), "utf8")).toBe(content);
+  });
+});
+
+describe("sandbox seed helpers", () => {
+  it("a workspace seeded from plain bytes plus chmod of the listed executables solves and verifies like seedWorkspace", async () => {
+    const [t] = (await loadSuite("lookup:train?n=1&seed=6")).tasks;
+    const { files, executables } = workspaceSeedOf(t!);
+    expect(executables).toEqual(["search"]);
+    for (const [rel, data] of Object.entries(files)) await writeFile(join(ws, rel), data, { mode: 0o644 });
+    for (const rel of executables) await chmod(join(ws, rel), 0o755);
+    const steps = await applyStepsLocally(t!.metadata.oracle!.steps, ws);
+    expect(steps.every((s) => s.ok)).toBe(true);
+    const verifier = verifierFilesOf(t!);
+    expect(Object.keys(verifier).sort()).toEqual([".harnessrl/verifier/expected.json", ".harnessrl/verifier/verify.cjs"]);
+    for (const [rel, data] of Object.entries(verifier)) {
+      await mkdir(dirname(join(ws, rel)), { recursive: true });
+      await writeFile(join(ws, rel), data);
+    }
+    const r = await runProcess(t!.verifier.command, ws);
+    expect(parseVerifierOutput(r.stdout)).toMatchObject({ score: 1 });
   });
 });
