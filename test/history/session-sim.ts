@@ -24,10 +24,16 @@ export class SessionSim {
    * One call. `truncateTo` cuts the sampled tokens (finish reason "length"); the response the harness sees is then the
    * cut text as plain content. Returns the record and the plan.
    */
-  call(messages: ChatMessage[], tools: ToolSpec[], turn: AssistantTurn, opts: { truncateTo?: number } = {}): { record: CallRecord; plan: PromptPlan } {
+  call(messages: ChatMessage[], tools: ToolSpec[], turn: AssistantTurn, opts: { truncateTo?: number; spellOut?: string[] } = {}): { record: CallRecord; plan: PromptPlan } {
     const plan = this.planner.plan(this.sessionId, { messages, tools }, this.codec);
     const sampled = renderAssistantTurn(this.codec, messages, tools, turn);
     let completionTokens = sampled.tokens;
+    // A model may sample a special token's text as ordinary pieces (same text, other ids): spell those out.
+    for (const special of opts.spellOut ?? []) {
+      const id = this.codec.tokenizer.specialTokens.get(special);
+      const pieces = [...Buffer.from(special, "utf8")];
+      completionTokens = completionTokens.flatMap((t) => (t === id ? pieces : [t]));
+    }
     let response: ChatMessage = {
       role: "assistant",
       content: turn.content ?? "",

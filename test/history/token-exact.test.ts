@@ -86,6 +86,23 @@ describe("token-exact history", () => {
     expect(parallel).toBeGreaterThan(0);
   });
 
+  it("keeps the sampled ids even where they are not the tokenizer's own encoding of their text", () => {
+    const store = new MemoryStore();
+    const planner = createHistoryPlanner(store);
+    const sim = new SessionSim(planner, store, codec);
+    let messages: ChatMessage[] = [{ role: "user", content: "look around" }];
+    for (let t = 0; t < 3; t++) {
+      // The "model" writes <tool_call> … </tool_call> byte by byte instead of sampling the special tokens.
+      const { record } = sim.call(echo(messages), TOOLS, { toolCalls: [{ name: "run", arguments: { cmd: `ls ${t}` } }] }, { spellOut: ["<tool_call>", "</tool_call>"] });
+      expect(record.completionTokens).not.toContain(codec.tokenizer.specialTokens.get("<tool_call>"));
+      messages = [...messages, echo(record.response!), ...toolResults(record.response!, () => "file")];
+    }
+    expectTokenExact(sim);
+    const last = sim.records.at(-1)!;
+    // Re-rendering and re-tokenising the same text would have turned the spelled-out blocks into special tokens.
+    expect(last.promptTokens).not.toEqual(codec.tokenizer.encode(codec.renderer.render(last.messages, last.tools, { addGenerationPrompt: true })));
+  });
+
   it("keeps interleaved sessions apart", () => {
     const store = new MemoryStore();
     const planner = createHistoryPlanner(store);
