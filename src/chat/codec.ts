@@ -26,9 +26,10 @@ export function defaultTemplateSource(): string {
 let cachedDefault: Codec | undefined;
 let cachedSource: string | undefined;
 
+/** Jinja drops one trailing newline of a template, so a copy with or without it renders the same. */
 function isDefaultTemplate(source: string): boolean {
-  cachedSource ??= defaultTemplateSource();
-  return source === cachedSource;
+  cachedSource ??= defaultTemplateSource().replace(/\n$/, "");
+  return source.replace(/\n$/, "") === cachedSource;
 }
 
 /** The default template through the Jinja interpreter (the reference the fast renderer is tested against). */

@@ -12,8 +12,10 @@ export const tokenizerJsonSchema = z.object({
   pre_tokenizer: pipelineSchemas.preTokenizer.nullable().optional(),
   model: z.object({
     type: z.literal("BPE"),
-    vocab: z.record(z.string(), z.number().int().nonnegative()),
-    merges: z.array(z.union([z.string(), z.tuple([z.string(), z.string()])])),
+    // Real vocabularies and merge lists have ~150k entries: zod checks the containers, the constructor the entries
+    // (a per-entry schema costs seconds).
+    vocab: z.custom<Record<string, unknown>>((v) => typeof v === "object" && v !== null && !Array.isArray(v), "vocab must be an object of token → id"),
+    merges: z.custom<unknown[]>((v) => Array.isArray(v), "merges must be an array"),
     unk_token: z.string().nullable().optional(),
     ignore_merges: z.boolean().optional(),
     byte_fallback: z.boolean().optional(),
@@ -46,7 +48,8 @@ export class HfBpeTokenizer implements Tokenizer {
   private readonly addedSplitter: RegExp | null;
   private readonly byteChars = byteToUnicodeTable();
   private readonly charToByte = new Map<string, number>();
-  private readonly bytesCache = new Map<number, Uint8Array>();
+  private readonly bytesCache: (Uint8Array | undefined)[] = [];
+  private readonly addedById: (string | undefined)[] = [];
   private readonly cache = new Map<string, number[]>();
 
   constructor(json: TokenizerJson, options: { stopTokens?: readonly string[]; extraStopIds?: readonly number[] } = {}) {
@@ -59,26 +62,34 @@ export class HfBpeTokenizer implements Tokenizer {
     if (!this.preTokenizer.byteLevel) {
       throw new UserError("unsupported_tokenizer", "tokenizer.json: the pre-tokenizer has no ByteLevel step; only byte-level BPE is supported");
     }
-    this.vocab = new Map(Object.entries(m.vocab));
+    this.vocab = new Map();
     this.idToToken = [];
-    for (const [tok, id] of this.vocab) this.idToToken[id] = tok;
+    for (const tok in m.vocab) {
+      const id = m.vocab[tok];
+      if (typeof id !== "number" || !Number.isInteger(id) || id < 0) throw new UserError("invalid_tokenizer", `tokenizer.json: vocab entry ${JSON.stringify(tok)} has id ${JSON.stringify(id)}`);
+      this.vocab.set(tok, id);
+      this.idToToken[id] = tok;
+    }
     this.ranks = new Map();
-    m.merges.forEach((merge, rank) => {
-      let a: string;
-      let b: string;
+    for (let rank = 0; rank < m.merges.length; rank++) {
+      const merge = m.merges[rank];
+      let key: string;
       if (typeof merge === "string") {
         const i = merge.indexOf(" ", 1);
         if (i < 0) throw new UserError("invalid_tokenizer", `tokenizer.json: merge ${JSON.stringify(merge)} is not "a b"`);
-        a = merge.slice(0, i);
-        b = merge.slice(i + 1);
-      } else [a, b] = merge;
-      const key = a + SEP + b;
+        key = merge.slice(0, i) + SEP + merge.slice(i + 1);
+      } else if (Array.isArray(merge) && merge.length === 2 && typeof merge[0] === "string" && typeof merge[1] === "string") {
+        key = merge[0] + SEP + merge[1];
+      } else throw new UserError("invalid_tokenizer", `tokenizer.json: merge ${rank} is neither "a b" nor ["a", "b"]`);
       if (!this.ranks.has(key)) this.ranks.set(key, rank);
-    });
+    }
     this.ignoreMerges = m.ignore_merges === true;
     this.unkId = m.unk_token ? this.vocab.get(m.unk_token) : undefined;
     const added = new Map<string, number>();
-    for (const t of json.added_tokens) added.set(t.content, t.id);
+    for (const t of json.added_tokens) {
+      added.set(t.content, t.id);
+      this.addedById[t.id] = t.content;
+    }
     this.specialTokens = added;
     this.addedSplitter =
       added.size === 0
@@ -134,7 +145,7 @@ export class HfBpeTokenizer implements Tokenizer {
   }
 
   tokenBytes(id: number): Uint8Array {
-    const cached = this.bytesCache.get(id);
+    const cached = this.bytesCache[id];
     if (cached) return cached;
     let bytes: Uint8Array | undefined;
     const tok = this.idToToken[id];
@@ -149,10 +160,11 @@ export class HfBpeTokenizer implements Tokenizer {
       }
       bytes = Uint8Array.from(arr);
     } else {
-      for (const [text, sid] of this.specialTokens) if (sid === id) bytes = utf8Bytes(text);
+      const added = this.addedById[id];
+      if (added !== undefined) bytes = utf8Bytes(added);
     }
     if (!bytes) throw new RangeError(`token id ${id} is not in this tokenizer's vocabulary`);
-    this.bytesCache.set(id, bytes);
+    this.bytesCache[id] = bytes;
     return bytes;
   }
 

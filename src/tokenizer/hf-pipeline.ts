@@ -75,6 +75,8 @@ export function buildPreTokenizer(json: PreTokenizerJson | null | undefined): Pr
         byteLevel = true;
         const prefix = p.add_prefix_space === true;
         const re = p.use_regex === false ? null : compile(GPT2_PATTERN);
+        // Without a prefix space or its own regex (Qwen's case) this step only marks the byte mapping.
+        if (!prefix && !re) return;
         steps.push((pieces) =>
           pieces.flatMap((piece) => {
             const s = prefix && !piece.startsWith(" ") ? " " + piece : piece;
@@ -95,7 +97,11 @@ export function buildPreTokenizer(json: PreTokenizerJson | null | undefined): Pr
   if (json) add(json);
   return {
     byteLevel,
-    split: (text) => steps.reduce((pieces, step) => step(pieces), [text]).filter((p) => p.length > 0),
+    split: (text) => {
+      let pieces = [text];
+      for (const step of steps) pieces = step(pieces);
+      return pieces.filter((p) => p.length > 0);
+    },
   };
 }
 
@@ -109,6 +115,8 @@ function escapeRegex(s: string): string {
 
 /** Split semantics of the `tokenizers` crate (`SplitDelimiterBehavior`). */
 function splitByRegex(text: string, re: RegExp, behavior: SplitBehavior, invert: boolean): string[] {
+  // Isolated keeps every run, so `invert` makes no difference to it.
+  if (behavior === "Isolated") return splitIsolated(text, re);
   // Alternating runs: [isMatch, start, end].
   const runs: [boolean, number, number][] = [];
   let last = 0;
@@ -125,9 +133,6 @@ function splitByRegex(text: string, re: RegExp, behavior: SplitBehavior, invert:
   if (invert) for (const r of runs) r[0] = !r[0];
   const out: string[] = [];
   switch (behavior) {
-    case "Isolated":
-      for (const [, s, e] of runs) out.push(text.slice(s, e));
-      break;
     case "Removed":
       for (const [isMatch, s, e] of runs) if (!isMatch) out.push(text.slice(s, e));
       break;
@@ -156,6 +161,27 @@ function splitByRegex(text: string, re: RegExp, behavior: SplitBehavior, invert:
       break;
     }
   }
+  return out;
+}
+
+/** The common case, without intermediate arrays: matches and the gaps between them, in order. */
+function splitIsolated(text: string, re: RegExp): string[] {
+  const out: string[] = [];
+  let last = 0;
+  re.lastIndex = 0;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(text)) !== null) {
+    const start = m.index;
+    const len = m[0].length;
+    if (len === 0) {
+      re.lastIndex++;
+      continue;
+    }
+    if (start > last) out.push(text.slice(last, start));
+    out.push(m[0]);
+    last = start + len;
+  }
+  if (last < text.length) out.push(text.slice(last));
   return out;
 }
 
