@@ -115,6 +115,13 @@ describe("HfBpeTokenizer (hand-made Qwen-style tokenizer.json)", () => {
     expect(() => new HfBpeTokenizer(tokenizerJsonSchema.parse({ ...json, pre_tokenizer: { type: "Split", pattern: { String: " " }, behavior: "Isolated" } }))).toThrow(/ByteLevel/);
     expect(tokenizerJsonSchema.safeParse({ ...json, model: { type: "WordPiece", vocab: {} } }).success).toBe(false);
     expect(tokenizerJsonSchema.safeParse({ ...json, pre_tokenizer: { type: "Metaspace" } }).success).toBe(false);
+    const model = json.model as Record<string, unknown>;
+    const withModel = (over: Record<string, unknown>) => () => new HfBpeTokenizer(tokenizerJsonSchema.parse({ ...json, model: { ...model, ...over } }));
+    expect(withModel({ vocab: { a: -1 } })).toThrow(/vocab entry "a" has id -1/);
+    expect(withModel({ merges: ["ab"] })).toThrow(/is not "a b"/);
+    expect(withModel({ merges: [["a"]] })).toThrow(/merge 0 is neither/);
+    expect(withModel({ byte_fallback: true })).toThrow(/byte_fallback/);
+    expect(tokenizerJsonSchema.safeParse({ ...json, model: { ...model, vocab: [] } }).success).toBe(false);
   });
 });
 
