@@ -29,6 +29,7 @@ const ExecSchema = z.object({
   timeoutMs: z.number().int().positive().optional(),
   stdoutLimit: z.number().int().min(0).optional(),
   stderrLimit: z.number().int().min(0).optional(),
+  proxy: z.boolean().optional(),
 });
 
 function fail(what: string, error: z.ZodError): never {
@@ -52,6 +53,7 @@ export interface ResolvedExec {
   timeoutMs: number | undefined;
   stdoutLimit: number;
   stderrLimit: number;
+  proxy: boolean;
 }
 
 export function validateExec(argv: string[], options: ExecOptions): ResolvedExec {
@@ -65,5 +67,6 @@ export function validateExec(argv: string[], options: ExecOptions): ResolvedExec
     timeoutMs: options.timeoutMs,
     stdoutLimit: options.stdoutLimit ?? DEFAULT_OUTPUT_LIMIT,
     stderrLimit: options.stderrLimit ?? DEFAULT_OUTPUT_LIMIT,
+    proxy: options.proxy ?? true,
   };
 }

@@ -50,6 +50,11 @@ export interface ExecOptions {
   /** Bytes of stdout/stderr kept (head and tail halves); the rest is dropped and flagged. Default 1 MiB. */
   stdoutLimit?: number;
   stderrLimit?: number;
+  /**
+   * Start the proxy bridge for this exec (default: true when the sandbox has a proxy). The bridge costs one node
+   * startup per exec; commands that never call the model (a verifier) can skip it.
+   */
+  proxy?: boolean;
 }
 
 export interface ExecResult {

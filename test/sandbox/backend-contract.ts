@@ -145,6 +145,8 @@ export function backendContract(name: string, open: OpenBackend): void {
       expect(proxy.paths).toContain(`/v1/ping?sandbox=${s.id}`);
       const n = await s.exec(["node", "-e", "fetch(process.env.HARNESSRL_PROXY_URL + '/v1/models').then(r => r.text()).then(t => console.log(t))"], { timeoutMs: 20_000 });
       expect(n.stdout).toContain("proxy-ok /v1/models");
+      const off = await s.exec(["sh", "-c", "echo ${HARNESSRL_PROXY_URL:-unset}"], { proxy: false });
+      expect(off.stdout).toBe("unset\n");
       await s.destroy();
     });
 

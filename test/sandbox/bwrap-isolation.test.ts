@@ -110,6 +110,8 @@ describe("bwrap sandbox isolation", () => {
     expect(r.stdout).toContain("host-ip: failed");
     expect(r.stdout).toContain("external: failed");
     expect(r.stdout).toContain("interfaces: lo \n");
+    const noBridge = await s.exec(["bash", "-c", tcpProbeScript("127.0.0.1", proxy.port)], { proxy: false });
+    expect(noBridge.stdout).toContain("failed");
 
     // Another sandbox listening on a port is invisible from this one.
     const a = await backend.create({ limits: LIMITS });

@@ -104,23 +104,23 @@ class BwrapSandbox extends BaseSandbox {
     }
   }
 
-  private environment(extra: Record<string, string>): Record<string, string> {
+  private environment(extra: Record<string, string>, withProxy: boolean): Record<string, string> {
     const nodeDir = dirname(process.execPath);
     const path = DEFAULT_PATH.split(":").includes(nodeDir) ? DEFAULT_PATH : `${DEFAULT_PATH}:${nodeDir}`;
     const env: Record<string, string> = {
       PATH: path, HOME: IN_SANDBOX.home, USER: "sandbox", LOGNAME: "sandbox", LANG: "C.UTF-8", TMPDIR: "/tmp", TERM: "dumb",
       ...this.options.env, ...extra, HARNESSRL_SANDBOX_ID: this.id,
     };
-    if (this.proxyUrl) env.HARNESSRL_PROXY_URL = this.proxyUrl;
+    if (this.proxyUrl && withProxy) env.HARNESSRL_PROXY_URL = this.proxyUrl;
     return env;
   }
 
   protected async runExec(exec: ResolvedExec, timeoutMs: number): Promise<ExecResult> {
     const mounts = mountArgs(this.ctx.mounts, {
       workspaceDir: this.workspaceDir, homeDir: this.homeDir, readOnlyPaths: this.options.readOnlyPaths ?? [], cwd: exec.cwd ?? ".",
-      bridgeDir: this.bridge ? join(this.stateDir, "bridge") : undefined,
+      bridgeDir: this.bridge && exec.proxy ? join(this.stateDir, "bridge") : undefined,
     });
-    const proxy = this.options.network?.proxy;
+    const proxy = exec.proxy ? this.options.network?.proxy : undefined;
     const command = proxy ? ["/bin/sh", "-c", BRIDGE_WRAPPER, "harnessrl-init", process.execPath, String(proxy.port), ...exec.argv] : exec.argv;
     const bwrapArgs = [
       "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox",
@@ -132,7 +132,7 @@ class BwrapSandbox extends BaseSandbox {
       : [this.ctx.bwrap, bwrapArgs];
     const before = this.cgroup.counters();
     const run = runProcess(
-      { file, args, cwd: this.workspaceDir, env: this.environment(exec.env), stdin: exec.stdin, timeoutMs, stdoutLimit: exec.stdoutLimit, stderrLimit: exec.stderrLimit, detached: false },
+      { file, args, cwd: this.workspaceDir, env: this.environment(exec.env, exec.proxy), stdin: exec.stdin, timeoutMs, stdoutLimit: exec.stdoutLimit, stderrLimit: exec.stderrLimit, detached: false },
       {
         killTree: (pid, reason) => {
           if (reason !== "timeout") return; // the leader's exit already tore down its pid namespace

@@ -65,7 +65,7 @@ class LocalSandbox extends BaseSandbox {
       PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: this.homeDir, LANG: "C.UTF-8", TMPDIR: join(this.stateDir, "tmp"), TERM: "dumb",
       ...this.options.env, ...exec.env, HARNESSRL_SANDBOX_ID: this.id,
     };
-    if (this.proxyUrl) env.HARNESSRL_PROXY_URL = this.proxyUrl;
+    if (this.proxyUrl && exec.proxy) env.HARNESSRL_PROXY_URL = this.proxyUrl;
     const cwd = exec.cwd === undefined ? this.workspaceDir : isAbsolute(exec.cwd) ? exec.cwd : resolve(this.workspaceDir, exec.cwd);
     const [file, ...args] = exec.argv as [string, ...string[]];
     const run = runProcess(
