@@ -90,6 +90,11 @@ export interface PGLossOptions {
 }
 
 export interface ForwardBackwardOptions {
+  /**
+   * "pg" (default): the clipped policy-gradient loss below, using advantages and the engine's oldLogprobs.
+   * "sft": weighted negative log-likelihood of trainable tokens (warm start on demonstrations); advantages unused.
+   */
+  objective?: "pg" | "sft";
   temperature?: number;
   loss?: PGLossOptions;
   /**
@@ -112,6 +117,8 @@ export interface ForwardBackwardResult {
   /** Fraction of tokens whose IS weight was truncated (TIS) or that were dropped (MIS). */
   isLimitedFraction: number;
   entropyMean: number;
+  /** Mean −log π over trainable tokens (before the update). */
+  nllMean: number;
   /** Per row, the current policy's logprobs before the update (0 for rows without trainable tokens). */
   logprobs: Float32Array[];
 }

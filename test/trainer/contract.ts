@@ -126,6 +126,21 @@ export function trainerContract(name: string, create: () => Promise<Trainer>): v
       expect(sum(after.logprobs[1])).toBeLessThan(sum(before.logprobs[1]));
     });
 
+    it("fine-tunes on demonstrations (sft objective): the demonstrated tokens become more likely", async () => {
+      const demo = flatRow(branchingPaths()[1] as number[]);
+      for (let i = 26; i < demo.tokens.length; i++) {
+        demo.trainable[i] = 1;
+        demo.lossWeights[i] = 1 / (demo.tokens.length - 26);
+      }
+      const first = await trainer.forwardBackward(batch([demo]), { objective: "sft" });
+      expect(first.nllMean).toBeGreaterThan(0);
+      expect(first.loss).toBeCloseTo(first.nllMean, 4);
+      await trainer.optimStep({ lr: 0.01 });
+      const second = await trainer.forwardBackward(batch([demo]), { objective: "sft" });
+      await trainer.zeroGrad();
+      expect(second.nllMean).toBeLessThan(first.nllMean);
+    });
+
     it("reports a missing model directory as the user's error", async () => {
       await expect(trainer.load(join(dir, "does-not-exist"))).rejects.toBeInstanceOf(UserError);
     });

@@ -94,5 +94,20 @@ def pg_token_loss(
             "is_limited": float(is_limited[mask].sum()),
             "entropy_sum": float(entropy.detach()[mask].sum()),
             "ratio_sum": float(ratio.detach()[mask].sum()),
+            "nll_sum": float(-logp.detach()[mask].sum()),
+        }
+    return TokenLoss(loss, stats)
+
+
+def sft_token_loss(logp: torch.Tensor, entropy: torch.Tensor, weights: torch.Tensor, trainable: torch.Tensor) -> TokenLoss:
+    """Supervised fine-tuning (e.g. on oracle demonstrations): weighted negative log-likelihood of trainable tokens."""
+    mask = trainable.to(torch.bool)
+    loss = -logp * weights * mask.to(weights.dtype)
+    with torch.no_grad():
+        stats = {
+            "tokens": float(mask.sum()),
+            "loss": float(loss.sum()),
+            "nll_sum": float(-logp.detach()[mask].sum()),
+            "entropy_sum": float(entropy.detach()[mask].sum()),
         }
     return TokenLoss(loss, stats)

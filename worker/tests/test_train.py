@@ -182,6 +182,26 @@ class TrainOpsTest(unittest.TestCase):
         self.assertGreater(float(after[0][1:].sum() - before[0][1:].sum()), 0.0)
         self.assertLess(float(after[1][1:].sum() - before[1][1:].sum()), 0.0)
 
+    def test_sft_objective_is_weighted_nll_and_a_step_lowers_it(self) -> None:
+        model = CausalLM(small_config("qwen2"))
+        init_weights(model, 4, std=0.3)
+        state = make_state(model)
+        rows = [flat_row(p) for p in self.paths]
+        lengths = [r.length for r in rows]
+        n = sum(lengths)
+        trainable = [0] + [1] * (lengths[0] - 1) + [0] + [1] * (lengths[1] - 1)
+        frames = batch_frames(rows, {"loss_weights": [1.0 / n] * n}, trainable)  # no advantages / engine logprobs needed
+        with torch.no_grad():
+            lp = torch.cat(packed_scores(model, rows).logprobs)
+        expected = float(-(lp * torch.tensor(trainable)).sum() / n)
+        r, _ = call(state, "forward_backward", {"row_lengths": lengths, "objective": "sft"}, frames)
+        self.assertEqual(r["objective"], "sft")
+        self.assertAlmostEqual(r["loss"], expected, places=5)
+        self.assertAlmostEqual(r["nll_mean"], expected * n / (n - 2), places=5)
+        call(state, "optim_step", {"lr": 0.01})
+        r2, _ = call(state, "forward_backward", {"row_lengths": lengths, "objective": "sft"}, frames)
+        self.assertLess(r2["nll_mean"], r["nll_mean"])
+
     def test_rejects_bad_training_batches(self) -> None:
         state = make_state(CausalLM(small_config()))
         row = flat_row([1, 2, 3])
@@ -191,6 +211,7 @@ class TrainOpsTest(unittest.TestCase):
             (dict(good, loss_weights=torch.ones(2)), {"row_lengths": [3]}),
             (good, {"row_lengths": [3], "loss": {"is_mode": "sometimes"}}),
             (good, {"row_lengths": [3], "loss": {"clip_lo": 0.1}}),
+            (good, {"row_lengths": [3], "objective": "dpo"}),
         ):
             body, _ = handle(state, {"id": 1, "op": "forward_backward", "args": bad_args}, bad_frames)
             self.assertEqual(body["error"]["code"], "bad_request", body)

@@ -46,6 +46,7 @@ const forwardBackwardSchema = z.object({
   clip_fraction: z.number(),
   is_limited_fraction: z.number(),
   entropy_mean: z.number(),
+  nll_mean: z.number(),
 });
 
 const optimStepSchema = z.object({ skipped: z.boolean(), grad_norm: z.number().nullable(), step: z.number().int() });
@@ -129,14 +130,16 @@ export class TorchTrainer implements Trainer {
   async forwardBackward(batch: PackedBatch, options: ForwardBackwardOptions = {}): Promise<ForwardBackwardResult> {
     const temperature = options.temperature ?? 1;
     if (!(temperature > 0)) throw new UserError("invalid_temperature", `temperature must be > 0, got ${temperature}`);
-    const { rowLengths, frames } = packBatch(batch, ["tokens", "parent", "positions", "trainable", "oldLogprobs", "advantages", "lossWeights"]);
-    if (options.proxLogprobs) {
+    const objective = options.objective ?? "pg";
+    const fields = objective === "sft" ? (["lossWeights"] as const) : (["oldLogprobs", "advantages", "lossWeights"] as const);
+    const { rowLengths, frames } = packBatch(batch, ["tokens", "parent", "positions", "trainable", ...fields]);
+    if (objective === "pg" && options.proxLogprobs) {
       const prox = packBatch({ ...batch, rows: batch.rows.map((r, i) => ({ ...r, oldLogprobs: options.proxLogprobs?.[i] ?? new Float32Array(0) })) }, ["oldLogprobs"]);
       frames.set("prox_logprobs", prox.frames.get("old_logprobs") as Float32Array);
     }
     const l = options.loss ?? {};
     const loss = { clip_low: l.clipLow, clip_high: l.clipHigh, is_mode: l.isMode, tis_cap: l.tisCap, mask_low: l.maskLow, mask_high: l.maskHigh, entropy_coef: l.entropyCoef };
-    const reply = await this.client.request("forward_backward", { row_lengths: rowLengths, temperature, loss }, frames);
+    const reply = await this.client.request("forward_backward", { row_lengths: rowLengths, objective, temperature, loss }, frames);
     const r = parseReply(forwardBackwardSchema, reply, "forward_backward");
     const lp = reply.frames.get("logprobs");
     if (!(lp instanceof Float32Array)) throw new InfraError("worker_protocol", "forward_backward reply lacks its logprobs frame");
@@ -149,6 +152,7 @@ export class TorchTrainer implements Trainer {
       clipFraction: r.clip_fraction,
       isLimitedFraction: r.is_limited_fraction,
       entropyMean: r.entropy_mean,
+      nllMean: r.nll_mean,
       logprobs: splitRows(lp, rowLengths),
     };
   }

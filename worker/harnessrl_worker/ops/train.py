@@ -8,13 +8,14 @@ from typing import Any, Dict, List, Optional
 import torch
 
 from ..errors import bad_request
-from ..losses import PGLossConfig, pg_token_loss
+from ..losses import PGLossConfig, TokenLoss, pg_token_loss, sft_token_loss
 from ..model import CausalLM
 from ..packed import forward_micro_batches, score_tokens, split_rows, validate_row
 from ..state import WorkerState
 from .registry import Args, Reply, frame, op
 
-PER_TOKEN_F32 = ("old_logprobs", "advantages", "loss_weights")
+# Float32 per-token frames each objective needs.
+OBJECTIVE_FRAMES = {"pg": ("old_logprobs", "advantages", "loss_weights"), "sft": ("loss_weights",)}
 
 
 def loss_config(raw: Any) -> PGLossConfig:
@@ -38,19 +39,22 @@ def loss_config(raw: Any) -> PGLossConfig:
 
 @op("forward_backward")
 def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) -> Reply:
-    """args: {row_lengths, temperature?, loss?: PGLossConfig fields}; frames: tokens, parent, positions (int32),
-    trainable (uint8), old_logprobs, advantages, loss_weights (float32), optional prox_logprobs (float32).
-    Adds ∇(Σ lossWeight · trainable · token loss) to the parameters' gradients (call optim_step to apply).
-    Returns summed statistics and a `logprobs` frame (current policy, before any update).
+    """args: {row_lengths, objective? ("pg" | "sft"), temperature?, loss?: PGLossConfig fields}; frames: tokens,
+    parent, positions (int32), trainable (uint8), loss_weights (float32), and for "pg" old_logprobs, advantages and
+    optionally prox_logprobs (float32). Adds ∇(Σ lossWeight · trainable · token loss) to the parameters' gradients
+    (call optim_step to apply). Returns summed statistics and a `logprobs` frame (current policy, before any update).
     """
     loaded = state.require_model()
     model = loaded.model
     lengths = args.int_list("row_lengths")
     rows = split_rows(frame(frames, "tokens", torch.int32), frame(frames, "parent", torch.int32), frame(frames, "positions", torch.int32), lengths)
     total = sum(lengths)
-    per_token: Dict[str, torch.Tensor] = {name: frame(frames, name, torch.float32) for name in PER_TOKEN_F32}
+    objective = args.opt_str("objective", "pg") or "pg"
+    if objective not in OBJECTIVE_FRAMES:
+        raise bad_request(f"objective must be one of {', '.join(OBJECTIVE_FRAMES)}")
+    per_token: Dict[str, torch.Tensor] = {name: frame(frames, name, torch.float32) for name in OBJECTIVE_FRAMES[objective]}
     per_token["trainable"] = frame(frames, "trainable", torch.uint8)
-    if "prox_logprobs" in frames:
+    if objective == "pg" and "prox_logprobs" in frames:
         per_token["prox_logprobs"] = frame(frames, "prox_logprobs", torch.float32)
     for name, t in per_token.items():
         if t.shape != (total,):
@@ -85,11 +89,13 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
                 sl = slice(starts[i], starts[i] + rows[i].length)
                 lp, ent = score_tokens(model, hidden[b, : rows[i].length], rows[i], temperature, with_entropy=True)
                 logprobs_out[sl] = lp.detach().float().cpu()
-                prox = per_token["prox_logprobs"][sl].to(device) if "prox_logprobs" in per_token else None
-                tl = pg_token_loss(
-                    lp, ent, prox, per_token["old_logprobs"][sl].to(device), per_token["advantages"][sl].to(device),
-                    per_token["loss_weights"][sl].to(device), per_token["trainable"][sl].to(device), cfg,
-                )
+                weights, train = per_token["loss_weights"][sl].to(device), per_token["trainable"][sl].to(device)
+                tl: TokenLoss
+                if objective == "sft":
+                    tl = sft_token_loss(lp, ent, weights, train)
+                else:
+                    prox = per_token["prox_logprobs"][sl].to(device) if "prox_logprobs" in per_token else None
+                    tl = pg_token_loss(lp, ent, prox, per_token["old_logprobs"][sl].to(device), per_token["advantages"][sl].to(device), weights, train, cfg)
                 losses.append(tl.loss.sum())
                 for key, value in tl.stats.items():
                     if key.endswith("_max"):
@@ -102,6 +108,7 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
     n = sums.get("tokens", 0.0)
     mean = lambda key: sums.get(key, 0.0) / n if n else 0.0  # noqa: E731
     result: Dict[str, Any] = {
+        "objective": objective,
         "trainable_tokens": int(n),
         "rows_forwarded": len(active),
         "loss": sums.get("loss", 0.0),
@@ -112,6 +119,7 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
         "is_limited_fraction": mean("is_limited"),
         "entropy_mean": mean("entropy_sum"),
         "ratio_mean": mean("ratio_sum"),
+        "nll_mean": mean("nll_sum"),
     }
     return Reply(result, {"logprobs": logprobs_out})
 
