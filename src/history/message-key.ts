@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
-import type { ChatMessage, ToolSpec } from "../chat/types.js";
+import type { ChatMessage, Role, ToolSpec } from "../chat/types.js";
 
 /**
  * Message identity for history matching. Two messages are "the same turn" when role, content, reasoning, tool-call
@@ -13,6 +13,16 @@ import type { ChatMessage, ToolSpec } from "../chat/types.js";
 export function contentKey(m: ChatMessage): string {
   const calls = m.toolCalls && m.toolCalls.length > 0 ? m.toolCalls.map((c) => [c.name, c.arguments]) : 0;
   return JSON.stringify([m.role, m.content, m.reasoning ?? "", m.name ?? "", calls]);
+}
+
+/** The message a content key was made from, without ids (ids are not part of the key). */
+export function messageFromKey(key: string): ChatMessage {
+  const [role, content, reasoning, name, calls] = JSON.parse(key) as [Role, string, string, string, [string, string][] | 0];
+  const m: ChatMessage = { role, content };
+  if (reasoning !== "") m.reasoning = reasoning;
+  if (name !== "") m.name = name;
+  if (calls !== 0) m.toolCalls = calls.map(([n, args], i) => ({ id: `call_${i}`, name: n, arguments: args }));
+  return m;
 }
 
 /** The ids a message carries (tool-call ids, or the id a tool result answers). */

@@ -4,7 +4,7 @@ import type { CallRecord, HistoryBreak } from "../store/records.js";
 import type { Store } from "../store/types.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 import { classifyDivergence } from "./classify.js";
-import { contentKey, digest, hasAssistant, idsDigest, toolsKey } from "./message-key.js";
+import { contentKey, digest, hasAssistant, idsDigest, messageFromKey, toolsKey } from "./message-key.js";
 import { computeSplice, promptTokensOf, type ProducedCall, type SpliceInfo } from "./produced-call.js";
 import { TrieNode, walk } from "./trie.js";
 import type { HistoryPlanner, PromptPlan } from "./types.js";
@@ -129,11 +129,8 @@ export class TokenExactPlanner implements HistoryPlanner {
   remember(record: CallRecord, codec?: Codec): void {
     if (codec) this.codec = codec;
     if (record.status !== "ok" || record.response === null || record.completionTokens.length === 0) return;
-    const fresh = !this.sessions.has(record.sessionId);
-    const state = this.session(record.sessionId);
-    // A freshly loaded session already contains the record if it was stored first.
-    if (fresh && state.calls.has(record.callId)) return;
-    this.add(state, record);
+    // A session loaded from the store just now already holds the record if it was stored first: add() skips it.
+    this.add(this.session(record.sessionId), record);
   }
 
   /** Drops a session's in-memory state (it is reloaded from the store on its next call). */
@@ -149,7 +146,7 @@ export class TokenExactPlanner implements HistoryPlanner {
       this.sessions.set(sessionId, state);
       return state;
     }
-    state = { root: new TrieNode(0, null, null, ""), calls: new Map(), tools: new Map(), recent: [] };
+    state = { root: new TrieNode(0, null, ""), calls: new Map(), tools: new Map(), recent: [] };
     this.sessions.set(sessionId, state);
     while (this.sessions.size > this.maxSessions) {
       const oldest = this.sessions.keys().next().value as string;
@@ -167,10 +164,10 @@ export class TokenExactPlanner implements HistoryPlanner {
     const planned = this.plannedFor(record);
     let node = state.root;
     record.messages.forEach((m, i) => {
-      node = node.child(planned?.keys[i] ?? contentKey(m), m);
+      node = node.child(planned?.keys[i] ?? contentKey(m));
     });
     const requestNode = node;
-    const historyNode = node.child(contentKey(record.response), record.response);
+    const historyNode = node.child(contentKey(record.response));
     const base = record.parentCallId === null ? undefined : state.calls.get(record.parentCallId);
     const chained = base !== undefined && record.reusedPrefixTokens > 0 && record.reusedPrefixTokens === base.promptLength + base.completion.length;
     const call: ProducedCall = {
@@ -221,7 +218,7 @@ export class TokenExactPlanner implements HistoryPlanner {
       call.pending = null;
     } else {
       // Another renderer than the first one: rebuild the history from the trie (as first sent).
-      const { messages } = call.historyNode.path();
+      const messages = call.historyNode.messages();
       const response = messages.pop() as ChatMessage;
       info = computeSplice(messages, response, JSON.parse(call.tools) as ToolSpec[], call.completion, codec);
     }
@@ -269,8 +266,8 @@ export class TokenExactPlanner implements HistoryPlanner {
   }
 
   private divergence(messages: readonly ChatMessage[], keys: readonly string[], depth: number, related: ProducedCall): HistoryBreak {
-    const { messages: history, keys: historyKeys } = related.historyNode.path();
-    return classifyDivergence(messages, keys, depth, { callId: related.callId, history, keys: historyKeys });
+    const historyKeys = related.historyNode.keys();
+    return classifyDivergence(messages, keys, depth, { callId: related.callId, history: historyKeys.map(messageFromKey), keys: historyKeys });
   }
 
   private intern(state: SessionState, tools: string): string {

@@ -1,11 +1,13 @@
 import type { ChatMessage } from "../chat/types.js";
+import { messageFromKey } from "./message-key.js";
 import type { ProducedCall } from "./produced-call.js";
 
 /**
  * A session's produced histories as a trie over message content keys. Every call inserts the path
  * `messages ++ [response]`; calls whose histories share a prefix share nodes, so the trie grows with the number of
  * distinct messages (linear in a session), not with the sum of history lengths. One walk of a request's messages
- * finds the longest shared prefix, the candidate parents on the way and the retry target at the end.
+ * finds the longest shared prefix, the candidate parents on the way and the retry target at the end. Nodes keep only
+ * the key (the message's canonical text), from which the message can be rebuilt without its ids.
  */
 export class TrieNode {
   readonly children = new Map<string, TrieNode>();
@@ -19,33 +21,29 @@ export class TrieNode {
   constructor(
     readonly depth: number,
     readonly parent: TrieNode | null,
-    /** The message at index depth-1, as the first call that reached this node sent it. */
-    readonly message: ChatMessage | null,
+    /** Content key of the message at index depth-1 ("" at the root). */
     readonly key: string,
   ) {}
 
-  child(key: string, message: ChatMessage): TrieNode {
+  child(key: string): TrieNode {
     let c = this.children.get(key);
     if (!c) {
-      c = new TrieNode(this.depth + 1, this, message, key);
+      c = new TrieNode(this.depth + 1, this, key);
       this.children.set(key, c);
     }
     return c;
   }
 
-  /** The messages from the root to this node (as first seen). */
-  path(): { messages: ChatMessage[]; keys: string[] } {
-    const messages: ChatMessage[] = [];
+  /** The content keys from the root to this node. */
+  keys(): string[] {
     const keys: string[] = [];
-    if (this.message) {
-      messages.push(this.message);
-      keys.push(this.key);
-    }
-    for (let n = this.parent; n && n.message; n = n.parent) {
-      messages.push(n.message);
-      keys.push(n.key);
-    }
-    return { messages: messages.reverse(), keys: keys.reverse() };
+    for (let n: TrieNode | null = this.parent === null ? null : this; n && n.parent; n = n.parent) keys.push(n.key);
+    return keys.reverse();
+  }
+
+  /** The messages from the root to this node, rebuilt from their keys (tool-call ids are not kept). */
+  messages(): ChatMessage[] {
+    return this.keys().map(messageFromKey);
   }
 }
 

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { defaultCodec } from "../../src/chat/codec.js";
+import { defaultCodec, defaultTemplateSource } from "../../src/chat/codec.js";
+import { JinjaChatRenderer } from "../../src/chat/jinja-renderer.js";
 import type { AssistantTurn, ChatMessage, ToolSpec } from "../../src/chat/types.js";
 import { createHistoryPlanner } from "../../src/history/planner.js";
 import { MemoryStore } from "../../src/store/memory.js";
@@ -101,6 +102,19 @@ describe("token-exact history", () => {
     const last = sim.records.at(-1)!;
     // Re-rendering and re-tokenising the same text would have turned the spelled-out blocks into special tokens.
     expect(last.promptTokens).not.toEqual(codec.tokenizer.encode(codec.renderer.render(last.messages, last.tools, { addGenerationPrompt: true })));
+  });
+
+  it("still splices when the renderer instance changes mid-session (an engine reloaded with the same template)", () => {
+    const store = new MemoryStore();
+    const planner = createHistoryPlanner(store);
+    const sim = new SessionSim(planner, store, codec);
+    const messages = playSession(sim, 7, 4);
+    const other = { tokenizer: codec.tokenizer, renderer: new JinjaChatRenderer(defaultTemplateSource(), { eosToken: "<|endoftext|>", endOfTurn: "<|im_end|>" }) };
+    const plan = planner.plan(sim.sessionId, { messages: echo(messages), tools: TOOLS }, other);
+    const last = sim.records.at(-1)!;
+    expect(plan.break).toBeNull();
+    expect(plan.parentCallId).toBe(last.callId);
+    expect(plan.promptTokens.slice(0, plan.reusedPrefixTokens)).toEqual([...last.promptTokens, ...last.completionTokens]);
   });
 
   it("keeps interleaved sessions apart", () => {
