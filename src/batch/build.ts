@@ -152,13 +152,32 @@ export function buildFromKept(kept: readonly KeptForest[], filterStats: BatchSta
 
 /** Trainable tokens counted once each: a sampled token is identified by (call, completion offset). */
 function countUniqueTrainable(result: LayoutResult): number {
-  const seen = new Set<number>();
+  const seen = new Map<number, Uint8Array>();
+  let count = 0;
   result.rows.forEach((r, ri) => {
     const ix = result.index[ri];
     if (!ix) return;
-    for (let i = 0; i < r.tokens.length; i++) if (r.trainable[i] === 1) seen.add((ix.call[i] as number) * 2 ** 24 + (ix.offset[i] as number));
+    for (let i = 0; i < r.tokens.length; i++) {
+      if (r.trainable[i] !== 1) continue;
+      const call = ix.call[i] as number;
+      const off = ix.offset[i] as number;
+      let bits = seen.get(call);
+      if (!bits) {
+        bits = new Uint8Array(off + 1024);
+        seen.set(call, bits);
+      } else if (off >= bits.length) {
+        const next = new Uint8Array(Math.max(off + 1, bits.length * 2));
+        next.set(bits);
+        bits = next;
+        seen.set(call, bits);
+      }
+      if (bits[off] === 0) {
+        bits[off] = 1;
+        count++;
+      }
+    }
   });
-  return seen.size;
+  return count;
 }
 
 function rowRollouts(result: LayoutResult, calls: readonly CallRef[]): string[][] {

@@ -29,7 +29,7 @@ export function flatLayout(inputs: readonly TreeUnitInput[], lookup: CallLookup,
   let oversizePaths = 0;
   for (const { tree, paths } of inputs) {
     for (const { path, info } of paths) {
-      const w = new RowWriter();
+      const w = new RowWriter(path.length);
       const set = w.addPathSet([info.id]);
       let prev = -1;
       for (const id of path.nodes) prev = w.pushNode(tree, id, prev, 1, set, lookup);
@@ -125,7 +125,7 @@ export function treeLayout(inputs: readonly TreeUnitInput[], lookup: CallLookup,
   for (const g of groups) {
     let r = writers.findIndex((w) => w.length + g.tokens <= budget);
     if (r < 0) {
-      writers.push(new RowWriter());
+      writers.push(new RowWriter(Math.min(Math.max(budget, g.tokens), Math.max(g.tokens, 1 << 20))));
       r = writers.length - 1;
     }
     writeGroup(writers[r] as RowWriter, g, r, lookup);

@@ -18,33 +18,83 @@ export type CallLookup = (tree: SessionTree, callId: string) => CallData;
 
 const ROLE_INDEX = new Map(TOKEN_ROLES.map((r, i) => [r, i]));
 
-/** Accumulates one row of a packed batch plus its side index. Rows grow by whole radix nodes. */
+type Typed = Int32Array | Uint8Array | Float32Array;
+
+function grow<T extends Typed>(a: T, size: number): T {
+  if (size <= a.length) return a;
+  const next = new (a.constructor as new (n: number) => T)(Math.max(size, a.length * 2));
+  next.set(a);
+  return next;
+}
+
+/**
+ * Accumulates one row of a packed batch plus its side index. Rows grow by whole radix nodes into typed buffers
+ * (doubling), which keeps millions of tokens off the JS heap and out of the garbage collector's way.
+ */
 export class RowWriter {
-  private readonly tokens: number[] = [];
-  private readonly parent: number[] = [];
-  private readonly positions: number[] = [];
-  private readonly trainable: number[] = [];
-  private readonly oldLogprobs: number[] = [];
-  private readonly policyVersion: number[] = [];
-  private readonly lossWeights: number[] = [];
-  private readonly action: number[] = [];
-  private readonly args: number[] = [];
-  private readonly call: number[] = [];
-  private readonly offset: number[] = [];
-  private readonly role: number[] = [];
-  private readonly pathSet: number[] = [];
-  private readonly processReward: number[] = [];
+  private n = 0;
+  private tokens: Int32Array;
+  private parent: Int32Array;
+  private positions: Int32Array;
+  private trainable: Uint8Array;
+  private oldLogprobs: Float32Array;
+  private policyVersion: Int32Array;
+  private lossWeights: Float32Array;
+  private action: Uint8Array;
+  private args: Uint8Array;
+  private call: Int32Array;
+  private offset: Int32Array;
+  private role: Uint8Array;
+  private pathSet: Int32Array;
+  private processReward: Float32Array;
   readonly pathSets: number[][] = [];
   /** Trainable tokens emitted (each unique token once). */
   trainableCount = 0;
 
+  /** `capacity`: the expected row length; an exact guess avoids every regrowth and the final copy. */
+  constructor(capacity = 1024) {
+    const c = Math.max(1, capacity);
+    this.tokens = new Int32Array(c);
+    this.parent = new Int32Array(c);
+    this.positions = new Int32Array(c);
+    this.trainable = new Uint8Array(c);
+    this.oldLogprobs = new Float32Array(c);
+    this.policyVersion = new Int32Array(c);
+    this.lossWeights = new Float32Array(c);
+    this.action = new Uint8Array(c);
+    this.args = new Uint8Array(c);
+    this.call = new Int32Array(c);
+    this.offset = new Int32Array(c);
+    this.role = new Uint8Array(c);
+    this.pathSet = new Int32Array(c);
+    this.processReward = new Float32Array(c);
+  }
+
   get length(): number {
-    return this.tokens.length;
+    return this.n;
   }
 
   addPathSet(paths: number[]): number {
     this.pathSets.push(paths);
     return this.pathSets.length - 1;
+  }
+
+  private reserve(size: number): void {
+    if (size <= this.tokens.length) return;
+    this.tokens = grow(this.tokens, size);
+    this.parent = grow(this.parent, size);
+    this.positions = grow(this.positions, size);
+    this.trainable = grow(this.trainable, size);
+    this.oldLogprobs = grow(this.oldLogprobs, size);
+    this.policyVersion = grow(this.policyVersion, size);
+    this.lossWeights = grow(this.lossWeights, size);
+    this.action = grow(this.action, size);
+    this.args = grow(this.args, size);
+    this.call = grow(this.call, size);
+    this.offset = grow(this.offset, size);
+    this.role = grow(this.role, size);
+    this.pathSet = grow(this.pathSet, size);
+    this.processReward = grow(this.processReward, size);
   }
 
   /**
@@ -54,31 +104,38 @@ export class RowWriter {
    */
   pushNode(tree: SessionTree, id: number, parentIndex: number, weight: number, pathSet: number, lookup: CallLookup): number {
     const node = tree.nodes[id] as TreeNode;
+    const len = node.end - node.start;
+    this.reserve(this.n + len);
     const owner = node.callId === null ? null : lookup(tree, node.callId);
     const sampled = node.role === "sampled" && owner !== null;
     const roleIdx = ROLE_INDEX.get(node.role) as number;
     const logprobs = owner?.record.logprobs;
-    const version = owner?.record.policyVersion ?? -1;
+    const version = sampled ? (owner.record.policyVersion ?? -1) : -1;
+    const ref = owner?.ref ?? -1;
+    const actionMask = sampled ? owner.action : null;
+    const argsMask = sampled ? owner.args : null;
+    const process = sampled ? owner.process : null;
+    const src = node.src;
     let prev = parentIndex;
-    for (let i = 0; i < node.end - node.start; i++) {
-      const at = this.tokens.length;
+    for (let i = 0; i < len; i++) {
+      const at = this.n++;
       const o = sampled ? node.sampleOffset + i : -1;
       const lp = sampled ? logprobs?.[o] : undefined;
       const train = sampled && prev >= 0 && lp !== undefined && Number.isFinite(lp);
-      this.tokens.push(node.src[node.start + i] as number);
-      this.parent.push(prev);
-      this.positions.push(node.depth + i);
-      this.trainable.push(train ? 1 : 0);
-      this.oldLogprobs.push(train ? (lp as number) : 0);
-      this.policyVersion.push(sampled ? version : -1);
-      this.lossWeights.push(train ? weight : 0);
-      this.action.push(sampled ? (owner.action?.[o] ?? 0) : 0);
-      this.args.push(sampled ? (owner.args?.[o] ?? 0) : 0);
-      this.call.push(owner?.ref ?? -1);
-      this.offset.push(o);
-      this.role.push(roleIdx);
-      this.pathSet.push(pathSet);
-      this.processReward.push(sampled ? (owner.process?.[o] ?? 0) : 0);
+      this.tokens[at] = src[node.start + i] as number;
+      this.parent[at] = prev;
+      this.positions[at] = node.depth + i;
+      this.trainable[at] = train ? 1 : 0;
+      this.oldLogprobs[at] = train ? (lp as number) : 0;
+      this.policyVersion[at] = version;
+      this.lossWeights[at] = train ? weight : 0;
+      this.action[at] = actionMask?.[o] ?? 0;
+      this.args[at] = argsMask?.[o] ?? 0;
+      this.call[at] = ref;
+      this.offset[at] = o;
+      this.role[at] = roleIdx;
+      this.pathSet[at] = pathSet;
+      this.processReward[at] = process?.[o] ?? 0;
       if (train) this.trainableCount++;
       prev = at;
     }
@@ -86,25 +143,28 @@ export class RowWriter {
   }
 
   finish(): { row: PackedRow; index: RowIndex } {
+    const n = this.n;
+    // Exactly full buffers are handed over as they are; otherwise copy to the used length (views would pin the rest).
+    const fit = <T extends Typed>(a: T): T => (a.length === n ? a : (a.slice(0, n) as T));
     const row: PackedRow = {
-      tokens: Int32Array.from(this.tokens),
-      parent: Int32Array.from(this.parent),
-      positions: Int32Array.from(this.positions),
-      trainable: Uint8Array.from(this.trainable),
-      oldLogprobs: Float32Array.from(this.oldLogprobs),
-      policyVersion: Int32Array.from(this.policyVersion),
-      advantages: new Float32Array(this.tokens.length),
-      lossWeights: Float32Array.from(this.lossWeights),
-      actionMask: Uint8Array.from(this.action),
-      argsMask: Uint8Array.from(this.args),
+      tokens: fit(this.tokens),
+      parent: fit(this.parent),
+      positions: fit(this.positions),
+      trainable: fit(this.trainable),
+      oldLogprobs: fit(this.oldLogprobs),
+      policyVersion: fit(this.policyVersion),
+      advantages: new Float32Array(n),
+      lossWeights: fit(this.lossWeights),
+      actionMask: fit(this.action),
+      argsMask: fit(this.args),
     };
     const index: RowIndex = {
-      call: Int32Array.from(this.call),
-      offset: Int32Array.from(this.offset),
-      role: Uint8Array.from(this.role),
-      pathSet: Int32Array.from(this.pathSet),
+      call: fit(this.call),
+      offset: fit(this.offset),
+      role: fit(this.role),
+      pathSet: fit(this.pathSet),
       pathSets: this.pathSets,
-      processReward: Float32Array.from(this.processReward),
+      processReward: fit(this.processReward),
     };
     return { row, index };
   }
