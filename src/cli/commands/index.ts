@@ -1,5 +1,8 @@
 import type { Command } from "../command.js";
 import { doctorCommand } from "./doctor.js";
+import { evalCommand } from "./eval.js";
+import { listCommand } from "./list.js";
+import { rolloutCommand } from "./rollout.js";
 import { exportCommand } from "./export.js";
 import { modelCommand } from "./model.js";
 import { proxyCommand } from "./proxy.js";
@@ -7,4 +10,4 @@ import { treesCommand } from "./trees.js";
 import { tasksCommand } from "../../tasks/command.js";
 
 /** Every CLI subcommand, in the order `harnessrl --help` lists them. Add one import + one entry per command. */
-export const commands: Command[] = [proxyCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand];
+export const commands: Command[] = [listCommand, proxyCommand, rolloutCommand, evalCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand];

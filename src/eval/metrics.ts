@@ -1,0 +1,111 @@
+import type { RolloutResult } from "../rollout/types.js";
+
+/**
+ * Unbiased pass@k from n samples with c passes (Chen et al., 2021): 1 − C(n−c, k) / C(n, k), computed as a product
+ * to stay exact for large n.
+ */
+export function passAtK(n: number, c: number, k: number): number {
+  if (k <= 0 || n <= 0) return 0;
+  if (k > n) k = n;
+  if (n - c < k) return 1;
+  let miss = 1;
+  for (let i = n - c + 1; i <= n; i++) miss *= 1 - k / i;
+  return 1 - miss;
+}
+
+export interface GroupMetrics {
+  rollouts: number;
+  /** Rollouts excluded as infrastructure failures. */
+  infraErrors: number;
+  tasks: number;
+  passAt1: number;
+  passAtK: number;
+  k: number;
+  meanScore: number;
+  /** Mean F1 over tasks that report one (lookup QA), else null. */
+  f1: number | null;
+  statuses: Record<string, number>;
+}
+
+export interface EvalSummary {
+  k: number;
+  overall: GroupMetrics;
+  byHarness: Record<string, GroupMetrics>;
+  byFamily: Record<string, GroupMetrics>;
+  byHarnessFamily: Record<string, GroupMetrics>;
+}
+
+function f1Of(r: RolloutResult): number | null {
+  const sub = r.verifier?.subscores.f1;
+  return typeof sub === "number" ? sub : null;
+}
+
+/** Metrics of a group of rollouts: per task, pass@1 is the mean pass rate and pass@k the unbiased estimate. */
+export function groupMetrics(results: readonly RolloutResult[], k: number, passThreshold = 1): GroupMetrics {
+  const statuses: Record<string, number> = {};
+  for (const r of results) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+  const valid = results.filter((r) => r.status !== "infra_error");
+  const byTask = new Map<string, RolloutResult[]>();
+  for (const r of valid) {
+    const key = `${r.taskId}\u0000${r.harness}`;
+    const list = byTask.get(key) ?? [];
+    list.push(r);
+    byTask.set(key, list);
+  }
+  let p1 = 0;
+  let pk = 0;
+  for (const list of byTask.values()) {
+    const c = list.filter((r) => r.score >= passThreshold).length;
+    p1 += c / list.length;
+    pk += passAtK(list.length, c, k);
+  }
+  const groups = byTask.size;
+  const f1s = valid.map(f1Of).filter((v): v is number => v !== null);
+  return {
+    rollouts: results.length,
+    infraErrors: results.length - valid.length,
+    tasks: new Set(valid.map((r) => r.taskId)).size,
+    passAt1: groups ? p1 / groups : 0,
+    passAtK: groups ? pk / groups : 0,
+    k,
+    meanScore: valid.length ? valid.reduce((s, r) => s + r.score, 0) / valid.length : 0,
+    f1: f1s.length ? f1s.reduce((s, v) => s + v, 0) / f1s.length : null,
+    statuses,
+  };
+}
+
+function groupBy(results: readonly RolloutResult[], key: (r: RolloutResult) => string): Map<string, RolloutResult[]> {
+  const out = new Map<string, RolloutResult[]>();
+  for (const r of results) {
+    const k = key(r);
+    const list = out.get(k) ?? [];
+    list.push(r);
+    out.set(k, list);
+  }
+  return out;
+}
+
+export function summarise(results: readonly RolloutResult[], k: number, passThreshold = 1): EvalSummary {
+  const by = (key: (r: RolloutResult) => string): Record<string, GroupMetrics> =>
+    Object.fromEntries([...groupBy(results, key)].sort(([a], [b]) => a.localeCompare(b)).map(([name, list]) => [name, groupMetrics(list, k, passThreshold)]));
+  return {
+    k,
+    overall: groupMetrics(results, k, passThreshold),
+    byHarness: by((r) => r.harness),
+    byFamily: by((r) => r.family),
+    byHarnessFamily: by((r) => `${r.harness}/${r.family}`),
+  };
+}
+
+function pct(v: number): string {
+  return `${(100 * v).toFixed(1)}%`.padStart(7);
+}
+
+/** A terminal table: one row per harness × family, then per harness, per family and overall. */
+export function formatSummary(s: EvalSummary): string {
+  const rows: [string, GroupMetrics][] = [...Object.entries(s.byHarnessFamily), ...Object.entries(s.byHarness).map(([h, m]) => [`${h} (all)`, m] as [string, GroupMetrics]), ...Object.entries(s.byFamily).map(([f, m]) => [`(all)/${f}`, m] as [string, GroupMetrics]), ["overall", s.overall]];
+  const width = Math.max(20, ...rows.map(([n]) => n.length));
+  const head = `${"group".padEnd(width)}  rollouts  pass@1  pass@${s.k}`.padEnd(width + 27) + "  score     F1  infra";
+  const lines = rows.map(([name, m]) => `${name.padEnd(width)}  ${String(m.rollouts).padStart(8)} ${pct(m.passAt1)} ${pct(m.passAtK)}  ${m.meanScore.toFixed(3).padStart(5)} ${m.f1 === null ? "     -" : m.f1.toFixed(3).padStart(6)}  ${String(m.infraErrors).padStart(5)}`);
+  return [head, ...lines].join("\n");
+}
