@@ -94,3 +94,20 @@ export function migrate(db: Database.Database, path: string, migrations: readonl
   }).immediate();
   return latest;
 }
+
+/** For read-only opens: the database must be a harnessrl store no newer than this code. */
+export function checkSchema(db: Database.Database, path: string, migrations: readonly Migration[] = MIGRATIONS): number {
+  const latest = migrations.reduce((m, x) => Math.max(m, x.version), 0);
+  const table = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get();
+  if (!table) throw new UserError("store_not_harnessrl", `${path} is not a harnessrl call record store (no schema_migrations table)`, { details: { path } });
+  const current = (db.prepare("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations").get() as { v: number }).v;
+  if (current > latest) {
+    throw new UserError("store_schema_too_new", `the database ${path} has schema version ${current}, but this harnessrl only knows up to version ${latest}; upgrade harnessrl`, {
+      details: { path, current, latest },
+    });
+  }
+  if (current < latest) {
+    throw new UserError("store_schema_old", `the database ${path} has schema version ${current} and needs migrating to ${latest}; open it once read-write`, { details: { path, current, latest } });
+  }
+  return current;
+}

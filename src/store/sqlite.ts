@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { InfraError, UserError, errorMessage } from "../core/errors.js";
 import { decodeFloat32, decodeInt32, encodeFloat32, encodeInt32 } from "./blob.js";
 import { hashCredential } from "./credentials.js";
-import { migrate } from "./migrations.js";
+import { checkSchema, migrate } from "./migrations.js";
 import type { CallRecord, SessionInfo } from "./records.js";
 import type { CallQuery, Store, StoredCall } from "./types.js";
 
@@ -59,6 +59,7 @@ interface CallMeta {
 export interface SqliteStoreOptions {
   /** How long a writer waits for another process's lock before failing (ms). */
   busyTimeoutMs?: number;
+  /** Open an existing store for reading only (no migrations; refuses other or differently versioned files). */
   readonly?: boolean;
 }
 
@@ -84,7 +85,9 @@ export class SqliteStore implements Store {
     }
     try {
       this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
-      if (!options.readonly) {
+      if (options.readonly) {
+        checkSchema(this.db, path);
+      } else {
         this.db.pragma("journal_mode = WAL");
         this.db.pragma("synchronous = NORMAL");
         migrate(this.db, path);

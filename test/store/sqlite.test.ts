@@ -78,6 +78,24 @@ describe("SqliteStore specifics", () => {
     expect((err as UserError).message).toContain(`schema version ${LATEST_SCHEMA_VERSION + 1}`);
   });
 
+  it("opens an existing store read-only, and refuses files that are not harnessrl stores", () => {
+    const path = freshPath();
+    const w = new SqliteStore(path);
+    const r = makeRecord();
+    w.insertCall(r);
+    const ro = new SqliteStore(path, { readonly: true });
+    expect(ro.getCall(r.callId)?.callId).toBe(r.callId);
+    expect(() => ro.insertCall(makeRecord())).toThrow();
+    ro.close();
+    w.close();
+    const other = freshPath();
+    const db = new Database(other);
+    db.exec("CREATE TABLE t (x)");
+    db.close();
+    expect(() => new SqliteStore(other, { readonly: true })).toThrow(/not a harnessrl call record store/);
+    expect(() => new SqliteStore(join(dir, "missing.sqlite"), { readonly: true })).toThrow(UserError);
+  });
+
   it("reports an unopenable path as a UserError", () => {
     const blocker = freshPath();
     new SqliteStore(blocker).close();
