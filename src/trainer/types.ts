@@ -140,6 +140,14 @@ export interface OptimStepResult {
   step: number;
 }
 
+export interface CheckpointInfo {
+  model: LoadedModelInfo;
+  /** AdamW steps taken so far (0 when no optimizer existed). */
+  optimizerSteps: number;
+  /** The caller's JSON stored with the checkpoint (schedule position, data cursor, …). */
+  extra: unknown;
+}
+
 export interface Trainer {
   readonly info: TrainerInfo;
   /** Creates a model directory from a preset and keeps that model loaded. */
@@ -154,6 +162,10 @@ export interface Trainer {
   /** Applies AdamW to the accumulated gradients (after clipping) and clears them. */
   optimStep(options: OptimStepOptions): Promise<OptimStepResult>;
   zeroGrad(): Promise<void>;
+  /** Saves weights (a complete model directory), optimizer state, RNG and `extra` for exact resume. */
+  saveCheckpoint(dir: string, options?: { policyVersion?: number; extra?: unknown }): Promise<CheckpointInfo>;
+  /** Restores a checkpoint written by saveCheckpoint: the next optimizer step continues exactly. */
+  loadCheckpoint(dir: string, options?: { dtype?: WeightDtype }): Promise<CheckpointInfo>;
   close(): Promise<void>;
 }
 

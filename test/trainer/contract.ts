@@ -141,6 +141,17 @@ export function trainerContract(name: string, create: () => Promise<Trainer>): v
       expect(second.nllMean).toBeLessThan(first.nllMean);
     });
 
+    it("checkpoints weights, optimizer steps and the caller's extra state, and resumes from them", async () => {
+      const saved = await trainer.saveCheckpoint(join(dir, "ckpt"), { policyVersion: 3, extra: { runStep: 2, cursor: [1, 2] } });
+      expect(saved.optimizerSteps).toBeGreaterThanOrEqual(2); // the training tests above took steps
+      expect(saved.model.policyVersion).toBe(3);
+      await trainer.init({ preset: "tiny-1m", seed: 99, out: join(dir, "other") });
+      const resumed = await trainer.loadCheckpoint(join(dir, "ckpt"));
+      expect(resumed.optimizerSteps).toBe(saved.optimizerSteps);
+      expect(resumed.extra).toEqual({ runStep: 2, cursor: [1, 2] });
+      expect(resumed.model.policyVersion).toBe(3);
+    });
+
     it("reports a missing model directory as the user's error", async () => {
       await expect(trainer.load(join(dir, "does-not-exist"))).rejects.toBeInstanceOf(UserError);
     });

@@ -3,6 +3,7 @@ import type { PackedBatch } from "../../batch/types.js";
 import { InfraError, UserError } from "../../core/errors.js";
 import { packBatch, splitRows } from "../batch-frames.js";
 import type {
+  CheckpointInfo,
   ForwardBackwardOptions,
   ForwardBackwardResult,
   InitOptions,
@@ -16,6 +17,7 @@ import type {
   Trainer,
   TrainerInfo,
   TrainerOptions,
+  WeightDtype,
 } from "../types.js";
 import { WorkerClient, type WorkerReply } from "../worker-client.js";
 
@@ -60,6 +62,11 @@ function parseReply<T>(schema: z.ZodType<T>, reply: WorkerReply, op: string): T 
 function modelInfo(reply: WorkerReply, op: string): LoadedModelInfo {
   const m = parseReply(modelInfoSchema, reply, op);
   return { dir: m.dir, parameters: m.parameters, dtype: m.dtype, device: m.device, policyVersion: m.policy_version, config: m.config };
+}
+
+function checkpointInfo(reply: WorkerReply, op: string): CheckpointInfo {
+  const r = parseReply(z.object({ optimizer_steps: z.number().int(), extra: z.unknown().optional() }).loose(), reply, op);
+  return { model: modelInfo(reply, op), optimizerSteps: r.optimizer_steps, extra: r.extra ?? null };
 }
 
 /** The "torch" trainer: a local `python3 -m harnessrl_worker` process driven over the stdio protocol. */
@@ -173,6 +180,14 @@ export class TorchTrainer implements Trainer {
 
   async zeroGrad(): Promise<void> {
     await this.client.request("zero_grad");
+  }
+
+  async saveCheckpoint(dir: string, options: { policyVersion?: number; extra?: unknown } = {}): Promise<CheckpointInfo> {
+    return checkpointInfo(await this.client.request("checkpoint_save", { dir, policy_version: options.policyVersion, extra: options.extra }), "checkpoint_save");
+  }
+
+  async loadCheckpoint(dir: string, options: { dtype?: WeightDtype } = {}): Promise<CheckpointInfo> {
+    return checkpointInfo(await this.client.request("checkpoint_load", { dir, dtype: options.dtype }), "checkpoint_load");
   }
 
   async close(): Promise<void> {
