@@ -42,6 +42,7 @@ export interface OutputSpans {
 
 export interface ParsedAssistantOutput {
   content: string;
+  /** Present only when non-empty. */
   reasoning?: string;
   toolCalls: ParsedToolCall[];
   malformed: MalformedToolCall[];
@@ -140,7 +141,8 @@ export function parseAssistantOutput(text: string, options: ParseOptions = {}): 
   }
 
   const out: ParsedAssistantOutput = { content: contentParts.join("\n"), toolCalls, malformed, spans };
-  if (reasoning !== undefined) out.reasoning = reasoning;
+  // An empty think block (e.g. Qwen3 with thinking off) is no reasoning.
+  if (reasoning) out.reasoning = reasoning;
   return out;
 }
 

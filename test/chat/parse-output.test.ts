@@ -78,6 +78,13 @@ describe("parseAssistantOutput", () => {
     expect(p.content).toBe("Answer");
   });
 
+  it("treats an empty think block as no reasoning", () => {
+    const p = parse("<think>\n\n</think>\n\nHi<|im_end|>");
+    expect(p.reasoning).toBeUndefined();
+    expect(p.spans.reasoning).toBeUndefined();
+    expect(p.content).toBe("Hi");
+  });
+
   it("keeps an unterminated <think> as reasoning (truncated sample) with empty content", () => {
     const p = parse("<think>\nstill thinking");
     expect(p.reasoning).toBe("still thinking");
