@@ -144,8 +144,8 @@ export class RowWriter {
 
   finish(): { row: PackedRow; index: RowIndex } {
     const n = this.n;
-    // Exactly full buffers are handed over as they are; otherwise copy to the used length (views would pin the rest).
-    const fit = <T extends Typed>(a: T): T => (a.length === n ? a : (a.slice(0, n) as T));
+    // Mostly-full buffers are handed over as views (no copy, little waste); sparse ones are copied to their length.
+    const fit = <T extends Typed>(a: T): T => (a.length === n ? a : 2 * n >= a.length ? (a.subarray(0, n) as T) : (a.slice(0, n) as T));
     const row: PackedRow = {
       tokens: fit(this.tokens),
       parent: fit(this.parent),
