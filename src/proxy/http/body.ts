@@ -5,23 +5,45 @@ import { UserError } from "../../core/errors.js";
  * Reads a request body up to `limit` bytes and parses it as JSON. Oversized bodies are refused as soon as they cross
  * the limit (declared via Content-Length or not), so a hostile client cannot make the proxy buffer unbounded data.
  */
-export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+export function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
   const declared = Number(req.headers["content-length"] ?? NaN);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
-    throw tooLarge(declared, limit);
+    return Promise.reject(tooLarge(declared, limit));
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      req.resume();
-      throw tooLarge(size, limit);
-    }
-    chunks.push(chunk);
-  }
-  const text = chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks, size).toString("utf8");
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > limit) {
+        failed = true;
+        req.off("data", onData);
+        req.resume();
+        reject(tooLarge(size, limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.once("error", (e) => {
+      failed = true;
+      reject(new UserError("request_aborted", `reading the request body failed: ${e.message}`));
+    });
+    req.once("end", () => {
+      if (failed) return;
+      const text = chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks, size).toString("utf8");
+      try {
+        resolve(parseJson(text));
+      } catch (e) {
+        reject(e);
+      }
+    });
+  });
+}
+
+function parseJson(text: string): unknown {
   if (text.trim() === "") throw new UserError("invalid_json", "request body is empty; expected a JSON object");
   try {
     return JSON.parse(text) as unknown;

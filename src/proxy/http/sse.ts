@@ -3,10 +3,17 @@ import type { ServerResponse } from "node:http";
 /**
  * Server-sent events over one HTTP response. Headers go out with the first event, so errors that happen before any
  * output (auth, validation, an engine that fails at once) can still be answered with a proper status code.
+ *
+ * Events written in the same tick are coalesced into one socket write (flushed in a microtask): a real engine's
+ * tokens arrive in separate ticks and still go out one by one as they are sampled, while bursts (the closing events,
+ * an engine that returns many tokens at once) cost one system call instead of one per event.
  */
 export class SseWriter {
   private opened = false;
   private closed = false;
+  private pending: string[] = [];
+  private scheduled = false;
+  private readonly flushNow = (): void => this.flush();
 
   constructor(
     private readonly res: ServerResponse,
@@ -31,7 +38,10 @@ export class SseWriter {
     if (this.closed) return;
     this.open();
     this.closed = true;
-    this.res.end();
+    const rest = this.take();
+    if (this.res.destroyed) return;
+    if (rest === "") this.res.end();
+    else this.res.end(rest);
   }
 
   private open(): void {
@@ -44,13 +54,28 @@ export class SseWriter {
       "x-accel-buffering": "no",
       ...this.headers,
     });
-    // Headers go out now so the client sees the stream open even before the first token.
-    this.res.flushHeaders();
   }
 
   private write(chunk: string): void {
     if (this.closed || this.res.destroyed) return;
     this.open();
-    this.res.write(chunk);
+    this.pending.push(chunk);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      queueMicrotask(this.flushNow);
+    }
+  }
+
+  private take(): string {
+    this.scheduled = false;
+    if (this.pending.length === 0) return "";
+    const text = this.pending.length === 1 ? (this.pending[0] as string) : this.pending.join("");
+    this.pending = [];
+    return text;
+  }
+
+  private flush(): void {
+    const text = this.take();
+    if (text !== "" && !this.closed && !this.res.destroyed) this.res.write(text);
   }
 }

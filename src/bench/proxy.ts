@@ -1,0 +1,363 @@
+/**
+ * `npm run bench:proxy`: what the capture proxy adds on top of the engine. For ~4k-token prompts (multi-turn
+ * sessions that extend token-exactly, as harnesses do) it measures, side by side:
+ *   - direct: `engine.generate` on the scripted engine with the prompt tokens already computed (no proxy at all);
+ *   - proxy: the same conversations as HTTP requests through a proxy in a child process (auth, JSON, validation,
+ *     normalisation, token-exact planning, engine call, output parsing, durable SQLite record, response), stream and
+ *     non-stream, from a keep-alive HTTP client.
+ * Added latency = proxy percentile − direct percentile over serial calls; throughput = calls/s with concurrent clients.
+ * Writes docs/bench/proxy.json and the summary table in docs/proxy.md.
+ *
+ * Options: --calls N (serial calls per mode, default 300), --seconds S (per throughput run, default 4),
+ * --concurrency C (default 16), --out FILE, --no-docs, --profile DIR (CPU profile of the proxy process, for
+ * `node --cpu-prof` tooling).
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync, existsSync } from "node:fs";
+import { Agent, request } from "node:http";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import type { ChatMessage } from "../chat/types.js";
+import { createScriptedEngine } from "../engine/scripted/index.js";
+import type { SamplingEngine } from "../engine/types.js";
+import { DEFAULT_SAMPLING } from "../engine/types.js";
+import { createHistoryPlanner } from "../history/index.js";
+import { ProxyServer } from "../proxy/index.js";
+import { SqliteStore } from "../store/sqlite.js";
+
+const ANSWER = "Done: the change is applied and the tests pass.";
+const TURNS_PER_SESSION = 4;
+const SYSTEM = Array.from({ length: 38 }, (_, i) => `Rule ${i + 1}: keep edits small, explain them briefly, and run the tests after every change.`).join("\n");
+const TOOL_SPECS = [{ name: "bash", description: "Run a shell command", parameters: { type: "object", properties: { command: { type: "string" } }, required: ["command"] } }];
+const TOOLS = TOOL_SPECS.map(({ name, description, parameters }) => ({ type: "function", function: { name, description, parameters } }));
+
+function answer(): { content: string } {
+  return { content: ANSWER };
+}
+
+/** The conversation of turn `k` (0-based) of a session: ~4k tokens with the byte tokenizer. */
+function conversation(session: number, k: number): ChatMessage[] {
+  const messages: ChatMessage[] = [{ role: "system", content: SYSTEM }];
+  for (let t = 0; t <= k; t++) {
+    messages.push({ role: "user", content: `Session ${session}, step ${t}: ${"please update the parser so that it handles nested blocks. ".repeat(4)}` });
+    if (t < k) messages.push({ role: "assistant", content: ANSWER });
+  }
+  return messages;
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
+}
+
+function summary(ms: number[]): { p50: number; p99: number; mean: number; n: number } {
+  const s = [...ms].sort((a, b) => a - b);
+  return { p50: percentile(s, 50), p99: percentile(s, 99), mean: s.reduce((a, b) => a + b, 0) / s.length, n: s.length };
+}
+
+// ---------------------------------------------------------------- server (child process)
+
+async function serve(db: string): Promise<void> {
+  const engine = createScriptedEngine(answer, { modelId: "policy" });
+  const store = new SqliteStore(db);
+  const server = new ProxyServer({ engine, store, planner: createHistoryPlanner(store), adminToken: "bench-admin", onError: () => undefined });
+  const urls = await server.listen(0, "127.0.0.1");
+  process.stdout.write(`${JSON.stringify({ port: server.port, url: urls.openai })}\n`);
+  // The parent asks for this process's CPU time around each phase ("cpu" lines on stdin).
+  process.stdin.on("data", () => {
+    const u = process.cpuUsage();
+    process.stdout.write(`${JSON.stringify({ cpuMicros: u.user + u.system })}\n`);
+  });
+  process.on("SIGTERM", () => {
+    void server.close().then(() => {
+      store.close();
+      process.exit(0);
+    });
+  });
+}
+
+// ---------------------------------------------------------------- client
+
+class Client {
+  private readonly agent: Agent;
+
+  constructor(
+    private readonly port: number,
+    concurrency: number,
+  ) {
+    this.agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  }
+
+  post(path: string, key: string, body: string): Promise<{ status: number; text: string }> {
+    return new Promise((resolvePost, reject) => {
+      const req = request(
+        { host: "127.0.0.1", port: this.port, path, method: "POST", agent: this.agent, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () => resolvePost({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+          res.on("error", reject);
+        },
+      );
+      req.on("error", reject);
+      req.end(body);
+    });
+  }
+
+  private readonly pool: string[] = [];
+
+  private async issue(): Promise<string> {
+    const r = await this.post("/admin/sessions", "bench-admin", "{}");
+    return (JSON.parse(r.text) as { apiKey: string }).apiKey;
+  }
+
+  /** Issues sessions ahead of a measured phase, so that it measures model calls only. */
+  async prepare(sessions: number): Promise<void> {
+    for (let i = 0; i < sessions; i++) this.pool.push(await this.issue());
+  }
+
+  async session(): Promise<string> {
+    return this.pool.pop() ?? this.issue();
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+/** One simulated harness: sessions of TURNS_PER_SESSION calls whose history extends token-exactly. */
+class Harness {
+  private key = "";
+  private turn = TURNS_PER_SESSION;
+  private sessionNo = 0;
+
+  constructor(
+    private readonly client: Client,
+    private readonly stream: boolean,
+    private readonly id: number,
+  ) {}
+
+  /** Prepares the next request (session issue is not timed); returns a function that makes the timed call. */
+  async next(): Promise<() => Promise<void>> {
+    if (this.turn >= TURNS_PER_SESSION) {
+      this.key = await this.client.session();
+      this.turn = 0;
+      this.sessionNo++;
+    }
+    const messages = conversation(this.id * 100_000 + this.sessionNo, this.turn++).map((m) => ({ role: m.role, content: m.content }));
+    const body = JSON.stringify({ model: "policy", messages, tools: TOOLS, stream: this.stream, max_tokens: 256 });
+    return async () => {
+      const r = await this.client.post("/v1/chat/completions", this.key, body);
+      if (r.status !== 200 || !r.text.includes(this.stream ? "[DONE]" : ANSWER)) throw new Error(`bad response ${r.status}: ${r.text.slice(0, 300)}`);
+    };
+  }
+}
+
+async function serialLatency(client: Client, stream: boolean, calls: number): Promise<number[]> {
+  const h = new Harness(client, stream, stream ? 1 : 2);
+  const out: number[] = [];
+  for (let i = 0; i < calls + 20; i++) {
+    const call = await h.next();
+    const t = performance.now();
+    await call();
+    if (i >= 20) out.push(performance.now() - t);
+  }
+  return out;
+}
+
+async function throughput(client: Client, stream: boolean, concurrency: number, seconds: number): Promise<{ perSecond: number; calls: number }> {
+  const end = performance.now() + seconds * 1000;
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, i) => {
+      const h = new Harness(client, stream, 1000 + i + (stream ? 500 : 0));
+      while (performance.now() < end) {
+        const call = await h.next();
+        await call();
+        done++;
+      }
+    }),
+  );
+  return { perSecond: done / seconds, calls: done };
+}
+
+async function directLatency(engine: SamplingEngine, calls: number): Promise<number[]> {
+  const out: number[] = [];
+  const params = { ...DEFAULT_SAMPLING, maxTokens: 256 };
+  for (let i = 0; i < calls + 20; i++) {
+    const messages = conversation(7, i % TURNS_PER_SESSION);
+    const promptTokens = engine.tokenizer.encode(engine.renderer.render(messages, TOOL_SPECS, { addGenerationPrompt: true }));
+    const context = { sessionId: "direct", callId: `c${i}`, messages, tools: TOOL_SPECS };
+    const t = performance.now();
+    const r = await engine.generate({ promptTokens, params, context });
+    if (i >= 20) out.push(performance.now() - t);
+    if (r.finishReason !== "stop") throw new Error("direct generation did not finish");
+  }
+  return out;
+}
+
+interface Child {
+  port: number;
+  /** CPU time (user + system, µs) the proxy process has used so far. */
+  cpu: () => Promise<number>;
+  stop: () => Promise<void>;
+}
+
+async function startChild(db: string, profileDir: string | undefined): Promise<Child> {
+  const self = fileURLToPath(import.meta.url);
+  const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
+  const child = spawn(process.execPath, [...profile, self, "--serve", db], { stdio: ["pipe", "pipe", "inherit"] });
+  const waiting: ((line: string) => void)[] = [];
+  let buf = "";
+  child.stdout.on("data", (d: Buffer) => {
+    buf += d.toString();
+    for (let i = buf.indexOf("\n"); i >= 0; i = buf.indexOf("\n")) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      waiting.shift()?.(line);
+    }
+  });
+  const nextLine = (): Promise<string> => new Promise((r) => waiting.push(r));
+  const port = await new Promise<number>((resolvePort, reject) => {
+    void nextLine().then((line) => resolvePort((JSON.parse(line) as { port: number }).port));
+    child.once("exit", (code) => reject(new Error(`bench proxy exited with ${String(code)}`)));
+  });
+  return {
+    port,
+    cpu: async () => {
+      const line = nextLine();
+      child.stdin.write("cpu\n");
+      return (JSON.parse(await line) as { cpuMicros: number }).cpuMicros;
+    },
+    stop: () =>
+      new Promise<void>((r) => {
+        child.once("exit", () => r());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+const round = (x: number): number => Math.round(x * 1000) / 1000;
+
+function markdown(result: Record<string, unknown>): string {
+  const r = result as {
+    date: string;
+    cpus: number;
+    cpuModel: string;
+    loadavg: number[];
+    promptTokens: { min: number; max: number };
+    modes: Record<
+      string,
+      { direct: { p50: number; p99: number }; proxy: { p50: number; p99: number }; addedP50: number; addedP99: number; callsPerSecond: number; proxyCpuMsPerCall: number; callsPerCpuSecond: number }
+    >;
+    concurrency: number;
+  };
+  const rows = Object.entries(r.modes).map(
+    ([mode, m]) =>
+      `| ${mode} | ${m.direct.p50.toFixed(3)} | ${m.proxy.p50.toFixed(3)} | **${m.addedP50.toFixed(3)}** | ${m.direct.p99.toFixed(3)} | ${m.proxy.p99.toFixed(3)} | ${m.addedP99.toFixed(3)} | **${m.callsPerSecond}** | ${m.proxyCpuMsPerCall.toFixed(3)} | ${m.callsPerCpuSecond} |`,
+  );
+  return [
+    `Run ${r.date} on ${r.cpus} cores (${r.cpuModel}), load average ${r.loadavg.map((x) => x.toFixed(1)).join(" ")}; prompts ${r.promptTokens.min}–${r.promptTokens.max} tokens,`,
+    `multi-turn sessions extending token-exactly, SQLite records, OpenAI Chat Completions, ${r.concurrency} concurrent clients for calls/s.`,
+    "Latencies in ms (serial calls); added = proxy − direct engine call. calls/s = measured with the concurrent clients on",
+    "the same machine; CPU ms/call = the proxy process's own CPU time per call in that run (admin session calls",
+    "included), and calls per CPU-second = what one fully available core sustains at that cost.",
+    "",
+    "| mode | direct p50 | proxy p50 | added p50 | direct p99 | proxy p99 | added p99 | calls/s | proxy CPU ms/call | calls per CPU-second |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ...rows,
+  ].join("\n");
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      serve: { type: "string" },
+      calls: { type: "string", default: "300" },
+      seconds: { type: "string", default: "4" },
+      concurrency: { type: "string", default: "16" },
+      out: { type: "string" },
+      "no-docs": { type: "boolean" },
+      profile: { type: "string" },
+    },
+  });
+  if (values.serve) return serve(values.serve);
+  const calls = Number(values.calls);
+  const seconds = Number(values.seconds);
+  const concurrency = Number(values.concurrency);
+  const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+  const out = resolve(values.out ?? join(root, "docs", "bench", "proxy.json"));
+
+  const engine = createScriptedEngine(answer, { modelId: "policy" });
+  const lengths = [0, TURNS_PER_SESSION - 1].map((k) => engine.tokenizer.encode(engine.renderer.render(conversation(1, k), TOOL_SPECS, { addGenerationPrompt: true })).length);
+  const dir = mkdtempSync(join(tmpdir(), "hrl-bench-proxy-"));
+  const child = await startChild(join(dir, "calls.sqlite"), values.profile);
+  const client = new Client(child.port, concurrency);
+  const modes: Record<string, unknown> = {};
+  try {
+    for (const stream of [false, true]) {
+      const mode = stream ? "stream" : "non-stream";
+      console.error(`${mode}: direct engine, ${calls} calls…`);
+      const direct = summary(await directLatency(engine, calls));
+      console.error(`${mode}: through the proxy, ${calls} serial calls…`);
+      await client.prepare(Math.ceil((calls + 20) / TURNS_PER_SESSION) + 1);
+      const proxy = summary(await serialLatency(client, stream, calls));
+      console.error(`${mode}: throughput, ${concurrency} clients for ${seconds}s…`);
+      // Enough sessions for ~1,500 calls/s; more are issued on demand (and then counted).
+      await client.prepare(Math.ceil((seconds * 1500) / TURNS_PER_SESSION));
+      const cpuBefore = await child.cpu();
+      const tp = await throughput(client, stream, concurrency, seconds);
+      const cpuMicros = (await child.cpu()) - cpuBefore;
+      const callsPerSecond = tp.perSecond;
+      modes[mode] = {
+        direct: { p50: round(direct.p50), p99: round(direct.p99), mean: round(direct.mean), n: direct.n },
+        proxy: { p50: round(proxy.p50), p99: round(proxy.p99), mean: round(proxy.mean), n: proxy.n },
+        addedP50: round(proxy.p50 - direct.p50),
+        addedP99: round(proxy.p99 - direct.p99),
+        callsPerSecond: Math.round(callsPerSecond),
+        // The proxy's own CPU per call under load (the session-issuing admin call every few calls included); a
+        // throughput measure that does not depend on how busy the rest of the machine is.
+        proxyCpuMsPerCall: round(cpuMicros / 1000 / tp.calls),
+        callsPerCpuSecond: Math.round(tp.calls / (cpuMicros / 1e6)),
+      };
+    }
+  } finally {
+    client.close();
+    await child.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const result = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? "unknown",
+    loadavg: loadavg(),
+    promptTokens: { min: Math.min(...lengths), max: Math.max(...lengths) },
+    turnsPerSession: TURNS_PER_SESSION,
+    completionTokens: engine.tokenizer.encode(`${ANSWER}<|im_end|>`).length,
+    concurrency,
+    serialCalls: calls,
+    throughputSeconds: seconds,
+    modes,
+  };
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
+  const table = markdown(result);
+  console.log(table);
+  const doc = join(root, "docs", "proxy.md");
+  if (!values["no-docs"] && existsSync(doc)) {
+    const text = readFileSync(doc, "utf8");
+    const start = "<!-- bench:proxy:start -->";
+    const end = "<!-- bench:proxy:end -->";
+    const a = text.indexOf(start);
+    const b = text.indexOf(end);
+    if (a >= 0 && b > a) writeFileSync(doc, `${text.slice(0, a + start.length)}\n${table}\n${text.slice(b)}`);
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e instanceof Error ? (e.stack ?? e.message) : String(e));
+  process.exitCode = 1;
+});
