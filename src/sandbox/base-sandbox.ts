@@ -3,6 +3,7 @@ import { UserError } from "../core/errors.js";
 import { validateExec } from "./options.js";
 import type { ResolvedExec } from "./options.js";
 import { listConfined, readConfined, writeConfined } from "./workspace.js";
+import type { Owner } from "./workspace.js";
 import type { ExecOptions, ExecResult, FileOptions, Sandbox, SandboxPaths } from "./types.js";
 
 export interface SandboxDirs {
@@ -26,6 +27,8 @@ export abstract class BaseSandbox implements Sandbox {
   readonly stateDir: string;
   private readonly deadline: number;
   private destroying: Promise<void> | undefined;
+  /** Host uid/gid of the sandboxed user when it differs from the control plane's: host-side writes are handed to it. */
+  protected owner: Owner | undefined;
 
   constructor(
     readonly id: string,
@@ -68,7 +71,7 @@ export abstract class BaseSandbox implements Sandbox {
   }
 
   writeFile(path: string, data: string | Uint8Array, options?: FileOptions): Promise<void> {
-    return writeConfined(this.root(options), path, data);
+    return writeConfined(this.root(options), path, data, this.owner);
   }
 
   listFiles(dir = "", options?: FileOptions & { maxEntries?: number }): Promise<string[]> {

@@ -1,8 +1,14 @@
 import { constants } from "node:fs";
-import { cp, lstat, mkdir, open, readdir, realpath, stat } from "node:fs/promises";
+import { cp, lchown, lstat, mkdir, open, readdir, realpath, stat } from "node:fs/promises";
 import { dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
 import { UserError } from "../core/errors.js";
 import type { WorkspaceSeed } from "./types.js";
+
+/** Host uid/gid the sandboxed commands run as, when it differs from ours (root control plane → unprivileged sandbox). */
+export interface Owner {
+  uid: number;
+  gid: number;
+}
 
 /**
  * Host-side file access to a sandbox directory. The sandboxed program may have planted symlinks, so every access is
@@ -18,10 +24,10 @@ export function checkRelativePath(path: string): string {
   return norm;
 }
 
-async function confinedParent(root: string, rel: string, create: boolean): Promise<string> {
+async function confinedParent(root: string, rel: string, create: boolean, owner?: Owner): Promise<string> {
   const realRoot = await realpath(root);
   const parent = dirname(join(realRoot, rel));
-  if (create) await mkdirConfined(realRoot, relative(realRoot, parent));
+  if (create) await mkdirConfined(realRoot, relative(realRoot, parent), owner);
   const realParent = await realpath(parent);
   if (realParent !== realRoot && !realParent.startsWith(realRoot + sep)) {
     throw new UserError("sandbox_path_escape", `sandbox path ${JSON.stringify(rel)} resolves outside its root`);
@@ -30,13 +36,16 @@ async function confinedParent(root: string, rel: string, create: boolean): Promi
 }
 
 /** mkdir -p one level at a time, refusing to walk through symlinks. */
-async function mkdirConfined(realRoot: string, rel: string): Promise<void> {
+async function mkdirConfined(realRoot: string, rel: string, owner?: Owner): Promise<void> {
   if (rel === "" || rel === ".") return;
   let cur = realRoot;
   for (const part of rel.split(sep)) {
     cur = join(cur, part);
     const st = await lstat(cur).catch(() => undefined);
-    if (!st) await mkdir(cur);
+    if (!st) {
+      await mkdir(cur);
+      if (owner) await lchown(cur, owner.uid, owner.gid);
+    }
     else if (!st.isDirectory()) throw new UserError("sandbox_path_escape", `${JSON.stringify(rel)} crosses a non-directory inside the sandbox`);
   }
 }
@@ -52,13 +61,14 @@ export async function readConfined(root: string, path: string): Promise<Buffer> 
   }
 }
 
-export async function writeConfined(root: string, path: string, data: string | Uint8Array): Promise<void> {
+export async function writeConfined(root: string, path: string, data: string | Uint8Array, owner?: Owner): Promise<void> {
   const rel = checkRelativePath(path);
-  const parent = await confinedParent(root, rel, true);
+  const parent = await confinedParent(root, rel, true, owner);
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
   const fh = await open(join(parent, rel.split(sep).pop() ?? ""), flags, 0o644);
   try {
     await fh.writeFile(data);
+    if (owner) await fh.chown(owner.uid, owner.gid);
   } finally {
     await fh.close();
   }
@@ -83,6 +93,16 @@ export async function listConfined(root: string, dir: string, maxEntries: number
   };
   await walk(start);
   return out.sort();
+}
+
+/** Hands a whole tree (not following symlinks) to the sandbox's user. */
+export async function chownTree(dir: string, owner: Owner): Promise<void> {
+  await lchown(dir, owner.uid, owner.gid);
+  for (const e of await readdir(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) await chownTree(p, owner);
+    else await lchown(p, owner.uid, owner.gid);
+  }
 }
 
 /** Fills a fresh workspace from the task's files. */

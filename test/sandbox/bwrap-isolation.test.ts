@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import type { Server } from "node:net";
 import { networkInterfaces } from "node:os";
@@ -55,6 +55,7 @@ describe("bwrap sandbox isolation", () => {
     mkdirSync(join(shared.path, "secret-db"));
     writeFileSync(join(shared.path, "public", "tool.txt"), "tool");
     writeFileSync(join(shared.path, "secret-db", "records.sqlite"), "other rollouts' records");
+    chmodSync(shared.path, 0o755); // read-only paths must be readable by the (unprivileged) sandbox user
     backend = await BwrapBackend.open({ stateRoot: root.path, hidePaths: [join(shared.path, "secret-db")] });
     proxy = await startStandInProxy();
   });
@@ -76,6 +77,8 @@ describe("bwrap sandbox isolation", () => {
       "test -e /root/.bashrc -o -e /root/.npm && echo 'SEES HOST HOME' || echo no-host-home",
       `cat ${shared.path}/public/tool.txt; echo`,
       `ls -A ${shared.path}/secret-db | wc -l`,
+      'echo "uid=$(id -u)"',
+      "cat /etc/shadow >/dev/null 2>&1 && echo 'READS SHADOW' || echo no-shadow",
     ].join("\n");
     const r = await s.exec(["sh", "-c", script]);
     expect(r.stdout).not.toContain("WROTE");
@@ -84,6 +87,12 @@ describe("bwrap sandbox isolation", () => {
     expect(r.stdout).toContain("no-state-root");
     expect(r.stdout).toContain("no-host-home");
     expect(r.stdout).toContain("tool\n0\n");
+    // A root control plane runs sandboxes as an unprivileged host user: root-only files stay unreadable.
+    expect(r.stdout).toContain(`uid=${backend.sandboxUid}`);
+    if (process.getuid?.() === 0) {
+      expect(backend.sandboxUid).not.toBe(0);
+      expect(r.stdout).toContain("no-shadow");
+    }
     expect(existsSync("/etc/hrl-x")).toBe(false);
     expect(existsSync(join(shared.path, "public", "hrl-x"))).toBe(false);
     expect((await s.readFile("ok")).toString()).toBe("ws\n");

@@ -1,5 +1,6 @@
+import { spawnSync } from "node:child_process";
 import { accessSync, constants, existsSync, rmSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { chmod, chown, mkdir, stat } from "node:fs/promises";
 import { constants as osConstants } from "node:os";
 import { delimiter, dirname, join, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,7 +17,8 @@ import type { ResolvedExec } from "../options.js";
 import { reapOrphans } from "../reaper.js";
 import { runProcess } from "../run-process.js";
 import { defaultStateRoot, ownerIdentity, removeDir, writeState } from "../state.js";
-import { seedWorkspace } from "../workspace.js";
+import { chownTree, seedWorkspace } from "../workspace.js";
+import type { Owner } from "../workspace.js";
 import type { ExecResult, ReapReport, Sandbox, SandboxBackend, SandboxBackendOptions, SandboxCreateOptions, SandboxPaths } from "../types.js";
 import { IN_SANDBOX, mountArgs, planNode, systemMountArgs } from "./mounts.js";
 import type { MountPlan } from "./mounts.js";
@@ -61,6 +63,8 @@ const signalNames = new Map<number, NodeJS.Signals>(
 
 interface BwrapContext {
   bwrap: string;
+  /** Unprivileged host user the sandbox runs as (a root control plane drops to it with setpriv), if any. */
+  runAs: { owner: Owner; setpriv: string } | undefined;
   layout: CgroupLayout;
   mounts: MountPlan;
   stateRoot: string;
@@ -95,12 +99,18 @@ class BwrapSandbox extends BaseSandbox {
     this.unregisterExit = onExitCleanup(() => this.teardownSync());
     this.cgroup.create(this.options.limits);
     await seedWorkspace(workspaceDir, this.options.workspaceFiles);
+    this.owner = this.ctx.runAs?.owner;
+    if (this.owner) {
+      await chownTree(workspaceDir, this.owner);
+      await chownTree(homeDir, this.owner);
+    }
     const proxy = this.options.network?.proxy;
     if (proxy) {
       const socket = join(stateDir, "bridge", "proxy.sock");
       if (Buffer.byteLength(socket) > 100) throw new UserError("sandbox_root_too_long", `sandbox state root is too deep for a unix socket path: ${socket}`);
       await mkdir(dirname(socket));
       this.bridge = await HostBridge.listen(socket, proxy);
+      if (this.owner) await chown(socket, this.owner.uid, this.owner.gid);
     }
   }
 
@@ -127,9 +137,13 @@ class BwrapSandbox extends BaseSandbox {
       ...mounts, "--", ...command,
     ];
     const procs = this.cgroup.procsFiles();
-    const [file, args] = procs.length > 0
-      ? ["/bin/sh", ["-c", CGROUP_WRAPPER, "harnessrl-cgroup", String(procs.length), ...procs, this.ctx.bwrap, ...bwrapArgs]]
-      : [this.ctx.bwrap, bwrapArgs];
+    const runAs = this.ctx.runAs;
+    // Join the cgroups first (as root where we are root), then drop to the sandbox user, then become bwrap.
+    const launch = runAs
+      ? [runAs.setpriv, "--reuid", String(runAs.owner.uid), "--regid", String(runAs.owner.gid), "--clear-groups", this.ctx.bwrap, ...bwrapArgs]
+      : [this.ctx.bwrap, ...bwrapArgs];
+    const [file, ...args] = procs.length > 0 ? ["/bin/sh", "-c", CGROUP_WRAPPER, "harnessrl-cgroup", String(procs.length), ...procs, ...launch] : launch;
+    if (file === undefined) throw new InfraError("sandbox_internal", "empty launch command");
     const before = this.cgroup.counters();
     const run = runProcess(
       { file, args, cwd: this.workspaceDir, env: this.environment(exec.env, exec.proxy), stdin: exec.stdin, timeoutMs, stdoutLimit: exec.stdoutLimit, stderrLimit: exec.stderrLimit, detached: false },
@@ -189,6 +203,45 @@ class BwrapSandbox extends BaseSandbox {
   }
 }
 
+const warned = new Set<string>();
+function warnOnce(message: string): void {
+  if (warned.has(message)) return;
+  warned.add(message);
+  console.warn(message);
+}
+
+export interface BwrapBackendOptions extends SandboxBackendOptions {
+  /**
+   * Host user the sandboxed commands run as. Default: when the control plane runs as root, the unprivileged
+   * `nobody` (65534:65534), so root-only host files stay unreadable inside; otherwise the invoking user.
+   * "invoking-user" keeps the control plane's own uid (root stays root inside its user namespace, without capabilities).
+   */
+  runAs?: Owner | "invoking-user";
+}
+
+/** Decides the sandbox user and proves bwrap works as that user here (unprivileged user namespaces may be disabled). */
+async function chooseSandboxUser(choice: BwrapBackendOptions["runAs"], bwrap: string, mounts: MountPlan, stateRoot: string, warnings: string[]): Promise<BwrapContext["runAs"]> {
+  if (choice === "invoking-user") return undefined;
+  const owner = choice ?? (process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined);
+  if (!owner) return undefined;
+  const setpriv = findExecutable("setpriv");
+  if (!setpriv) {
+    warnings.push("setpriv (util-linux) not found: sandboxes run as the control plane's own user");
+    return undefined;
+  }
+  // The sandbox user must be able to traverse the state root (mkdtemp makes 0700 directories).
+  const st = await stat(stateRoot);
+  if ((st.mode & 0o001) === 0) await chmod(stateRoot, (st.mode & 0o7777) | 0o711);
+  const probeMounts = [...mounts.systemArgs, "--proc", "/proc", "--dev", "/dev", "--ro-bind", stateRoot, "/run/state", "--ro-bind", mounts.forwarderHostPath, "/run/forwarder.js"];
+  if (mounts.nodePrefix) probeMounts.push("--ro-bind", mounts.nodePrefix, mounts.nodePrefix);
+  const probe = spawnSync(setpriv, ["--reuid", String(owner.uid), "--regid", String(owner.gid), "--clear-groups", bwrap, "--unshare-all", "--die-with-parent", ...probeMounts, "--", "true"], { encoding: "utf8", timeout: 30_000 });
+  if (probe.status !== 0) {
+    warnings.push(`bwrap cannot run as uid ${owner.uid} here (${(probe.stderr || probe.error?.message || "").trim()}): sandboxes run as the control plane's own user`);
+    return undefined;
+  }
+  return { owner, setpriv };
+}
+
 export class BwrapBackend implements SandboxBackend {
   readonly name = "bwrap";
   readonly unsafe = false;
@@ -199,12 +252,11 @@ export class BwrapBackend implements SandboxBackend {
     readonly warnings: string[],
   ) {}
 
-  static async open(options: SandboxBackendOptions = {}): Promise<BwrapBackend> {
+  static async open(options: BwrapBackendOptions = {}): Promise<BwrapBackend> {
     const bwrap = findExecutable("bwrap");
     if (!bwrap) throw new InfraError("sandbox_no_bwrap", "bubblewrap (bwrap) is not installed: run `npm run setup` or `apt-get install bubblewrap`");
     const layout = detectCgroups();
     const warnings = [...layout.warnings, ...prepareParents(layout)];
-    for (const w of warnings) console.warn(`harnessrl sandbox (bwrap): ${w}`);
     const stateRoot = resolve(options.stateRoot ?? defaultStateRoot());
     await mkdir(stateRoot, { recursive: true });
     const system = systemMountArgs();
@@ -214,7 +266,9 @@ export class BwrapBackend implements SandboxBackend {
       systemArgs: system.args, systemBound: system.bound, nodePrefix: planNode(process.execPath, system.bound), forwarderHostPath,
       hidePaths: [stateRoot, ...(options.hidePaths ?? []).map((p) => resolve(p))],
     };
-    return new BwrapBackend({ bwrap, layout, mounts, stateRoot }, warnings);
+    const runAs = await chooseSandboxUser(options.runAs, bwrap, mounts, stateRoot, warnings);
+    for (const w of warnings) warnOnce(`harnessrl sandbox (bwrap): ${w}`);
+    return new BwrapBackend({ bwrap, layout, mounts, stateRoot, runAs }, warnings);
   }
 
   async create(options: SandboxCreateOptions): Promise<Sandbox> {
@@ -234,6 +288,11 @@ export class BwrapBackend implements SandboxBackend {
 
   reapOrphans(): Promise<ReapReport> {
     return reapOrphans(this.ctx.stateRoot);
+  }
+
+  /** The host uid sandboxed commands run as. */
+  get sandboxUid(): number {
+    return this.ctx.runAs?.owner.uid ?? process.getuid?.() ?? -1;
   }
 
   live(): Sandbox[] {
