@@ -1,6 +1,7 @@
 import { Template } from "@huggingface/jinja";
 import { UserError, errorMessage } from "../core/errors.js";
 import { toHfMessage, toHfTool } from "./hf-messages.js";
+import { installPythonStringMethods } from "./jinja-python-strings.js";
 import type { ChatRenderer } from "./renderer.js";
 import type { ChatMessage, ToolSpec } from "./types.js";
 
@@ -22,6 +23,7 @@ export class JinjaChatRenderer implements ChatRenderer {
   private readonly variables: Record<string, unknown>;
 
   constructor(source: string, options: JinjaRendererOptions = {}) {
+    installPythonStringMethods();
     try {
       this.template = new Template(source);
     } catch (e) {

@@ -183,3 +183,20 @@ describe("loadCodec(modelDir)", () => {
     expect(() => loadCodec(modelDir({ "tokenizer_config.json": { chat_template: 5 } }))).toThrow(/chat_template/);
   });
 });
+
+describe("Python string semantics in templates", () => {
+  it("strip/lstrip/rstrip honour a chars argument like Python (the library alone trims all whitespace)", () => {
+    const r = new JinjaChatRenderer(
+      "{% for m in messages %}[{{ m.content.strip('\\n') }}|{{ m.content.lstrip('\\n') }}|{{ m.content.rstrip('\\n ') }}|{{ m.content.strip() }}|{{ m.content.strip('x\\n') }}]{% endfor %}",
+      { endOfTurn: "]" },
+    );
+    expect(r.render([{ role: "user", content: "\n  a b \n" }], [], { addGenerationPrompt: false })).toBe("[  a b |  a b \n|\n  a b|a b|  a b ]");
+    expect(r.render([{ role: "user", content: "xx\nkeep\nxx" }], [], { addGenerationPrompt: false })).toBe("[xx\nkeep\nxx|xx\nkeep\nxx|xx\nkeep\nxx|xx\nkeep\nxx|keep]");
+  });
+
+  it("keeps leading spaces of reasoning the way a Qwen3-style template does in Python", () => {
+    const r = new JinjaChatRenderer(fixture("reasoning-style.jinja"));
+    const text = r.render([{ role: "user", content: "q" }, { role: "assistant", content: "\n  indented answer", reasoning: "\n  indented thought\n" }], [], { addGenerationPrompt: false });
+    expect(text).toContain("<think>\n  indented thought\n</think>\n\n  indented answer<|im_end|>");
+  });
+});
