@@ -1,0 +1,98 @@
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { delimiter, join } from "node:path";
+import { z } from "zod";
+import { InfraError } from "../../core/errors.js";
+import { harnessCacheDir } from "./cache.js";
+import { withDirLock } from "./lock.js";
+import type { NpmPin } from "./pins.js";
+
+const MARKER = ".harnessrl-install.json";
+const markerSchema = z.object({ package: z.string(), version: z.string() });
+
+/** The npm prefix a pinned package is (or will be) installed into. */
+export function pinPrefix(pin: NpmPin): string {
+  return join(harnessCacheDir(), `${pin.key}@${pin.version}`);
+}
+
+/** The package's own folder inside its prefix. */
+export function pinPackageDir(pin: NpmPin): string {
+  return join(pinPrefix(pin), "node_modules", ...pin.package.split("/"));
+}
+
+/** Whether the pinned package is completely installed (the marker is written last, just before the atomic rename). */
+export function isInstalled(pin: NpmPin): boolean {
+  const marker = join(pinPrefix(pin), MARKER);
+  if (!existsSync(marker)) return false;
+  try {
+    const m = markerSchema.parse(JSON.parse(readFileSync(marker, "utf8")));
+    return m.package === pin.package && m.version === pin.version;
+  } catch {
+    return false;
+  }
+}
+
+function run(file: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolveRun, reject) => {
+    const child = spawn(file, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    const keep = (b: Buffer): void => {
+      output = (output + b.toString("utf8")).slice(-8000);
+    };
+    child.stdout.on("data", keep);
+    child.stderr.on("data", keep);
+    child.on("error", reject);
+    child.on("close", (code) => resolveRun({ code, output }));
+  });
+}
+
+export interface InstallOptions {
+  /** Directory of the `node` that runs the package's install scripts (default: ours). */
+  nodeBinDir?: string;
+  /** Progress lines (installation can take minutes). */
+  log?: (line: string) => void;
+}
+
+/**
+ * Installs a pinned npm package into its own prefix, once: idempotent (a complete install is never touched again),
+ * serialised across processes by a lock, and atomic (npm runs in a scratch folder renamed into place when done), so a
+ * crash mid-install leaves nothing that looks installed. Uses only the npm registry through the ordinary npm client.
+ */
+export async function installPin(pin: NpmPin, options: InstallOptions = {}): Promise<string> {
+  const prefix = pinPrefix(pin);
+  if (isInstalled(pin)) return prefix;
+  const cache = harnessCacheDir();
+  mkdirSync(cache, { recursive: true });
+  return withDirLock(join(cache, `.${pin.key}@${pin.version}.lock`), 30 * 60_000, async () => {
+    if (isInstalled(pin)) return prefix;
+    const scratch = `${prefix}.partial-${process.pid}`;
+    rmSync(scratch, { recursive: true, force: true });
+    mkdirSync(scratch, { recursive: true });
+    writeFileSync(join(scratch, "package.json"), `${JSON.stringify({ name: `harnessrl-${pin.key}`, private: true })}\n`);
+    options.log?.(`installing ${pin.package}@${pin.version} into ${prefix}`);
+    const args = ["install", "--prefix", scratch, "--save-exact", "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error"];
+    // Scripts only where the package needs them to place its native binary; otherwise none run at all.
+    args.push(pin.installScripts ? "--foreground-scripts" : "--ignore-scripts");
+    args.push(`${pin.package}@${pin.version}`);
+    const nodeBin = options.nodeBinDir;
+    const env: NodeJS.ProcessEnv = { ...process.env, npm_config_update_notifier: "false", DISABLE_AUTOUPDATER: "1" };
+    if (nodeBin) env.PATH = `${nodeBin}${delimiter}${process.env.PATH ?? ""}`;
+    const npm = process.platform === "win32" ? "npm.cmd" : "npm";
+    const r = await run(npm, args, env, scratch).catch((e: unknown) => {
+      throw new InfraError("harness_install_failed", `cannot run npm to install ${pin.package}@${pin.version}: ${(e as Error).message}`, { cause: e });
+    });
+    if (r.code !== 0 || !existsSync(pinPackageDirIn(scratch, pin))) {
+      rmSync(scratch, { recursive: true, force: true });
+      throw new InfraError("harness_install_failed", `npm install ${pin.package}@${pin.version} failed (exit ${r.code}):\n${r.output.trim()}`, { retryable: true });
+    }
+    writeFileSync(join(scratch, MARKER), `${JSON.stringify({ package: pin.package, version: pin.version, installedAt: new Date().toISOString() })}\n`);
+    rmSync(prefix, { recursive: true, force: true });
+    renameSync(scratch, prefix);
+    options.log?.(`installed ${pin.package}@${pin.version}`);
+    return prefix;
+  });
+}
+
+function pinPackageDirIn(prefix: string, pin: NpmPin): string {
+  return join(prefix, "node_modules", ...pin.package.split("/"));
+}

@@ -1,0 +1,5 @@
+import type { HarnessDefinition } from "../types.js";
+import { claudeCode } from "./claude-code.js";
+
+/** The real harness CLIs (pinned npm packages), registered by src/harness/index.ts. */
+export const realHarnesses: HarnessDefinition[] = [claudeCode];
