@@ -201,6 +201,27 @@ export function backendContract(name: string, open: OpenBackend): void {
       crashRoot.remove();
     });
 
+    it("cleans up on SIGTERM of the control plane without needing the reaper", async () => {
+      const termRoot = tempRoot(`term-${name}`);
+      const code = `
+        import { openSandboxBackend } from ${JSON.stringify(DIST_SANDBOX)};
+        const b = await openSandboxBackend(${JSON.stringify(name)}, { stateRoot: ${JSON.stringify(termRoot.path)} });
+        const s = await b.create({ limits: { memoryBytes: 256 * 1024 * 1024, maxPids: 64, wallClockMs: 600000 } });
+        void s.exec(["sh", "-c", "echo up > up; sleep 600"]);
+        while (!(await s.listFiles()).includes("up")) await new Promise((r) => setTimeout(r, 20));
+        console.log("READY " + s.id);
+        setInterval(() => {}, 1000);`;
+      const cp = await spawnControlPlane(code, "READY ");
+      const id = cp.line.slice("READY ".length).trim();
+      expect(existsSync(join(termRoot.path, id))).toBe(true);
+      process.kill(cp.pid, "SIGTERM");
+      for (let i = 0; i < 100 && isAlive(cp.pid); i++) await sleep(50);
+      expect(isAlive(cp.pid)).toBe(false);
+      expect(existsSync(join(termRoot.path, id))).toBe(false);
+      expect(processesWithSandboxId(id)).toEqual([]);
+      termRoot.remove();
+    });
+
     it("leaves live control planes' sandboxes alone when reaping", async () => {
       const s = await create();
       const report = await backend.reapOrphans();
