@@ -87,6 +87,8 @@ export interface PGLossOptions {
   maskLow?: number;
   maskHigh?: number;
   entropyCoef?: number;
+  /** KL penalty to a reference policy (k3 estimator); needs `refLogprobs`. Default 0. */
+  klCoef?: number;
 }
 
 export interface ForwardBackwardOptions {
@@ -102,6 +104,8 @@ export interface ForwardBackwardOptions {
    * anchor is then the current policy itself.
    */
   proxLogprobs?: Float32Array[];
+  /** Per row, a reference policy's logprobs of the same tokens (for `loss.klCoef`). */
+  refLogprobs?: Float32Array[];
 }
 
 /** Statistics over the batch's trainable tokens. Gradients accumulate until `optimStep`. */
@@ -119,6 +123,8 @@ export interface ForwardBackwardResult {
   entropyMean: number;
   /** Mean −log π over trainable tokens (before the update). */
   nllMean: number;
+  /** Mean k3 KL(π ‖ π_ref) over trainable tokens (0 without refLogprobs). */
+  refKlMean: number;
   /** Per row, the current policy's logprobs before the update (0 for rows without trainable tokens). */
   logprobs: Float32Array[];
 }
@@ -162,6 +168,11 @@ export interface Trainer {
   /** Applies AdamW to the accumulated gradients (after clipping) and clears them. */
   optimStep(options: OptimStepOptions): Promise<OptimStepResult>;
   zeroGrad(): Promise<void>;
+  /**
+   * A fixed random projection (count sketch, `dim` entries, fixed by `seed`) of the gradient accumulated since the last
+   * optimStep; call it between forwardBackward and optimStep. Cosines between sketches approximate gradient cosines.
+   */
+  gradSketch(options?: { dim?: number; seed?: number }): Promise<{ sketch: Float32Array; gradNorm: number }>;
   /** Saves weights (a complete model directory), optimizer state, RNG and `extra` for exact resume. */
   saveCheckpoint(dir: string, options?: { policyVersion?: number; extra?: unknown }): Promise<CheckpointInfo>;
   /** Restores a checkpoint written by saveCheckpoint: the next optimizer step continues exactly. */

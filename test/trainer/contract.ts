@@ -112,11 +112,17 @@ export function trainerContract(name: string, create: () => Promise<Trainer>): v
         }
       });
       expect((await trainer.optimStep({ lr: 0.01 })).skipped).toBe(true);
-      const fb = await trainer.forwardBackward(batch(rows));
+      // The reference policy is the current one here, so the KL penalty is present but zero.
+      const fb = await trainer.forwardBackward(batch(rows), { refLogprobs: before.logprobs, loss: { klCoef: 0.1 } });
+      expect(fb.refKlMean).toBeLessThan(1e-6);
       expect(fb.trainableTokens).toBe(total);
       expect(fb.mismatchAbsMax).toBeLessThan(1e-5);
       expect(fb.clipFraction).toBe(0);
       expect(maxAbsDiff(fb.logprobs[0] as Float32Array, before.logprobs[0] as Float32Array)).toBeLessThan(1e-5);
+      const { sketch, gradNorm } = await trainer.gradSketch({ dim: 64, seed: 1 });
+      expect(sketch).toHaveLength(64);
+      expect(gradNorm).toBeGreaterThan(0);
+      expect(Array.from((await trainer.gradSketch({ dim: 64, seed: 1 })).sketch)).toEqual(Array.from(sketch));
       const step = await trainer.optimStep({ lr: 0.01, maxGradNorm: 1 });
       expect(step).toMatchObject({ skipped: false, step: 1 });
       expect(step.gradNorm).toBeGreaterThan(0);

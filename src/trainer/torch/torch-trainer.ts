@@ -49,6 +49,7 @@ const forwardBackwardSchema = z.object({
   is_limited_fraction: z.number(),
   entropy_mean: z.number(),
   nll_mean: z.number(),
+  ref_kl_mean: z.number(),
 });
 
 const optimStepSchema = z.object({ skipped: z.boolean(), grad_norm: z.number().nullable(), step: z.number().int() });
@@ -140,12 +141,23 @@ export class TorchTrainer implements Trainer {
     const objective = options.objective ?? "pg";
     const fields = objective === "sft" ? (["lossWeights"] as const) : (["oldLogprobs", "advantages", "lossWeights"] as const);
     const { rowLengths, frames } = packBatch(batch, ["tokens", "parent", "positions", "trainable", ...fields]);
-    if (objective === "pg" && options.proxLogprobs) {
-      const prox = packBatch({ ...batch, rows: batch.rows.map((r, i) => ({ ...r, oldLogprobs: options.proxLogprobs?.[i] ?? new Float32Array(0) })) }, ["oldLogprobs"]);
-      frames.set("prox_logprobs", prox.frames.get("old_logprobs") as Float32Array);
+    for (const [name, perRow] of [["prox_logprobs", options.proxLogprobs], ["ref_logprobs", options.refLogprobs]] as const) {
+      if (objective !== "pg" || !perRow) continue;
+      // Reuse the batch packer (and its length checks) by substituting the per-row arrays for oldLogprobs.
+      const packed = packBatch({ ...batch, rows: batch.rows.map((r, i) => ({ ...r, oldLogprobs: perRow[i] ?? new Float32Array(0) })) }, ["oldLogprobs"]);
+      frames.set(name, packed.frames.get("old_logprobs") as Float32Array);
     }
     const l = options.loss ?? {};
-    const loss = { clip_low: l.clipLow, clip_high: l.clipHigh, is_mode: l.isMode, tis_cap: l.tisCap, mask_low: l.maskLow, mask_high: l.maskHigh, entropy_coef: l.entropyCoef };
+    const loss = {
+      clip_low: l.clipLow,
+      clip_high: l.clipHigh,
+      is_mode: l.isMode,
+      tis_cap: l.tisCap,
+      mask_low: l.maskLow,
+      mask_high: l.maskHigh,
+      entropy_coef: l.entropyCoef,
+      kl_coef: l.klCoef,
+    };
     const reply = await this.client.request("forward_backward", { row_lengths: rowLengths, objective, temperature, loss }, frames);
     const r = parseReply(forwardBackwardSchema, reply, "forward_backward");
     const lp = reply.frames.get("logprobs");
@@ -160,6 +172,7 @@ export class TorchTrainer implements Trainer {
       isLimitedFraction: r.is_limited_fraction,
       entropyMean: r.entropy_mean,
       nllMean: r.nll_mean,
+      refKlMean: r.ref_kl_mean,
       logprobs: splitRows(lp, rowLengths),
     };
   }
@@ -180,6 +193,14 @@ export class TorchTrainer implements Trainer {
 
   async zeroGrad(): Promise<void> {
     await this.client.request("zero_grad");
+  }
+
+  async gradSketch(options: { dim?: number; seed?: number } = {}): Promise<{ sketch: Float32Array; gradNorm: number }> {
+    const reply = await this.client.request("grad_sketch", { dim: options.dim, seed: options.seed });
+    const sketch = reply.frames.get("sketch");
+    const r = parseReply(z.object({ grad_norm: z.number() }).loose(), reply, "grad_sketch");
+    if (!(sketch instanceof Float32Array)) throw new InfraError("worker_protocol", "grad_sketch reply lacks its sketch frame");
+    return { sketch, gradNorm: r.grad_norm };
   }
 
   async saveCheckpoint(dir: string, options: { policyVersion?: number; extra?: unknown } = {}): Promise<CheckpointInfo> {

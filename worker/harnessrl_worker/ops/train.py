@@ -41,7 +41,7 @@ def loss_config(raw: Any) -> PGLossConfig:
 def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) -> Reply:
     """args: {row_lengths, objective? ("pg" | "sft"), temperature?, loss?: PGLossConfig fields}; frames: tokens,
     parent, positions (int32), trainable (uint8), loss_weights (float32), and for "pg" old_logprobs, advantages and
-    optionally prox_logprobs (float32). Adds ∇(Σ lossWeight · trainable · token loss) to the parameters' gradients
+    optionally prox_logprobs and ref_logprobs (float32). Adds ∇(Σ lossWeight · trainable · token loss) to the parameters' gradients
     (call optim_step to apply). Returns summed statistics and a `logprobs` frame (current policy, before any update).
     """
     loaded = state.require_model()
@@ -54,8 +54,9 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
         raise bad_request(f"objective must be one of {', '.join(OBJECTIVE_FRAMES)}")
     per_token: Dict[str, torch.Tensor] = {name: frame(frames, name, torch.float32) for name in OBJECTIVE_FRAMES[objective]}
     per_token["trainable"] = frame(frames, "trainable", torch.uint8)
-    if objective == "pg" and "prox_logprobs" in frames:
-        per_token["prox_logprobs"] = frame(frames, "prox_logprobs", torch.float32)
+    for optional in ("prox_logprobs", "ref_logprobs"):
+        if objective == "pg" and optional in frames:
+            per_token[optional] = frame(frames, optional, torch.float32)
     for name, t in per_token.items():
         if t.shape != (total,):
             raise bad_request(f"frame {name!r} must have one entry per token ({total})")
@@ -68,6 +69,8 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
     if not temperature > 0:
         raise bad_request("temperature must be > 0")
     cfg = loss_config(args.raw.get("loss"))
+    if cfg.kl_coef != 0 and "ref_logprobs" not in per_token:
+        raise bad_request("loss.kl_coef needs the ref_logprobs frame (the reference policy's logprobs)")
 
     starts: List[int] = []
     acc = 0
@@ -95,7 +98,8 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
                     tl = sft_token_loss(lp, ent, weights, train)
                 else:
                     prox = per_token["prox_logprobs"][sl].to(device) if "prox_logprobs" in per_token else None
-                    tl = pg_token_loss(lp, ent, prox, per_token["old_logprobs"][sl].to(device), per_token["advantages"][sl].to(device), weights, train, cfg)
+                    ref = per_token["ref_logprobs"][sl].to(device) if "ref_logprobs" in per_token else None
+                    tl = pg_token_loss(lp, ent, prox, per_token["old_logprobs"][sl].to(device), per_token["advantages"][sl].to(device), weights, train, cfg, ref)
                 losses.append(tl.loss.sum())
                 for key, value in tl.stats.items():
                     if key.endswith("_max"):
@@ -120,6 +124,7 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
         "entropy_mean": mean("entropy_sum"),
         "ratio_mean": mean("ratio_sum"),
         "nll_mean": mean("nll_sum"),
+        "ref_kl_mean": mean("ref_kl_sum"),
     }
     return Reply(result, {"logprobs": logprobs_out})
 
