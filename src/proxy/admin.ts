@@ -3,7 +3,7 @@ import { z } from "zod";
 import { UserError } from "../core/errors.js";
 import type { ProxyContext } from "./context.js";
 import { readJsonBody } from "./http/body.js";
-import { sendJson } from "./http/respond.js";
+import { pathSegment, sendJson } from "./http/respond.js";
 import { validate } from "./protocols/validate.js";
 import { presentedCredentials, sameSecret } from "./sessions.js";
 
@@ -42,13 +42,13 @@ export async function handleAdmin(ctx: ProxyContext, adminToken: string, path: s
   const m = /^\/admin\/sessions\/([^/]+)$/.exec(path);
   if (m?.[1]) {
     if (req.method !== "GET") throw new UserError("method_not_allowed", "use GET /admin/sessions/<id>");
-    sendJson(res, 200, sessionStatus(ctx, decodeURIComponent(m[1])));
+    sendJson(res, 200, sessionStatus(ctx, pathSegment(m[1])));
     return;
   }
   const r = /^\/admin\/rollouts\/([^/]+)$/.exec(path);
   if (r?.[1]) {
     if (req.method !== "GET") throw new UserError("method_not_allowed", "use GET /admin/rollouts/<id>");
-    const rolloutId = decodeURIComponent(r[1]);
+    const rolloutId = pathSegment(r[1]);
     const sessions = ctx.store.listSessions({ rolloutId });
     const inFlight = sessions.reduce((n, s) => n + ctx.sessions.inFlightCount(s.sessionId), 0);
     sendJson(res, 200, { rolloutId, sessions: sessions.map((s) => s.sessionId), inFlight, records: ctx.store.countCalls({ rolloutId }) });

@@ -11,7 +11,7 @@ import { handleModelCall } from "./call.js";
 import type { ProxyContext } from "./context.js";
 import { countTokens } from "./count-tokens.js";
 import { toProtocolError } from "./errors.js";
-import { sendJson } from "./http/respond.js";
+import { pathSegment, sendJson } from "./http/respond.js";
 import { ModelCatalog } from "./models.js";
 import { MODEL_CALL_ROUTES } from "./protocols/index.js";
 import { SessionRegistry, type IssueSessionRequest, type IssuedSession } from "./sessions.js";
@@ -158,7 +158,7 @@ export class ProxyServer {
         sendJson(res, 200, this.ctx.models.list());
       } else if (path.startsWith("/v1/models/")) {
         this.ctx.sessions.authenticate(req.headers);
-        const id = decodeURIComponent(path.slice("/v1/models/".length));
+        const id = pathSegment(path.slice("/v1/models/".length));
         this.ctx.models.check(id);
         const found = (this.ctx.models.list().data as Record<string, unknown>[]).find((m) => m.id === id);
         sendJson(res, 200, found ?? { id, object: "model", type: "model", owned_by: "harnessrl", display_name: id, created: 0, created_at: new Date(0).toISOString() });

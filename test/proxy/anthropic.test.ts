@@ -95,6 +95,13 @@ describe("proxy: Anthropic Messages through the official @anthropic-ai/sdk clien
     expect(counted.input_tokens).toBe(p.calls(sessionId)[0]?.promptTokens.length);
   });
 
+  it("lists the served model and its aliases to the Anthropic client", async () => {
+    const { apiKey } = p.session();
+    const ids: string[] = [];
+    for await (const m of p.anthropic(apiKey).models.list()) ids.push(m.id);
+    expect(ids).toEqual(["policy", "my-claude", "my-claude-small"]);
+  });
+
   it("records Claude Code's session header as the agent id, and the harnessrl agent headers", async () => {
     const { sessionId, apiKey } = p.session();
     await p.anthropic(apiKey).messages.create(

@@ -35,6 +35,16 @@ describe("proxy streams: failures after the first byte, and clients that leave",
   });
   afterAll(async () => slow.close());
 
+  it("streams each token as it is sampled, not after the engine is done (Responses)", async () => {
+    const { apiKey } = slow.session();
+    const stream = slow.openai(apiKey).responses.stream({ model: "policy", input: "hello" });
+    const arrivals: number[] = [];
+    for await (const ev of stream) if (ev.type === "response.output_text.delta") arrivals.push(performance.now());
+    // ~45 tokens at 10 ms each: deltas arrive spread over the generation, one by one.
+    expect(arrivals.length).toBeGreaterThan(20);
+    expect((arrivals.at(-1) ?? 0) - (arrivals[0] ?? 0)).toBeGreaterThan(200);
+  });
+
   it("an engine failure mid-stream ends the stream with an error event the SDK raises, and is recorded", async () => {
     const p = await startProxy(weatherAgent, { engineOverride: droppingEngine(8) });
     try {

@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import { UserError } from "../../core/errors.js";
 
 /** Sends a complete JSON response (the non-streaming path and every error before a stream starts). */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -9,4 +10,13 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
     ...headers,
   });
   res.end(text);
+}
+
+/** A URL path segment, decoded; malformed escapes are the caller's error, not ours. */
+export function pathSegment(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new UserError("invalid_request", `malformed URL path segment "${raw}"`);
+  }
 }
