@@ -113,6 +113,18 @@ describe("scripted engine", () => {
     expect(called).toBe(false);
   });
 
+  it("returns abort at once when the signal fires while a slow script is still thinking", async () => {
+    let release: () => void = () => {};
+    const engine = createScriptedEngine(() => new Promise((resolve) => (release = () => resolve({ content: "late" }))));
+    const ac = new AbortController();
+    const pending = engine.generate(request(engine, { signal: ac.signal }));
+    setTimeout(() => ac.abort(), 5);
+    const r = await pending;
+    expect(r.finishReason).toBe("abort");
+    expect(r.tokens).toEqual([]);
+    release();
+  });
+
   it("turns a bad reply into an EngineError that says what is wrong", async () => {
     const cases: [unknown, RegExp][] = [
       [{ toolCalls: [{ arguments: {} }] }, /toolCalls/],

@@ -14,6 +14,27 @@ import type { ScriptFunction } from "./script-types.js";
 
 export const SCRIPTED_DEFAULT_CONTEXT = 262_144;
 
+const ABORTED = Symbol("aborted");
+
+/** Resolves with the script's reply, or with ABORTED as soon as the signal fires (a slow script is not waited for). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T | typeof ABORTED> {
+  if (!signal) return work;
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => resolve(ABORTED);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}
+
 export interface ScriptedEngineOptions {
   /** Engine spec reported to records; default `scripted:<inline>`. */
   spec?: string;
@@ -63,12 +84,12 @@ export class ScriptedEngine implements SamplingEngine {
 
     let reply: unknown;
     try {
-      reply = await this.script(toScriptRequest(ctx));
+      reply = await untilAborted(Promise.resolve().then(() => this.script(toScriptRequest(ctx))), request.signal);
     } catch (e) {
       if (isHarnessRLError(e)) throw e;
       throw new EngineError("scripted_failed", `the scripted engine's function threw: ${errorMessage(e)}`, { cause: e });
     }
-    if (request.signal?.aborted) return aborted();
+    if (reply === ABORTED || request.signal?.aborted) return aborted();
     const parsed = scriptReplySchema.safeParse(reply ?? {});
     if (!parsed.success) {
       throw new EngineError("scripted_bad_reply", `the scripted engine's function returned an invalid turn: ${z.prettifyError(parsed.error)}`);
