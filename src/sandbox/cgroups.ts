@@ -35,9 +35,19 @@ function readText(path: string): string | undefined {
 
 /** Reads /proc/self/mountinfo and picks a hierarchy per controller (v2 preferred). */
 export function detectCgroups(parent = process.env.HARNESSRL_CGROUP_PARENT ?? "harnessrl"): CgroupLayout {
-  const controllers: Partial<Record<Controller, Hierarchy>> = {};
+  const controllers = pickHierarchies(readText("/proc/self/mountinfo") ?? "", (mount) => readText(join(mount, "cgroup.controllers")));
   const warnings: string[] = [];
-  const mountinfo = readText("/proc/self/mountinfo") ?? "";
+  if (!controllers.memory) warnings.push("no cgroup memory controller available: sandbox memory limits are NOT enforced");
+  if (!controllers.pids) warnings.push("no cgroup pids controller available: sandbox process limits are NOT enforced");
+  return { controllers, parent, warnings };
+}
+
+/**
+ * Pure part of the detection: v1 mounts name their controllers in the super options; the v2 mount lists what it
+ * offers in cgroup.controllers (`readControllers`). A controller present in both (hybrid setups) is taken from v2.
+ */
+export function pickHierarchies(mountinfo: string, readControllers: (mount: string) => string | undefined): Partial<Record<Controller, Hierarchy>> {
+  const controllers: Partial<Record<Controller, Hierarchy>> = {};
   const v1: Partial<Record<Controller, string>> = {};
   let v2Mount: string | undefined;
   for (const line of mountinfo.split("\n")) {
@@ -52,14 +62,12 @@ export function detectCgroups(parent = process.env.HARNESSRL_CGROUP_PARENT ?? "h
       for (const c of CONTROLLERS) if (opts.includes(c)) v1[c] ??= mountPoint;
     }
   }
-  const v2Available = new Set((v2Mount ? (readText(join(v2Mount, "cgroup.controllers")) ?? "") : "").trim().split(/\s+/));
+  const v2Available = new Set((v2Mount ? (readControllers(v2Mount) ?? "") : "").trim().split(/\s+/));
   for (const c of CONTROLLERS) {
     if (v2Mount && v2Available.has(c)) controllers[c] = { version: 2, mount: v2Mount };
     else if (v1[c]) controllers[c] = { version: 1, mount: v1[c] };
   }
-  if (!controllers.memory) warnings.push("no cgroup memory controller available: sandbox memory limits are NOT enforced");
-  if (!controllers.pids) warnings.push("no cgroup pids controller available: sandbox process limits are NOT enforced");
-  return { controllers, parent, warnings };
+  return controllers;
 }
 
 /** Makes `<mount>/<parent>` exist; on v2 also delegates the controllers to its children. Returns new warnings. */

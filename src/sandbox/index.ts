@@ -8,3 +8,6 @@ registerSandboxBackend("local-unsafe", "NO isolation: plain processes on the hos
 
 export { listSandboxBackends, openSandboxBackend, registerSandboxBackend } from "./registry.js";
 export type * from "./types.js";
+export { BwrapBackend } from "./bwrap/backend.js";
+export type { BwrapBackendOptions } from "./bwrap/backend.js";
+export { LocalUnsafeBackend } from "./local/backend.js";
