@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import cast
 
 from .runtime import configure_thread_env, default_threads, resolve_device
 
@@ -24,6 +25,7 @@ def main(argv: list[str]) -> int:
 
     import torch
 
+    from .protocol import InStream
     from .server import serve
     from .state import WorkerSettings, WorkerState
 
@@ -32,7 +34,8 @@ def main(argv: list[str]) -> int:
     device = torch.device(resolve_device(opts.device))
     state = WorkerState(WorkerSettings(device=device, threads=threads, token_budget=max(1, opts.token_budget)))
     try:
-        return serve(state, sys.stdin.buffer, protocol_out)
+        # sys.stdin.buffer is a BufferedReader (it has readinto), typed only as BinaryIO.
+        return serve(state, cast(InStream, sys.stdin.buffer), protocol_out)
     except BrokenPipeError:
         # The client went away; nothing left to answer.
         return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Dict, List, Optional, Union
+from typing import Any, BinaryIO, Dict, List, Optional, Protocol, Union
 
 import torch
 
@@ -33,6 +33,14 @@ MAX_FRAME_BYTES = 8 * 1024 * 1024 * 1024
 RequestId = Union[int, str, None]
 
 
+class InStream(Protocol):
+    """What the reader needs from its input (sys.stdin.buffer, io.BytesIO)."""
+
+    def readline(self, size: Optional[int] = -1, /) -> bytes: ...
+
+    def readinto(self, buffer: memoryview, /) -> Optional[int]: ...
+
+
 @dataclass
 class Message:
     header: Dict[str, Any]
@@ -48,7 +56,7 @@ class ProtocolError(WorkerError):
         super().__init__("bad_message", message)
 
 
-def _read_frames(stream: BinaryIO, specs: Any) -> Dict[str, torch.Tensor]:
+def _read_frames(stream: InStream, specs: Any) -> Dict[str, torch.Tensor]:
     if not isinstance(specs, list):
         raise ProtocolError("frames must be a list")
     # Read every announced byte first, so a bad spec never desynchronises the stream.
@@ -84,7 +92,7 @@ def _read_frames(stream: BinaryIO, specs: Any) -> Dict[str, torch.Tensor]:
     return out
 
 
-def read_message(stream: BinaryIO) -> Optional[Message]:
+def read_message(stream: InStream) -> Optional[Message]:
     """The next message, or None at a clean end of stream."""
     line = stream.readline(MAX_LINE_BYTES + 1)
     if not line:

@@ -10,7 +10,7 @@ import torch
 
 from .errors import WorkerError
 from .ops import OPS, Args, Reply
-from .protocol import ProtocolError, read_message, write_message
+from .protocol import InStream, ProtocolError, read_message, write_message
 from .state import WorkerState
 
 
@@ -49,7 +49,7 @@ def handle(state: WorkerState, header: Dict[str, Any], frames: Dict[str, torch.T
     return {"id": request_id, "ok": True, "result": result}, reply.frames
 
 
-def serve(state: WorkerState, inp: BinaryIO, out: BinaryIO) -> int:
+def serve(state: WorkerState, inp: InStream, out: BinaryIO) -> int:
     """Answers requests in arrival order until `shutdown` or end of input."""
     while not state.stopping:
         try:
@@ -61,9 +61,10 @@ def serve(state: WorkerState, inp: BinaryIO, out: BinaryIO) -> int:
             return 0
         if msg is None:
             return 0
+        frames: Dict[str, torch.Tensor] = {}
         if msg.frame_error is not None:
-            e = msg.frame_error
-            body, frames = error_body(msg.header.get("id"), e.code, e.message, e.retryable), {}
+            err = msg.frame_error
+            body = error_body(msg.header.get("id"), err.code, err.message, err.retryable)
         else:
             body, frames = handle(state, msg.header, msg.frames)
         try:

@@ -55,9 +55,8 @@ class ProtocolTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             model_dir = Path(tmp) / "m"
             row, node_paths = pack_paths([[257, 1, 2, 3, 4], [257, 1, 2, 9, 9, 9]])
-            i32 = lambda t: t.to(torch.int32)  # noqa: E731
-            batch = {"tokens": i32(row.tokens), "parent": i32(row.parent), "positions": i32(row.positions)}
-            bad_positions = dict(batch, positions=i32(row.positions + 1) * 0)
+            batch = {"tokens": row.tokens.to(torch.int32), "parent": row.parent.to(torch.int32), "positions": row.positions.to(torch.int32)}
+            bad_positions = dict(batch, positions=torch.zeros(row.length, dtype=torch.int32))
             responses = run(
                 [
                     req(1, "hello"),

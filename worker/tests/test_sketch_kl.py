@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import unittest
+from typing import Dict
 
 import torch
 
@@ -40,7 +41,10 @@ class SketchTest(unittest.TestCase):
         a = {"w": torch.randn(200, 100, generator=gen), "b": torch.randn(300, generator=gen)}
         noise = {k: torch.randn(v.shape, generator=gen) for k, v in a.items()}
         b = {k: a[k] + 1.0 * noise[k] for k in a}  # true cosine ≈ 0.71
-        flat = lambda d: torch.cat([d[k].reshape(-1) for k in sorted(d)])  # noqa: E731
+
+        def flat(d: Dict[str, torch.Tensor]) -> torch.Tensor:
+            return torch.cat([d[k].reshape(-1) for k in sorted(d)])
+
         true_cos = float(torch.nn.functional.cosine_similarity(flat(a), flat(b), dim=0))
         sa, sb = count_sketch(a, 4096, 0), count_sketch(b, 4096, 0)
         self.assertAlmostEqual(float(torch.nn.functional.cosine_similarity(sa, sb, dim=0)), true_cos, delta=0.05)

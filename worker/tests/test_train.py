@@ -154,9 +154,9 @@ class TrainOpsTest(unittest.TestCase):
         g_flat = {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
         self.assertAlmostEqual(r_tree["loss"], r_flat["loss"], places=5)
         self.assertEqual(set(g_tree), set(g_flat))
-        for k in g_tree:
-            scale = float(g_flat[k].abs().max()) + 1e-8
-            self.assertLessEqual(float((g_tree[k] - g_flat[k]).abs().max()) / scale, 1e-4, k)
+        for name in g_tree:
+            scale = float(g_flat[name].abs().max()) + 1e-8
+            self.assertLessEqual(float((g_tree[name] - g_flat[name]).abs().max()) / scale, 1e-4, name)
         self.assertTrue(torch.allclose(out["logprobs"], flat_lp, atol=1e-5))
 
     def test_optim_step_moves_logprobs_with_the_advantage_sign(self) -> None:

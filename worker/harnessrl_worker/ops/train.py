@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 import torch
+from torch.nn.utils.clip_grad import clip_grad_norm_
 
 from ..errors import bad_request
 from ..losses import PGLossConfig, TokenLoss, pg_token_loss, sft_token_loss
@@ -64,8 +65,8 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
             raise bad_request(f"frame {name!r} has non-finite values")
     for i, r in enumerate(rows):
         validate_row(r, loaded.config.vocab_size, loaded.config.max_position_embeddings, i)
-    t = args.opt_float("temperature")
-    temperature = 1.0 if t is None else t
+    requested_t = args.opt_float("temperature")
+    temperature = 1.0 if requested_t is None else requested_t
     if not temperature > 0:
         raise bad_request("temperature must be > 0")
     cfg = loss_config(args.raw.get("loss"))
@@ -109,11 +110,14 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
             torch.stack(losses).sum().backward()
     finally:
         model.eval()
-    n = sums.get("tokens", 0.0)
-    mean = lambda key: sums.get(key, 0.0) / n if n else 0.0  # noqa: E731
+    n_tokens = sums.get("tokens", 0.0)
+
+    def mean(key: str) -> float:
+        return sums.get(key, 0.0) / n_tokens if n_tokens else 0.0
+
     result: Dict[str, Any] = {
         "objective": objective,
-        "trainable_tokens": int(n),
+        "trainable_tokens": int(n_tokens),
         "rows_forwarded": len(active),
         "loss": sums.get("loss", 0.0),
         "mismatch_abs_mean": mean("mismatch_abs_sum"),
@@ -163,7 +167,7 @@ def optim_step(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) 
     params = [p for p in opt.model.parameters() if p.grad is not None]
     if not params:
         return Reply({"skipped": True, "reason": "no gradients", "grad_norm": 0.0, "step": opt.steps})
-    norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf")))
+    norm = float(clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf")))
     if not math.isfinite(norm):
         opt.optimizer.zero_grad(set_to_none=True)
         return Reply({"skipped": True, "reason": "non-finite gradient", "grad_norm": None, "step": opt.steps})
