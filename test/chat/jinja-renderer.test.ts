@@ -8,6 +8,7 @@ import { JinjaChatRenderer } from "../../src/chat/jinja-renderer.js";
 import type { ChatMessage, ToolSpec } from "../../src/chat/types.js";
 import { UserError } from "../../src/core/errors.js";
 import { ByteTokenizer } from "../../src/tokenizer/bytes.js";
+import { writeRandomModelDir } from "../../src/weights/random-model.js";
 import { randomConversation, randomTools, rng } from "./conversations.js";
 
 const fixture = (name: string): string => readFileSync(join(import.meta.dirname, "fixtures", name), "utf8");
@@ -166,6 +167,15 @@ describe("loadCodec(modelDir)", () => {
     const codec = loadCodec(dir);
     expect(codec.tokenizer).toBeInstanceOf(ByteTokenizer);
     expect(codec.renderer).toBeInstanceOf(ChatMLToolsRenderer);
+  });
+
+  it("loads a model dir written by the weights code (random tiny model) with the byte tokenizer and fast renderer", () => {
+    const dir = join(root, "random-model");
+    writeRandomModelDir(dir, { modelType: "qwen3", hiddenSize: 16, numLayers: 1, numHeads: 2, numKvHeads: 1, intermediateSize: 32, seed: 3 });
+    const codec = loadCodec(dir);
+    expect(codec.tokenizer).toBeInstanceOf(ByteTokenizer);
+    expect(codec.renderer).toBeInstanceOf(ChatMLToolsRenderer);
+    expect([...codec.tokenizer.stopTokenIds].sort()).toEqual([256, 258]);
   });
 
   it("uses a model's own template through Jinja, from tokenizer_config.json or chat_template.jinja", () => {
