@@ -9,7 +9,8 @@
  * Writes docs/bench/proxy.json and the summary table in docs/proxy.md.
  *
  * Options: --calls N (serial calls per mode, default 300), --seconds S (per throughput run, default 4),
- * --concurrency C (default 16), --out FILE, --no-docs, --profile DIR (CPU profile of the proxy process, for
+ * --concurrency C (default 16), --out FILE, --no-docs, --store sqlite|memory (memory: to see the store's share; the
+ * published numbers use sqlite), --profile DIR (CPU profile of the proxy process, for
  * `node --cpu-prof` tooling).
  */
 import { spawn } from "node:child_process";
@@ -25,6 +26,7 @@ import type { SamplingEngine } from "../engine/types.js";
 import { DEFAULT_SAMPLING } from "../engine/types.js";
 import { createHistoryPlanner } from "../history/index.js";
 import { ProxyServer } from "../proxy/index.js";
+import { openStore } from "../store/registry.js";
 import { SqliteStore } from "../store/sqlite.js";
 
 const ANSWER = "Done: the change is applied and the tests pass.";
@@ -61,7 +63,8 @@ function summary(ms: number[]): { p50: number; p99: number; mean: number; n: num
 
 async function serve(db: string): Promise<void> {
   const engine = createScriptedEngine(answer, { modelId: "policy" });
-  const store = new SqliteStore(db);
+  // "memory" isolates the proxy's cost from the durable store's (a comparison run, not the default).
+  const store = db === "memory" ? openStore("memory") : new SqliteStore(db);
   const server = new ProxyServer({ engine, store, planner: createHistoryPlanner(store), adminToken: "bench-admin", onError: () => undefined });
   const urls = await server.listen(0, "127.0.0.1");
   process.stdout.write(`${JSON.stringify({ port: server.port, url: urls.openai })}\n`);
@@ -281,6 +284,7 @@ async function main(): Promise<void> {
       out: { type: "string" },
       "no-docs": { type: "boolean" },
       profile: { type: "string" },
+      store: { type: "string", default: "sqlite" },
     },
   });
   if (values.serve) return serve(values.serve);
@@ -293,7 +297,8 @@ async function main(): Promise<void> {
   const engine = createScriptedEngine(answer, { modelId: "policy" });
   const lengths = [0, TURNS_PER_SESSION - 1].map((k) => engine.tokenizer.encode(engine.renderer.render(conversation(1, k), TOOL_SPECS, { addGenerationPrompt: true })).length);
   const dir = mkdtempSync(join(tmpdir(), "hrl-bench-proxy-"));
-  const child = await startChild(join(dir, "calls.sqlite"), values.profile);
+  if (values.store !== "sqlite" && values.store !== "memory") throw new Error(`--store must be sqlite or memory, got ${values.store}`);
+  const child = await startChild(values.store === "memory" ? "memory" : join(dir, "calls.sqlite"), values.profile);
   const client = new Client(child.port, concurrency);
   const modes: Record<string, unknown> = {};
   try {
@@ -338,6 +343,7 @@ async function main(): Promise<void> {
     turnsPerSession: TURNS_PER_SESSION,
     completionTokens: engine.tokenizer.encode(`${ANSWER}<|im_end|>`).length,
     concurrency,
+    store: values.store,
     serialCalls: calls,
     throughputSeconds: seconds,
     modes,
