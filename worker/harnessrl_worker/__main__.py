@@ -16,6 +16,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--device", default=None, help="auto (default), cpu, cuda, cuda:N; env HARNESSRL_DEVICE")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default min(2, cores)); env HARNESSRL_TORCH_THREADS")
     parser.add_argument("--token-budget", type=int, default=16384, help="max rows × padded length per forward pass")
+    parser.add_argument("--grad-checkpoint-tokens", type=int, default=2048, help="recompute activations in backward for rows this long (0 = never)")
     opts = parser.parse_args(argv)
 
     # The protocol owns the real stdout; anything else printing (warnings, C libraries) goes to stderr.
@@ -32,7 +33,8 @@ def main(argv: list[str]) -> int:
     threads = default_threads(opts.threads)
     torch.set_num_threads(threads)
     device = torch.device(resolve_device(opts.device))
-    state = WorkerState(WorkerSettings(device=device, threads=threads, token_budget=max(1, opts.token_budget)))
+    settings = WorkerSettings(device=device, threads=threads, token_budget=max(1, opts.token_budget), grad_checkpoint_tokens=max(0, opts.grad_checkpoint_tokens))
+    state = WorkerState(settings)
     try:
         # sys.stdin.buffer is a BufferedReader (it has readinto), typed only as BinaryIO.
         return serve(state, cast(InStream, sys.stdin.buffer), protocol_out)

@@ -12,10 +12,12 @@ from typing import Dict, Optional
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from .config import ModelConfig
 
 HAS_SDPA: bool = hasattr(F, "scaled_dot_product_attention")
+EAGER_QUERY_BLOCK = 1024
 ATTENTION_IMPLS = ("auto", "eager", "sdpa")
 
 
@@ -93,9 +95,14 @@ class Attention(nn.Module):
         if use_sdpa:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         else:
-            scores = torch.matmul(q, k.transpose(-1, -2)) * (self.head_dim ** -0.5) + mask
-            probs = torch.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(q.dtype)
-            out = torch.matmul(probs, v)
+            # Query blocks bound the transient [B, heads, block, N] score tensors on long rows; results are identical.
+            kt = k.transpose(-1, -2)
+            parts = []
+            for s in range(0, n, EAGER_QUERY_BLOCK):
+                scores = torch.matmul(q[:, :, s : s + EAGER_QUERY_BLOCK], kt) * (self.head_dim ** -0.5) + mask[:, :, s : s + EAGER_QUERY_BLOCK]
+                probs = torch.softmax(scores, dim=-1, dtype=torch.promote_types(scores.dtype, torch.float32)).to(q.dtype)
+                parts.append(torch.matmul(probs, v))
+            out = parts[0] if len(parts) == 1 else torch.cat(parts, dim=2)
         return self.o_proj(out.transpose(1, 2).reshape(b, n, self.num_heads * self.head_dim))
 
 
@@ -147,6 +154,8 @@ class CausalLM(nn.Module):
         self.attention = attention
         self.model = DecoderModel(cfg)
         self.lm_head: Optional[nn.Linear] = None if cfg.tie_word_embeddings else nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        # Recompute each layer in backward instead of storing its activations (long rows under gradient).
+        self.gradient_checkpointing = False
 
     def use_sdpa(self, device: torch.device) -> bool:
         if self.attention == "auto":
@@ -166,7 +175,10 @@ class CausalLM(nn.Module):
         # Eager attention adds the mask as a bias; building it once saves a masked_fill per layer.
         attn_mask = allowed if sdpa else torch.zeros(allowed.shape, dtype=x.dtype, device=x.device).masked_fill_(~allowed, torch.finfo(x.dtype).min)
         for layer in self.model.layers:
-            x = layer(x, cos, sin, attn_mask, sdpa)
+            if self.gradient_checkpointing and torch.is_grad_enabled():
+                x = checkpoint(layer, x, cos, sin, attn_mask, sdpa, use_reentrant=False)
+            else:
+                x = layer(x, cos, sin, attn_mask, sdpa)
         return self.model.norm(x)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:

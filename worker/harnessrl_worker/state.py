@@ -16,6 +16,8 @@ class WorkerSettings:
     threads: int
     # Max rows × padded length per forward pass: bounds the [B, N, N] attention mask and activations.
     token_budget: int = 16384
+    # forward_backward recomputes layer activations in backward once a row is at least this long (0 = never).
+    grad_checkpoint_tokens: int = 2048
 
 
 @dataclass

@@ -202,6 +202,36 @@ class TrainOpsTest(unittest.TestCase):
         r2, _ = call(state, "forward_backward", {"row_lengths": lengths, "objective": "sft"}, frames)
         self.assertLess(r2["nll_mean"], r["nll_mean"])
 
+    def test_long_row_paths_are_exact_query_blocks_and_gradient_checkpointing(self) -> None:
+        import harnessrl_worker.model as model_module
+
+        model = CausalLM(small_config("qwen3"))
+        init_weights(model, 6, std=0.3)
+        model = model.double()
+        row, _ = pack_paths([self.paths[0] + list(range(20)), self.paths[1] + list(range(30, 45))])
+        n = row.length
+        frames = batch_frames([row], {"old_logprobs": [0.0] * n, "advantages": torch.linspace(-1, 1, n).tolist(), "loss_weights": [1.0] * n}, [0] + [1] * (n - 1))
+        state = make_state(model)
+        state.settings.grad_checkpoint_tokens = 0
+        plain, out_plain = call(state, "forward_backward", {"row_lengths": [n]}, frames)
+        self.assertFalse(plain["gradient_checkpointing"])
+        g_plain = {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
+        call(state, "zero_grad", {})
+        saved_block = model_module.EAGER_QUERY_BLOCK
+        model_module.EAGER_QUERY_BLOCK = 7  # several query blocks per row
+        try:
+            state.settings.grad_checkpoint_tokens = 8
+            chk, out_chk = call(state, "forward_backward", {"row_lengths": [n]}, frames)
+        finally:
+            model_module.EAGER_QUERY_BLOCK = saved_block
+        self.assertTrue(chk["gradient_checkpointing"])
+        self.assertFalse(model.gradient_checkpointing)  # only for the duration of the op
+        self.assertTrue(torch.allclose(out_plain["logprobs"], out_chk["logprobs"], atol=1e-6))
+        for k, g in g_plain.items():
+            grad = dict(model.named_parameters())[k].grad
+            assert grad is not None
+            self.assertTrue(torch.allclose(grad, g, atol=1e-10, rtol=1e-8), k)
+
     def test_rejects_bad_training_batches(self) -> None:
         state = make_state(CausalLM(small_config()))
         row = flat_row([1, 2, 3])

@@ -85,6 +85,8 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
     maxes: Dict[str, float] = {}
     device = next(model.parameters()).device
     model.train()
+    threshold = state.settings.grad_checkpoint_tokens
+    model.gradient_checkpointing = threshold > 0 and any(rows[i].length >= threshold for i in active)
     try:
         for group, hidden in forward_micro_batches(model, [rows[i] for i in active], state.settings.token_budget):
             losses: List[torch.Tensor] = []
@@ -110,6 +112,7 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
             torch.stack(losses).sum().backward()
     finally:
         model.eval()
+        model.gradient_checkpointing = False
     n_tokens = sums.get("tokens", 0.0)
 
     def mean(key: str) -> float:
@@ -117,6 +120,7 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
 
     result: Dict[str, Any] = {
         "objective": objective,
+        "gradient_checkpointing": threshold > 0 and any(rows[i].length >= threshold for i in active),
         "trainable_tokens": int(n_tokens),
         "rows_forwarded": len(active),
         "loss": sums.get("loss", 0.0),
