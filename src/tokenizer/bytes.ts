@@ -29,6 +29,8 @@ export class ByteTokenizer implements Tokenizer {
   /** Special tokens' UTF-8 bytes, longest first, and which bytes can start one. */
   private readonly specialBytes: { bytes: Uint8Array; id: number }[];
   private readonly firstByte = new Uint8Array(256);
+  /** The one byte every special token starts with, or -1. */
+  private readonly singleLeadByte: number;
 
   constructor(specials: readonly string[] = BYTE_SPECIAL_TOKENS) {
     const map = new Map<string, number>();
@@ -44,26 +46,41 @@ export class ByteTokenizer implements Tokenizer {
     for (const s of specials) this.bytesById.push(utf8Bytes(s));
     this.specialBytes = [...map.values()].map((id) => ({ bytes: this.bytesById[id] as Uint8Array, id })).sort((a, b) => b.bytes.length - a.bytes.length);
     for (const { bytes } of this.specialBytes) this.firstByte[bytes[0] as number] = 1;
+    const leads = new Set(this.specialBytes.map((s) => s.bytes[0] as number));
+    this.singleLeadByte = leads.size === 1 ? ([...leads][0] as number) : -1;
   }
 
   encode(text: string): number[] {
     // Matching special tokens on the UTF-8 bytes is equivalent to matching on the text (UTF-8 is self-synchronising),
-    // and lets the native encoder do the heavy lifting.
+    // and lets the native encoder and `indexOf` do the heavy lifting.
     const bytes = Buffer.from(text, "utf8");
     const n = bytes.length;
     const out: number[] = [];
-    const first = this.firstByte;
-    for (let i = 0; i < n; i++) {
-      const b = bytes[i] as number;
-      if (first[b] === 1) {
-        const id = this.matchSpecial(bytes, i);
-        if (id >= 0) {
-          out.push(id);
-          i += (this.bytesById[id] as Uint8Array).length - 1;
-          continue;
-        }
+    const lead = this.singleLeadByte;
+    if (lead < 0) {
+      for (let i = 0; i < n; i++) {
+        const b = bytes[i] as number;
+        const id = this.firstByte[b] === 1 ? this.matchSpecial(bytes, i) : -1;
+        if (id >= 0) i += (this.bytesById[id] as Uint8Array).length - 1;
+        out.push(id >= 0 ? id : b);
       }
-      out.push(b);
+      return out;
+    }
+    // All special tokens start with the same byte (`<`): copy runs up to each occurrence of it.
+    let from = 0;
+    while (from < n) {
+      const at = bytes.indexOf(lead, from);
+      const end = at < 0 ? n : at;
+      for (let i = from; i < end; i++) out.push(bytes[i] as number);
+      if (at < 0) break;
+      const id = this.matchSpecial(bytes, at);
+      if (id >= 0) {
+        out.push(id);
+        from = at + (this.bytesById[id] as Uint8Array).length;
+      } else {
+        out.push(lead);
+        from = at + 1;
+      }
     }
     return out;
   }

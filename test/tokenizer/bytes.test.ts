@@ -47,6 +47,12 @@ describe("ByteTokenizer (docs/model-dir.md ids)", () => {
     expect(tok.encode("<<|im_end|>")).toEqual([60, 258]);
   });
 
+  it("also handles special-token lists that do not all start with the same byte", () => {
+    const custom = new ByteTokenizer(["<a>", "[b]", "<ab>"]);
+    expect(custom.encode("x<ab>[b]<a>[c]")).toEqual([120, 258, 257, 256, ...Buffer.from("[c]")]);
+    expect(custom.decode(custom.encode("é[b]<a"))).toBe("é[b]<a");
+  });
+
   it("encodes lone surrogates as U+FFFD like TextEncoder", () => {
     for (const s of ["a\ud800b", "\udc00", "x\ud83d", "\ud83d\ude00"]) expect(tok.encode(s)).toEqual([...new TextEncoder().encode(s)]);
   });
