@@ -121,6 +121,8 @@ export const TREE_CALLS_TABLE: TableDef<TreeCallRow> = {
     { name: "segment_label", type: "string", get: (r) => seg(r)?.label ?? "main" },
     { name: "segment_break_kind", type: "string", nullable: true, get: (r) => seg(r)?.breakKind ?? null },
     { name: "segment_linked_from", type: "string", nullable: true, get: (r) => seg(r)?.linkedFrom ?? null },
+    { name: "segment_spawned_by", type: "string", nullable: true, get: (r) => seg(r)?.spawnedBy ?? null },
+    { name: "segment_agent_id", type: "string", nullable: true, get: (r) => seg(r)?.agentId ?? null },
     { name: "tree_parent_call_id", type: "string", nullable: true, get: (r) => r.call.treeParent },
     { name: "recorded_parent_call_id", type: "string", nullable: true, get: (r) => r.call.record.parentCallId },
     { name: "parent_disagreement", type: "string", nullable: true, get: (r) => r.tree.disagreements.find((d) => d.callId === r.call.callId)?.reason ?? null },

@@ -20,9 +20,10 @@ export function buildForests(records: readonly CallRecord[], sessions: readonly 
     else bySession.set(r.sessionId, [r]);
   }
   const info = new Map(sessions.map((s) => [s.sessionId, s]));
+  const resolveCallId = callIdResolver(records);
   const forests = new Map<string, RolloutForest>();
   for (const [sessionId, recs] of bySession) {
-    const tree = buildSessionTree(recs, info.get(sessionId) ?? null);
+    const tree = buildSessionTree(recs, info.get(sessionId) ?? null, { resolveCallId });
     const key = rolloutKey(tree.rolloutId, sessionId);
     let forest = forests.get(key);
     if (!forest) {
@@ -35,19 +36,34 @@ export function buildForests(records: readonly CallRecord[], sessions: readonly 
   return [...forests.values()];
 }
 
+/**
+ * Harnesses name the spawning call by what they saw: our call id when the proxy told them, otherwise the protocol's
+ * response id (`chatcmpl-…`, `msg_…`, `resp_…`). Map the latter to call ids through the recorded raw responses.
+ */
+export function callIdResolver(records: readonly CallRecord[]): (id: string) => string {
+  const byResponseId = new Map<string, string>();
+  for (const r of records) {
+    const raw = r.rawResponse;
+    if (raw !== null && typeof raw === "object" && "id" in raw && typeof raw.id === "string") byResponseId.set(raw.id, r.callId);
+  }
+  return (id) => byResponseId.get(id) ?? id;
+}
+
 function linkSubAgents(forest: RolloutForest): void {
   const owner = new Map<string, SessionTree>();
   for (const t of forest.trees) for (const c of t.calls) owner.set(c.callId, t);
   for (const t of forest.trees) {
-    if (t.spawnedByCallId === null) continue;
-    const parent = owner.get(t.spawnedByCallId);
-    forest.spawnLinks.push({ sessionId: t.sessionId, spawnedByCallId: t.spawnedByCallId, parentSessionId: parent?.sessionId ?? t.session?.parentSessionId ?? null });
+    for (const seg of t.segments) {
+      if (seg.spawnedBy === null) continue;
+      const parent = owner.get(seg.spawnedBy);
+      forest.spawnLinks.push({ sessionId: t.sessionId, segment: seg.index, rootCallId: seg.rootCallId, spawnedByCallId: seg.spawnedBy, parentSessionId: parent?.sessionId ?? t.session?.parentSessionId ?? null });
+    }
   }
-  // Parents first, then the sub-agents they spawned, so printing and packing follow the spawn order.
+  // Parents first, then the sub-agent sessions they spawned, so printing and packing follow the spawn order.
   const depth = (t: SessionTree, seen = 0): number => {
     if (t.spawnedByCallId === null || seen > forest.trees.length) return 0;
     const p = owner.get(t.spawnedByCallId);
-    return p ? 1 + depth(p, seen + 1) : 1;
+    return p && p !== t ? 1 + depth(p, seen + 1) : 1;
   };
   forest.trees.sort((a, b) => depth(a) - depth(b));
 }

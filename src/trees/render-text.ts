@@ -25,8 +25,9 @@ export function renderSession(s: SessionView): string[] {
   ];
   const byId = new Map(s.calls.map((c) => [c.callId, c]));
   for (const seg of s.segments) {
-    const link = seg.linkedFrom ? ` ← ${seg.linkedFrom}` : "";
-    out.push(`  segment ${seg.index} ${seg.label}${seg.breakKind ? ` (${seg.breakKind})` : ""}${link}`);
+    const link = seg.linkedFrom ? ` ← ${seg.linkedFrom}${seg.spawnedBy === seg.linkedFrom ? " (spawned it)" : ""}` : "";
+    const agent = seg.agentId ? ` agent ${seg.agentId}` : "";
+    out.push(`  segment ${seg.index} ${seg.label}${agent}${seg.breakKind ? ` (${seg.breakKind})` : ""}${link}`);
     const inSeg = new Set(seg.callIds);
     const roots = seg.callIds.filter((id) => {
       const p = byId.get(id)?.treeParent ?? null;

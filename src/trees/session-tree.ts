@@ -1,14 +1,19 @@
 import type { CallRecord, SessionInfo } from "../store/records.js";
 import { append, boundary, newRoot, walk } from "./radix.js";
-import type { BranchLabel, ContextKind, Segment, SessionTree, TreeCall, TreeNode } from "./types.js";
+import type { BranchLabel, ContextKind, Segment, SessionTree, TreeBuildOptions, TreeCall, TreeNode } from "./types.js";
 
 /** An agent role that names a sub-agent (e.g. Claude Code's Task tool, "subagent", "agent:explore"). */
 const SUB_AGENT_ROLE = /sub|task|agent/i;
 
-/** What the record's own role says about the branch, or null when it says nothing. */
-function roleLabel(record: CallRecord): BranchLabel | null {
+/**
+ * What the record says about its branch, or null when it says nothing: a record spawned by another call is a sub-agent;
+ * the session's main role (its first call's) or no role says nothing; another role is a sub-agent if named like one,
+ * else a side call (title generation, quota probes).
+ */
+function roleLabel(record: CallRecord, mainRole: string | null): BranchLabel | null {
+  if (record.spawnedByCallId !== null) return "sub-agent";
   const role = record.agentRole;
-  if (role === null || role === "" || role === "main") return null;
+  if (role === null || role === "" || role === "main" || role === mainRole) return null;
   return SUB_AGENT_ROLE.test(role) ? "sub-agent" : "side";
 }
 
@@ -30,11 +35,15 @@ function isAncestorOrSelf(nodes: TreeNode[], ancestor: number, node: number): bo
  * sampled tokens. `parentCallId` is only a hint: the verified parent is the deepest earlier call whose prompt +
  * completion is a prefix of this prompt, and any difference is recorded in `disagreements`.
  */
-export function buildSessionTree(records: readonly CallRecord[], session: SessionInfo | null = null): SessionTree {
+export function buildSessionTree(records: readonly CallRecord[], session: SessionInfo | null = null, options: TreeBuildOptions = {}): SessionTree {
+  const resolve = options.resolveCallId ?? ((id: string) => id);
   const first = records[0];
   const sessionId = session?.sessionId ?? first?.sessionId ?? "";
-  const spawnedByCallId = session?.spawnedByCallId ?? records.find((r) => r.spawnedByCallId !== null)?.spawnedByCallId ?? null;
-  const subAgent = spawnedByCallId !== null || session?.parentSessionId != null || (first !== undefined && roleLabel(first) === "sub-agent");
+  // Only the session (or its first call) says whether the whole session is a sub-agent: later calls may be sub-agents
+  // that a central agent runs inside its own session.
+  const spawnedRaw = session?.spawnedByCallId ?? first?.spawnedByCallId ?? null;
+  const spawnedByCallId = spawnedRaw === null ? null : resolve(spawnedRaw);
+  const subAgent = spawnedByCallId !== null || session?.parentSessionId != null || (first !== undefined && roleLabel(first, null) === "sub-agent");
   const tree: SessionTree = {
     sessionId,
     rolloutId: session?.rolloutId ?? first?.rolloutId ?? null,
@@ -47,11 +56,12 @@ export function buildSessionTree(records: readonly CallRecord[], session: Sessio
     segments: [],
     disagreements: [],
   };
-  for (const record of records) insertCall(tree, record);
+  const mainRole = subAgent ? null : (first?.agentRole ?? null);
+  for (const record of records) insertCall(tree, record, mainRole, resolve);
   return tree;
 }
 
-function insertCall(tree: SessionTree, record: CallRecord): void {
+function insertCall(tree: SessionTree, record: CallRecord, mainRole: string | null, resolve: (id: string) => string): void {
   const { nodes, calls } = tree;
   if (tree.callIndex.has(record.callId)) return; // a store may hand the same record twice; the first one wins
   const index = calls.length;
@@ -87,14 +97,17 @@ function insertCall(tree: SessionTree, record: CallRecord): void {
     insertedKind = retryOf.inserted?.kind ?? "prompt";
   } else if (record.break !== null || parent === null) {
     const isFirst = tree.segments.length === 0;
-    const base: BranchLabel = roleLabel(record) ?? (tree.subAgent ? "sub-agent" : isFirst ? "main" : "side");
+    const base: BranchLabel = roleLabel(record, mainRole) ?? (tree.subAgent ? "sub-agent" : isFirst ? "main" : "side");
     label = breakLabel(record, base);
+    const spawnedBy = record.spawnedByCallId !== null ? resolve(record.spawnedByCallId) : isFirst ? tree.spawnedByCallId : null;
     const seg: Segment = {
       index: tree.segments.length,
       rootCallId: record.callId,
       label,
       breakKind: record.break?.kind ?? null,
-      linkedFrom: record.break?.fromCallId ?? (isFirst ? tree.spawnedByCallId : record.spawnedByCallId),
+      linkedFrom: label === "sub-agent" && spawnedBy !== null ? spawnedBy : (record.break?.fromCallId ?? spawnedBy),
+      spawnedBy,
+      agentId: record.agentId,
       callIds: [],
     };
     tree.segments.push(seg);

@@ -100,8 +100,12 @@ export interface Segment {
   label: BranchLabel;
   /** The break that started it, if any. */
   breakKind: BreakKind | null;
-  /** Where it came from: break.fromCallId, or the spawning call for a sub-agent's first segment. */
+  /** Where it came from: the spawning call for a sub-agent segment, else break.fromCallId. */
   linkedFrom: string | null;
+  /** The call (resolved to a call id) that spawned this segment's agent, when the records say so. */
+  spawnedBy: string | null;
+  /** The agent instance (record.agentId) of the segment's first call, if known. */
+  agentId: string | null;
   callIds: string[];
 }
 
@@ -123,6 +127,27 @@ export interface SessionTree {
 export interface RolloutForest {
   rolloutId: string;
   trees: SessionTree[];
-  /** Sub-agent session id → spawning call id (in another session of the rollout, when found). */
-  spawnLinks: { sessionId: string; spawnedByCallId: string; parentSessionId: string | null }[];
+  /**
+   * Sub-agent segments → the call that spawned them (in this or another session of the rollout). A sub-agent with its
+   * own session links its first segment; harnesses that run sub-agents inside the main session link each sub-agent's
+   * first segment.
+   */
+  spawnLinks: SpawnLink[];
+}
+
+export interface SpawnLink {
+  sessionId: string;
+  segment: number;
+  rootCallId: string;
+  spawnedByCallId: string;
+  /** Session of the spawning call; null when that call is not among the rollout's records. */
+  parentSessionId: string | null;
+}
+
+export interface TreeBuildOptions {
+  /**
+   * Maps an id a harness used to name a call (e.g. the protocol response id `chatcmpl-…` it received) to our call id.
+   * Defaults to the identity.
+   */
+  resolveCallId?: (id: string) => string;
 }

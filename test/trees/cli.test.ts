@@ -52,7 +52,7 @@ describe("harnessrl trees", () => {
     const r = cli("--db", dbPath, "--rollout", "rol_1", "--json");
     expect(r.status).toBe(0);
     const [view] = JSON.parse(r.stdout) as ForestView[];
-    expect(view?.spawnLinks).toEqual([{ sessionId: "ses_sub", spawnedByCallId: "m1", parentSessionId: "ses_main" }]);
+    expect(view?.spawnLinks).toEqual([{ sessionId: "ses_sub", segment: 0, rootCallId: "s1", spawnedByCallId: "m1", parentSessionId: "ses_main" }]);
     const main = view?.sessions[0];
     const m1 = main?.calls.find((c) => c.callId === "m1");
     const rec = records.find((x) => x.callId === "m1") as CallRecord;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { CallRecord } from "../../src/store/records.js";
 import { buildForests } from "../../src/trees/forest.js";
-import { pathTokens, treePaths } from "../../src/trees/paths.js";
-import { tokensTo } from "../../src/trees/radix.js";
+import { treePaths } from "../../src/trees/paths.js";
 import { buildSessionTree } from "../../src/trees/session-tree.js";
+import { expectReconstructs } from "./reconstruct.js";
 import type { SessionTree, TreeCall, TreeNode } from "../../src/trees/types.js";
 import { call, compactionSession, editedHistorySession, enc, extend, first, linearSession, parallelSession, randomSession, retrySession, strippedReasoningSession, subAgentRollout, toolTurn } from "./fixtures.js";
 
@@ -11,31 +11,6 @@ function byId(tree: SessionTree, id: string): TreeCall {
   const c = tree.calls[tree.callIndex.get(id) as number];
   if (!c) throw new Error(`no call ${id}`);
   return c;
-}
-
-/** The reconstruction property: every call's prompt and prompt + completion are root paths of the tree, token for token. */
-export function expectReconstructs(tree: SessionTree): void {
-  for (const c of tree.calls) {
-    expect(tokensTo(tree.nodes, c.promptEndNode)).toEqual(c.record.promptTokens);
-    expect(tokensTo(tree.nodes, c.endNode)).toEqual([...c.record.promptTokens, ...c.record.completionTokens]);
-  }
-  for (const p of treePaths(tree)) {
-    const { tokens } = pathTokens(tree, p.nodes);
-    expect(tokens).toEqual([...p.leafCall.record.promptTokens, ...p.leafCall.record.completionTokens]);
-    for (const c of p.calls) {
-      const seq = [...c.record.promptTokens, ...c.record.completionTokens];
-      expect(tokens.slice(0, seq.length)).toEqual(seq);
-    }
-  }
-  // Sampled runs carry the logprobs of the call that sampled them, at the right offsets.
-  for (const n of tree.nodes) {
-    if (n.role !== "sampled") continue;
-    const owner = byId(tree, n.callId as string).record;
-    for (let i = 0; i < n.end - n.start; i++) {
-      expect(owner.completionTokens[n.sampleOffset + i]).toBe(n.src[n.start + i]);
-      expect(owner.promptTokens.length + n.sampleOffset + i).toBe(n.depth + i);
-    }
-  }
 }
 
 function sampledTokens(tree: SessionTree): number {
@@ -77,7 +52,7 @@ describe("session prefix trees from hand-built records", () => {
   it("sub-agents: their session links to the spawning call and is labelled sub-agent", () => {
     const [forest] = buildForests(subAgentRollout());
     expect(forest?.trees.map((t) => t.sessionId)).toEqual(["ses_main", "ses_sub"]);
-    expect(forest?.spawnLinks).toEqual([{ sessionId: "ses_sub", spawnedByCallId: "m1", parentSessionId: "ses_main" }]);
+    expect(forest?.spawnLinks).toEqual([{ sessionId: "ses_sub", segment: 0, rootCallId: "s1", spawnedByCallId: "m1", parentSessionId: "ses_main" }]);
     const sub = forest?.trees[1] as SessionTree;
     expectReconstructs(sub);
     expect(sub.subAgent).toBe(true);
