@@ -1,7 +1,9 @@
 import { errorMessage, isHarnessRLError } from "../core/errors.js";
 import type { HarnessDefinition } from "../harness/types.js";
 import type { Sandbox, SandboxBackend, SandboxLimits } from "../sandbox/types.js";
-import { installVerifier, seedWorkspace } from "../tasks/materialize.js";
+import { chmod } from "node:fs/promises";
+import { join } from "node:path";
+import { installVerifier, workspaceSeedOf } from "../tasks/materialize.js";
 import type { Task } from "../tasks/task.js";
 import { parseVerifierOutput, type VerifierResult } from "../tasks/verifier-result.js";
 import { DEFAULT_SETTLE, waitSettled, type SettleOptions } from "./settle.js";
@@ -76,13 +78,16 @@ export async function runRollout(request: RolloutRequest, task: Task, harness: H
   try {
     const session = proxy.issueSession({ rolloutId: request.rolloutId, harness: harness.name, agentRole: "main", metadata: { taskId: task.id, sample: request.sample } });
     const wallClockMs = settings.harnessTimeoutMs + settings.verifierTimeoutMs + settings.settle.timeoutMs + 10_000;
+    // The sandbox seeds the workspace itself (owned by the sandbox's user); executables get their mode afterwards.
+    const seed = workspaceSeedOf(task);
     sandbox = await backend.create({
+      workspaceFiles: seed.files,
       limits: { ...settings.limits, wallClockMs },
       network: { proxy: { host: "127.0.0.1", port: proxy.port } },
       readOnlyPaths: harness.hostPaths(),
       labels: { rollout: request.rolloutId, task: task.id, harness: harness.name },
     });
-    await seedWorkspace(task, sandbox.workspaceDir);
+    for (const rel of seed.executables) await chmod(join(sandbox.workspaceDir, rel), 0o755);
     const plan = harness.launch({
       prompt: task.prompt,
       proxyOrigin: sandbox.proxyUrl ?? `http://127.0.0.1:${proxy.port}`,

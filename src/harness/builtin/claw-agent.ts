@@ -18,7 +18,7 @@ const TOOLS: Tool[] = [
 ];
 
 /** Compact when the serialised conversation exceeds this many characters (env HARNESSRL_COMPACT_CHARS). */
-const COMPACT_CHARS = Number(process.env.HARNESSRL_COMPACT_CHARS ?? 2_400);
+const COMPACT_CHARS = Number(process.env.HARNESSRL_COMPACT_CHARS ?? 1_000);
 
 async function callTool(name: string, input: Record<string, unknown>, timeoutMs: number): Promise<string> {
   if (name === "Bash") {

@@ -5,9 +5,21 @@ import { InfraError } from "../../core/errors.js";
 import type { Protocol } from "../../store/records.js";
 import type { ExitInfo, HarnessDefinition, LaunchContext, LaunchPlan, OracleProfile } from "../types.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
-/** The package root: compiled harnesses under dist/ import their SDKs from node_modules/. */
-const packageRoot = join(here, "..", "..", "..");
+/**
+ * The package root (the folder with package.json). Harnesses always run compiled, from dist/harness/builtin/, and
+ * import their SDKs from node_modules/ — also when this module itself is loaded from src/ (tests).
+ */
+function findPackageRoot(start: string): string {
+  let dir = start;
+  while (!existsSync(join(dir, "package.json"))) {
+    const up = dirname(dir);
+    if (up === dir) return join(start, "..", "..", "..");
+    dir = up;
+  }
+  return dir;
+}
+
+const packageRoot = findPackageRoot(dirname(fileURLToPath(import.meta.url)));
 
 /** The last `{"harnessrl_result": …}` line a built-in harness printed. */
 export function builtinResult(stdout: string): { status: string; turns: number } | null {
@@ -26,7 +38,7 @@ export function builtinResult(stdout: string): { status: string; turns: number }
 }
 
 function builtin(name: string, summary: string, protocol: Protocol, oracle: OracleProfile): HarnessDefinition {
-  const script = join(here, `${name}.js`);
+  const script = join(packageRoot, "dist", "harness", "builtin", `${name}.js`);
   return {
     name,
     summary,

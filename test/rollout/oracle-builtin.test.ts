@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import "../../src/harness/index.js";
+import { RolloutStack } from "../../src/rollout/stack.js";
+import { runRollouts } from "../../src/rollout/runner.js";
+import type { RolloutResult } from "../../src/rollout/types.js";
+import type { CallRecord } from "../../src/store/records.js";
+import { loadSuite } from "../../src/tasks/registry.js";
+
+const HARNESSES = ["chat-agent", "claw-agent", "resp-agent", "central-agent"];
+
+describe("oracle engine through every built-in harness in bwrap sandboxes", () => {
+  let stack: RolloutStack;
+  let results: RolloutResult[];
+  let calls: CallRecord[];
+
+  beforeAll(async () => {
+    stack = await RolloutStack.open({ engine: "oracle", store: "memory", sandbox: "bwrap" });
+    const tasks = [...(await loadSuite("mix:train?n=6&seed=11")).tasks, ...(await loadSuite("mix:test?n=3&seed=11")).tasks];
+    results = await runRollouts(stack, { tasks, harnesses: HARNESSES, samples: 1, idPrefix: "oracle" }, { concurrency: 6 });
+    calls = stack.store.listCalls({});
+  }, 300_000);
+
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it("scores at least 0.99 on every family through every harness", () => {
+    expect(results).toHaveLength(9 * HARNESSES.length);
+    for (const harness of HARNESSES) {
+      for (const family of ["arith", "files", "lookup"]) {
+        const group = results.filter((r) => r.harness === harness && r.family === family);
+        expect(group.length).toBeGreaterThan(0);
+        const mean = group.reduce((s, r) => s + r.score, 0) / group.length;
+        expect(mean, `${harness}/${family}: ${group.map((r) => `${r.status} ${r.error ?? ""}`).join("; ")}`).toBeGreaterThanOrEqual(0.99);
+      }
+    }
+    expect(results.every((r) => r.status === "ok")).toBe(true);
+  });
+
+  it("records every model call of every rollout, attributed to the rollout", () => {
+    for (const r of results) {
+      const own = calls.filter((c) => c.rolloutId === r.rolloutId);
+      expect(own.length).toBe(r.calls);
+      expect(own.length).toBeGreaterThan(1);
+      expect(own.every((c) => c.harness === r.harness)).toBe(true);
+    }
+  });
+
+  it("central agent opens sub-agent conversations, some in parallel, linked to the central call", () => {
+    const central = calls.filter((c) => c.harness === "central-agent");
+    const parallel = central.filter((c) => c.agentRole === "central" && (c.response?.toolCalls?.length ?? 0) >= 2);
+    expect(parallel.length).toBeGreaterThan(0);
+    const subs = central.filter((c) => c.agentRole === "researcher" || c.agentRole === "worker");
+    expect(subs.length).toBeGreaterThan(0);
+    expect(subs.every((c) => c.spawnedByCallId !== null)).toBe(true);
+    expect(new Set(subs.map((c) => c.agentId)).size).toBeGreaterThan(1);
+  });
+
+  it("the compacting harness really compacts: a compaction break in its records", () => {
+    const claw = calls.filter((c) => c.harness === "claw-agent" && c.rolloutId?.includes("lookup"));
+    expect(claw.some((c) => c.break?.kind === "compaction")).toBe(true);
+  });
+
+  it("history the harnesses left alone stays token-exact: later calls reuse their parent's tokens", () => {
+    const extended = calls.filter((c) => c.parentCallId !== null && c.break === null);
+    expect(extended.length).toBeGreaterThan(results.length);
+    const byId = new Map(calls.map((c) => [c.callId, c]));
+    for (const c of extended) {
+      const parent = byId.get(c.parentCallId!)!;
+      const prefix = [...parent.promptTokens, ...parent.completionTokens];
+      expect(c.promptTokens.slice(0, prefix.length)).toEqual(prefix);
+    }
+  });
+});
