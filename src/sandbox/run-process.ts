@@ -16,6 +16,8 @@ export interface RunSpec {
 }
 
 export interface RunHooks {
+  /** Called synchronously once the process exists (so a concurrent destroy can kill it before it finishes starting). */
+  onSpawn?(pid: number): void;
   /** Kill the command's whole tree (called at the timeout, and after the leader exits to stop stragglers). */
   killTree(pid: number, reason: "timeout" | "exited"): void;
 }
@@ -43,6 +45,7 @@ export function runProcess(spec: RunSpec, hooks: RunHooks): Promise<RawRun> {
       detached: spec.detached,
       stdio: [spec.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
     });
+    if (child.pid !== undefined) hooks.onSpawn?.(child.pid);
     const stdout = new BoundedOutput(spec.stdoutLimit);
     const stderr = new BoundedOutput(spec.stderrLimit);
     child.stdout?.on("data", (c: Buffer) => stdout.push(c));

@@ -164,6 +164,15 @@ export function backendContract(name: string, open: OpenBackend): void {
       expect(existsSync(s.workspaceDir)).toBe(false);
       expect(backend.live()).not.toContain(s);
       await expect(s.exec(["true"])).rejects.toBeInstanceOf(UserError);
+
+      // Destroy racing an exec that is still starting: the exec ends promptly instead of running to completion.
+      const t = await create();
+      const racing = t.exec(["sleep", "30"], { timeoutMs: 60_000 });
+      await t.destroy();
+      const raced = await racing;
+      expect(raced.durationMs).toBeLessThan(10_000);
+      expect(raced.timedOut).toBe(false);
+      expect(processesWithSandboxId(t.id)).toEqual([]);
     });
 
     it("rejects invalid options with a clear error", async () => {

@@ -75,6 +75,8 @@ class BwrapSandbox extends BaseSandbox {
   readonly paths: SandboxPaths = { workspace: IN_SANDBOX.workspace, home: IN_SANDBOX.home };
   readonly proxyUrl: string | undefined;
   private readonly running = new Set<Promise<unknown>>();
+  /** Host pids of the processes we spawned for running execs (cgroup wrapper → setpriv → bwrap, one pid). */
+  private readonly leaders = new Set<number>();
   private bridge: HostBridge | undefined;
   private unregisterExit: () => void = () => undefined;
 
@@ -148,6 +150,7 @@ class BwrapSandbox extends BaseSandbox {
     const run = runProcess(
       { file, args, cwd: this.workspaceDir, env: this.environment(exec.env, exec.proxy), stdin: exec.stdin, timeoutMs, stdoutLimit: exec.stdoutLimit, stderrLimit: exec.stderrLimit, detached: false },
       {
+        onSpawn: (pid) => this.leaders.add(pid),
         killTree: (pid, reason) => {
           if (reason !== "timeout") return; // the leader's exit already tore down its pid namespace
           try {
@@ -162,6 +165,7 @@ class BwrapSandbox extends BaseSandbox {
     this.running.add(run);
     try {
       const r = await run;
+      this.leaders.delete(r.pid);
       // The namespace died with its init; make sure the kernel has finished with every process before returning,
       // and catch anything a concurrent exec did not start (only when this is the sandbox's sole exec).
       if (this.running.size === 1) await this.cgroup.drain();
@@ -185,8 +189,17 @@ class BwrapSandbox extends BaseSandbox {
   }
 
   protected async teardown(): Promise<void> {
+    // An exec may still be joining its cgroup: kill our spawned leaders directly as well as the cgroup's members.
+    for (const pid of this.leaders) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
     await this.cgroup.drain();
     await Promise.allSettled([...this.running.values()]);
+    await this.cgroup.drain();
     await this.bridge?.close();
     const errors = this.cgroup.remove();
     await removeDir(this.stateDir);
@@ -197,6 +210,13 @@ class BwrapSandbox extends BaseSandbox {
 
   /** Exit-hook variant: no awaiting possible. */
   private teardownSync(): void {
+    for (const pid of this.leaders) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
     this.cgroup.killAll(500);
     this.cgroup.remove(500);
     rmSync(this.stateDir, { recursive: true, force: true });

@@ -71,8 +71,8 @@ class LocalSandbox extends BaseSandbox {
     const run = runProcess(
       { file, args, cwd, env, stdin: exec.stdin, timeoutMs, stdoutLimit: exec.stdoutLimit, stderrLimit: exec.stderrLimit, detached: true },
       {
+        onSpawn: (pid) => this.groups.add(pid),
         killTree: (pid) => {
-          this.groups.add(pid);
           killGroup(pid); // at the timeout, and after the leader exits (background stragglers end with it)
         },
       },
