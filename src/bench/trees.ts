@@ -2,11 +2,11 @@
  * `npm run bench:trees`: tree reconstruction speed and memory on 10k calls with ~8k-token prompts, batch building
  * speed, and dedup ratios on synthetic multi-turn traces. Writes docs/bench/trees.json.
  *
- * Options: --calls N (default 10000), --prompt N (target mean prompt tokens, default 8000), --out FILE.
- * The traces are synthetic (random token ids shaped like harness sessions); recorded real-harness traces are a later
- * addition and will go through the same `dedup` function.
+ * Options: --calls N (default 10000), --prompt N (target mean prompt tokens, default 8000), --out FILE,
+ * --traces FILE (recorded calls as JSON `{records, sessions}`, default test/trees/fixtures/captured-oracle.json: the
+ * built-in harnesses captured through the proxy). Synthetic traces are random token ids shaped like harness sessions.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -125,12 +125,26 @@ function dedup(records: CallRecord[]): Record<string, number> {
   };
 }
 
+/** Dedup per harness on recorded traces (rollout ids name the harness: `rollout-<task>-<harness>-<k>`). */
+function recordedDedup(file: string): { file: string; byHarness: Record<string, Record<string, number>> } | null {
+  if (!existsSync(file)) return null;
+  const data = JSON.parse(readFileSync(file, "utf8")) as { records: CallRecord[] };
+  const groups = new Map<string, CallRecord[]>();
+  for (const r of data.records) {
+    const h = r.harness ?? "unknown";
+    groups.set(h, [...(groups.get(h) ?? []), r]);
+  }
+  const byHarness: Record<string, Record<string, number>> = {};
+  for (const [h, recs] of groups) byHarness[h] = { ...dedup(recs), rollouts: new Set(recs.map((r) => r.rolloutId)).size };
+  return { file, byHarness };
+}
+
 function round(x: number): number {
   return Math.round(x * 1000) / 1000;
 }
 
 function main(): void {
-  const { values } = parseArgs({ options: { calls: { type: "string" }, prompt: { type: "string" }, out: { type: "string" } } });
+  const { values } = parseArgs({ options: { calls: { type: "string" }, prompt: { type: "string" }, out: { type: "string" }, traces: { type: "string" } } });
   const calls = Number(values.calls ?? 10_000);
   const meanPrompt = Number(values.prompt ?? 8_000);
   const out = resolve(values.out ?? "docs/bench/trees.json");
@@ -171,6 +185,8 @@ function main(): void {
     dedupResults[shape] = dedup(recs);
   }
 
+  const recorded = recordedDedup(resolve(values.traces ?? "test/trees/fixtures/captured-oracle.json"));
+
   const result = {
     date: new Date().toISOString(),
     node: process.version,
@@ -200,6 +216,7 @@ function main(): void {
       tokensPerCpuSecond: Math.round(batch.stats.emittedTokens / batchCpuS),
     },
     dedup: dedupResults,
+    recorded,
     targets: { callsPerSecond: 20_000, treeOverFlatOnFivePlusTurns: 1 / 3 },
   };
   mkdirSync(dirname(out), { recursive: true });
