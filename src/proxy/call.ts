@@ -88,6 +88,13 @@ function writeRecord(ctx: ProxyContext, record: CallRecord): void {
   record.timings.recordedAt = Date.now();
   ctx.store.insertCall(record);
   if (record.status === "ok") ctx.planner.remember(record);
+  if (ctx.onRecord) {
+    try {
+      ctx.onRecord(record);
+    } catch (e) {
+      ctx.onError(e);
+    }
+  }
 }
 
 /**

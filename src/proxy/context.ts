@@ -1,5 +1,6 @@
 import type { SamplingEngine, SamplingParams } from "../engine/types.js";
 import type { HistoryPlanner } from "../history/types.js";
+import type { CallRecord } from "../store/records.js";
 import type { Store } from "../store/types.js";
 import type { ModelCatalog } from "./models.js";
 import type { SessionRegistry } from "./sessions.js";
@@ -16,4 +17,6 @@ export interface ProxyContext {
   maxBodyBytes: number;
   /** Unexpected failures (bugs, engine crashes) are reported here; expected 4xx are not. */
   onError(error: unknown): void;
+  /** Called after each record is durable (before the answer completes); must be cheap and not throw. */
+  onRecord: ((record: CallRecord) => void) | null;
 }

@@ -4,7 +4,7 @@ import { UserError, isHarnessRLError } from "../core/errors.js";
 import { newSecret } from "../core/ids.js";
 import { DEFAULT_SAMPLING, type SamplingEngine, type SamplingParams } from "../engine/types.js";
 import type { HistoryPlanner } from "../history/types.js";
-import type { Protocol } from "../store/records.js";
+import type { CallRecord, Protocol } from "../store/records.js";
 import type { Store } from "../store/types.js";
 import { handleAdmin, sessionStatus } from "./admin.js";
 import { handleModelCall } from "./call.js";
@@ -32,6 +32,8 @@ export interface ProxyOptions {
   maxBodyBytes?: number;
   /** Unexpected failures (engine crashes, bugs); default: logged to stderr. */
   onError?: (error: unknown) => void;
+  /** Observes every call record once it is durable (live logs, progress); exceptions it throws are reported, not fatal. */
+  onRecord?: (record: CallRecord) => void;
 }
 
 export interface ProxyUrls {
@@ -86,6 +88,7 @@ export class ProxyServer {
       sampling: { ...DEFAULT_SAMPLING, ...options.sampling },
       maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
       onError,
+      onRecord: options.onRecord ?? null,
     };
     this.server = createServer({ keepAliveTimeout: 75_000, requestTimeout: 0 }, (req, res) => {
       void this.route(req, res);

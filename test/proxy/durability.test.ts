@@ -20,7 +20,7 @@ interface Running {
 
 /** Starts `harnessrl proxy` as users do (compiled CLI) and waits for the base URLs it prints. */
 async function startCli(db: string): Promise<Running> {
-  const child = spawn(process.execPath, [join(root, "dist", "cli", "main.js"), "proxy", "--engine", `scripted:${agent}`, "--port", "0", "--db", db, "--admin-token", ADMIN], { cwd: root });
+  const child = spawn(process.execPath, [join(root, "dist", "cli", "main.js"), "proxy", "--engine", `scripted:${agent}`, "--port", "0", "--db", db, "--admin-token", ADMIN, "--verbose"], { cwd: root });
   let out = "";
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));
@@ -76,6 +76,9 @@ describe("harnessrl proxy CLI: kill -9 and restart on the same database", () => 
     await turn(first.openai, false);
     await turn(first.openai, true);
     await turn(first.openai, false);
+    // --verbose prints one line per recorded call.
+    expect(first.output()).toMatch(/session=\S+ openai-chat ok stop prompt=\d+ reused=0 completion=\d+ tools=note/);
+    expect(first.output()).toMatch(/openai-chat\+sse ok stop prompt=\d+ reused=[1-9]\d* completion=\d+/);
     await killed(first.child, "SIGKILL");
 
     const second = await startCli(db);

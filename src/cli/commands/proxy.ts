@@ -4,13 +4,13 @@ import { UserError, errorMessage } from "../../core/errors.js";
 import { createEngine } from "../../engine/index.js";
 import type { SamplingParams } from "../../engine/types.js";
 import { createHistoryPlanner } from "../../history/index.js";
-import { ProxyServer } from "../../proxy/index.js";
+import { ProxyServer, callLogLine } from "../../proxy/index.js";
 import { openStore } from "../../store/registry.js";
 import type { Command } from "../command.js";
 
 const usage = `Usage:
   harnessrl proxy --engine <spec> [--port N] [--host H] [--db FILE] [--open] [--temperature T] [--max-tokens N]
-                  [--model-alias a,b,…] [--admin-token T] [--max-body-mb N] [--model-dir DIR]
+                  [--model-alias a,b,…] [--admin-token T] [--max-body-mb N] [--model-dir DIR] [--verbose]
 
 Serves the policy to agent harnesses on one port and records every model call token-exactly:
   OpenAI Chat Completions  POST /v1/chat/completions
@@ -30,7 +30,8 @@ Options:
   --model-alias list   extra model names to answer to, comma-separated or repeated; "*" accepts any name
   --admin-token T      admin API token (default: HARNESSRL_ADMIN_TOKEN or a random one, printed at start)
   --max-body-mb N      largest request body in MiB (default 64)
-  --model-dir DIR      model directory for engines that take one`;
+  --model-dir DIR      model directory for engines that take one
+  --verbose            print one line per recorded call (session, protocol, tokens, tool calls, break)`;
 
 function number(name: string, v: string | undefined, check: (n: number) => boolean, what: string): number | undefined {
   if (v === undefined) return undefined;
@@ -57,6 +58,7 @@ async function run(argv: string[]): Promise<number> {
         "admin-token": { type: "string" },
         "max-body-mb": { type: "string" },
         "model-dir": { type: "string" },
+        verbose: { type: "boolean" },
       },
     }));
   } catch (e) {
@@ -84,6 +86,7 @@ async function run(argv: string[]): Promise<number> {
     sampling,
     modelAliases: aliases,
     maxBodyBytes: maxBodyMb === undefined ? undefined : Math.floor(maxBodyMb * 1024 * 1024),
+    onRecord: values.verbose ? (r) => console.log(callLogLine(r)) : undefined,
   });
   const urls = await server.listen(port, values.host ?? "127.0.0.1");
   console.log(
