@@ -11,24 +11,28 @@ export function tokenSpans(tokenizer: Tokenizer, ids: readonly number[]): Span[]
   const tb = tokenizer.tokenBytes?.bind(tokenizer);
   if (!tb) return prefixDecodeSpans(tokenizer, ids);
   const pieces = ids.map((id) => tb(id));
-  const total = pieces.reduce((n, p) => n + p.length, 0);
+  let total = 0;
+  for (const p of pieces) total += p.length;
   const bytes = new Uint8Array(total);
-  const firstByte: number[] = [];
+  const firstByte = new Uint32Array(pieces.length);
   let o = 0;
-  for (const p of pieces) {
-    firstByte.push(o);
-    bytes.set(p, o);
-    o += p.length;
+  for (let i = 0; i < pieces.length; i++) {
+    const p = pieces[i] as Uint8Array;
+    firstByte[i] = o;
+    // Most tokens are a few bytes: a plain loop beats TypedArray.set's call overhead.
+    for (let k = 0; k < p.length; k++) bytes[o++] = p[k] as number;
   }
   const { text, charStart, charEnd } = decodeUtf8WithOffsets(bytes);
-  return pieces.map((p, i) => {
+  const out: Span[] = new Array<Span>(pieces.length);
+  for (let i = 0; i < pieces.length; i++) {
     const b0 = firstByte[i] as number;
-    if (p.length === 0) {
+    const len = (pieces[i] as Uint8Array).length;
+    if (len === 0) {
       const at = b0 < total ? (charStart[b0] as number) : text.length;
-      return { start: at, end: at };
-    }
-    return { start: charStart[b0] as number, end: charEnd[b0 + p.length - 1] as number };
-  });
+      out[i] = { start: at, end: at };
+    } else out[i] = { start: charStart[b0] as number, end: charEnd[b0 + len - 1] as number };
+  }
+  return out;
 }
 
 /** Tokenizers without byte access: spans from the growth of prefix decodings (quadratic, approximate at splits). */

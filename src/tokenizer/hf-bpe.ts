@@ -134,13 +134,12 @@ export class HfBpeTokenizer implements Tokenizer {
 
   decode(ids: readonly number[]): string {
     const parts: Uint8Array[] = ids.map((id) => this.tokenBytes(id));
-    const total = parts.reduce((n, p) => n + p.length, 0);
+    let total = 0;
+    for (const p of parts) total += p.length;
     const buf = new Uint8Array(total);
     let o = 0;
-    for (const p of parts) {
-      buf.set(p, o);
-      o += p.length;
-    }
+    // Tokens are a few bytes each: a plain loop beats TypedArray.set's per-call overhead.
+    for (const p of parts) for (let k = 0; k < p.length; k++) buf[o++] = p[k] as number;
     return decodeUtf8(buf);
   }
 

@@ -50,21 +50,23 @@ export interface DecodedWithOffsets {
   charEnd: Uint32Array;
 }
 
-/** WHATWG UTF-8 decoding that remembers which character each byte ended up in. */
+/**
+ * WHATWG UTF-8 decoding that remembers which character each byte ended up in. The text itself comes from
+ * `TextDecoder` (same algorithm); this pass only tracks how many UTF-16 units each decoded character takes.
+ */
 export function decodeUtf8WithOffsets(bytes: Uint8Array): DecodedWithOffsets {
   const n = bytes.length;
   const charStart = new Uint32Array(n);
   const charEnd = new Uint32Array(n);
-  const parts: string[] = [];
   let len = 0;
+  // A decoded character (code point `cp`) made of bytes [from, to).
   const emit = (cp: number, from: number, to: number): void => {
-    const s = String.fromCodePoint(cp);
+    const units = cp >= 0x10000 ? 2 : 1;
     for (let k = from; k < to; k++) {
       charStart[k] = len;
-      charEnd[k] = len + s.length;
+      charEnd[k] = len + units;
     }
-    parts.push(s);
-    len += s.length;
+    len += units;
   };
   let needed = 0;
   let seen = 0;
@@ -77,8 +79,10 @@ export function decodeUtf8WithOffsets(bytes: Uint8Array): DecodedWithOffsets {
     const b = bytes[i] as number;
     if (needed === 0) {
       seqStart = i;
-      if (b <= 0x7f) emit(b, i, i + 1);
-      else if (b >= 0xc2 && b <= 0xdf) {
+      if (b <= 0x7f) {
+        charStart[i] = len;
+        charEnd[i] = ++len;
+      } else if (b >= 0xc2 && b <= 0xdf) {
         needed = 1;
         cp = b & 0x1f;
       } else if (b >= 0xe0 && b <= 0xef) {
@@ -114,5 +118,7 @@ export function decodeUtf8WithOffsets(bytes: Uint8Array): DecodedWithOffsets {
     }
   }
   if (needed !== 0) emit(0xfffd, seqStart, n);
-  return { text: parts.join(""), charStart, charEnd };
+  const text = decoder.decode(bytes);
+  if (text.length !== len) throw new Error(`internal: UTF-8 offset tracking disagrees with TextDecoder (${len} vs ${text.length})`);
+  return { text, charStart, charEnd };
 }
