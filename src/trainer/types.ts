@@ -146,6 +146,28 @@ export interface OptimStepResult {
   step: number;
 }
 
+/** The PPO critic: a trunk of the policy's architecture plus a scalar value head, trained beside the policy. */
+export interface CriticInfo {
+  parameters: number;
+  dtype: string;
+  optimizerSteps: number;
+}
+
+export interface CriticForwardBackwardOptions {
+  /** PPO value clipping around `oldValues` (per row); off when omitted. */
+  valueClip?: number;
+  oldValues?: Float32Array[];
+}
+
+export interface CriticForwardBackwardResult {
+  /** Σ lossWeight · trainable · ½ (V − return)² (pessimistic max with the clipped value when clipping). */
+  valueLoss: number;
+  trainableTokens: number;
+  clipFraction: number;
+  /** Per row, V before the update. */
+  values: Float32Array[];
+}
+
 export interface CheckpointInfo {
   model: LoadedModelInfo;
   /** AdamW steps taken so far (0 when no optimizer existed). */
@@ -173,6 +195,15 @@ export interface Trainer {
    * optimStep; call it between forwardBackward and optimStep. Cosines between sketches approximate gradient cosines.
    */
   gradSketch(options?: { dim?: number; seed?: number }): Promise<{ sketch: Float32Array; gradNorm: number }>;
+  /** Creates the critic: a copy of the loaded policy's trunk (default) or a fresh one from `seed`; value head at 0. */
+  criticInit(options?: { fromPolicy?: boolean; seed?: number }): Promise<CriticInfo>;
+  /** Per row, V for each token: the critic's value of the state in which the token was chosen (roots 0). */
+  criticValues(batch: PackedBatch): Promise<Float32Array[]>;
+  /** Accumulates the value-loss gradient against each row's `returns` on trainable tokens. */
+  criticForwardBackward(batch: PackedBatch, options?: CriticForwardBackwardOptions): Promise<CriticForwardBackwardResult>;
+  criticOptimStep(options: OptimStepOptions): Promise<OptimStepResult>;
+  criticSave(dir: string): Promise<CriticInfo>;
+  criticLoad(dir: string): Promise<CriticInfo>;
   /** Saves weights (a complete model directory), optimizer state, RNG and `extra` for exact resume. */
   saveCheckpoint(dir: string, options?: { policyVersion?: number; extra?: unknown }): Promise<CheckpointInfo>;
   /** Restores a checkpoint written by saveCheckpoint: the next optimizer step continues exactly. */

@@ -158,6 +158,27 @@ export function trainerContract(name: string, create: () => Promise<Trainer>): v
       expect(resumed.model.policyVersion).toBe(3);
     });
 
+    it("trains a PPO critic beside the policy: values start at 0 and move towards the returns", async () => {
+      await expect(trainer.criticValues(batch([flatRow([1, 2, 3])]))).rejects.toMatchObject({ code: "no_critic" });
+      const info = await trainer.criticInit();
+      expect(info.parameters).toBeGreaterThan(0);
+      const row = flatRow(branchingPaths()[0] as number[]);
+      row.returns = new Float32Array(row.tokens.length).fill(0.5);
+      for (let i = 1; i < row.tokens.length; i++) {
+        row.trainable[i] = 1;
+        row.lossWeights[i] = 1 / (row.tokens.length - 1);
+      }
+      const v0 = await trainer.criticValues(batch([row]));
+      expect(Array.from(v0[0] ?? []).every((v) => v === 0)).toBe(true);
+      const first = await trainer.criticForwardBackward(batch([row]));
+      expect(first.valueLoss).toBeCloseTo(0.5 * 0.25, 5);
+      expect((await trainer.criticOptimStep({ lr: 0.01 })).step).toBe(1);
+      const v1 = await trainer.criticValues(batch([row]));
+      expect(v1[0]?.[5]).toBeGreaterThan(0);
+      const saved = await trainer.criticSave(join(dir, "critic"));
+      expect((await trainer.criticLoad(join(dir, "critic"))).parameters).toBe(saved.parameters);
+    });
+
     it("reports a missing model directory as the user's error", async () => {
       await expect(trainer.load(join(dir, "does-not-exist"))).rejects.toBeInstanceOf(UserError);
     });

@@ -39,7 +39,7 @@ def resolve_dtype(name: str, cfg: ModelConfig) -> torch.dtype:
     return DTYPE_BY_NAME[name]
 
 
-def _write_json(path: Path, obj: Any) -> None:
+def write_json_atomic(path: Path, obj: Any) -> None:
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", "utf-8")
     os.replace(tmp, path)
@@ -53,8 +53,8 @@ def write_byte_tokenizer(out: Path, max_length: int, chat_template: Optional[str
             raise not_found(f"chat template {DEFAULT_TEMPLATE} is missing (pass chat_template explicitly)")
         template = DEFAULT_TEMPLATE.read_text("utf-8")
     # Special tokens in id order from 256 (src/tokenizer/load.ts checks the list against its own).
-    _write_json(out / "tokenizer.json", {"harnessrl": {"type": "bytes", "special_tokens": list(SPECIAL_TOKENS)}})
-    _write_json(
+    write_json_atomic(out / "tokenizer.json", {"harnessrl": {"type": "bytes", "special_tokens": list(SPECIAL_TOKENS)}})
+    write_json_atomic(
         out / "tokenizer_config.json",
         {
             "harnessrl_tokenizer": "bytes",
@@ -80,7 +80,7 @@ def save_weights(model: CausalLM, cfg: ModelConfig, out: Path, dtype: Optional[t
     index = out / "model.safetensors.index.json"
     if index.exists():
         index.unlink()
-    _write_json(out / "config.json", cfg.to_hf())
+    write_json_atomic(out / "config.json", cfg.to_hf())
 
 
 def init_model_dir(preset: str, seed: int, out: Path, model_type: Optional[str] = None, chat_template: Optional[str] = None) -> LoadedModel:

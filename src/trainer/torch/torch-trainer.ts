@@ -4,6 +4,9 @@ import { InfraError, UserError } from "../../core/errors.js";
 import { packBatch, splitRows } from "../batch-frames.js";
 import type {
   CheckpointInfo,
+  CriticForwardBackwardOptions,
+  CriticForwardBackwardResult,
+  CriticInfo,
   ForwardBackwardOptions,
   ForwardBackwardResult,
   InitOptions,
@@ -51,6 +54,19 @@ const forwardBackwardSchema = z.object({
   nll_mean: z.number(),
   ref_kl_mean: z.number(),
 });
+
+const criticInfoSchema = z.object({ parameters: z.number().int(), dtype: z.string(), optimizer_steps: z.number().int() });
+
+function criticInfo(reply: WorkerReply, op: string): CriticInfo {
+  const r = parseReply(criticInfoSchema, reply, op);
+  return { parameters: r.parameters, dtype: r.dtype, optimizerSteps: r.optimizer_steps };
+}
+
+/** Per-row Float32Arrays (outside PackedRow) packed like a row field, with the same length checks. */
+function packPerRow(batch: PackedBatch, perRow: readonly Float32Array[]): Float32Array {
+  const packed = packBatch({ ...batch, rows: batch.rows.map((r, i) => ({ ...r, oldLogprobs: perRow[i] ?? new Float32Array(0) })) }, ["oldLogprobs"]);
+  return packed.frames.get("old_logprobs") as Float32Array;
+}
 
 const optimStepSchema = z.object({ skipped: z.boolean(), grad_norm: z.number().nullable(), step: z.number().int() });
 
@@ -142,10 +158,7 @@ export class TorchTrainer implements Trainer {
     const fields = objective === "sft" ? (["lossWeights"] as const) : (["oldLogprobs", "advantages", "lossWeights"] as const);
     const { rowLengths, frames } = packBatch(batch, ["tokens", "parent", "positions", "trainable", ...fields]);
     for (const [name, perRow] of [["prox_logprobs", options.proxLogprobs], ["ref_logprobs", options.refLogprobs]] as const) {
-      if (objective !== "pg" || !perRow) continue;
-      // Reuse the batch packer (and its length checks) by substituting the per-row arrays for oldLogprobs.
-      const packed = packBatch({ ...batch, rows: batch.rows.map((r, i) => ({ ...r, oldLogprobs: perRow[i] ?? new Float32Array(0) })) }, ["oldLogprobs"]);
-      frames.set(name, packed.frames.get("old_logprobs") as Float32Array);
+      if (objective === "pg" && perRow) frames.set(name, packPerRow(batch, perRow));
     }
     const l = options.loss ?? {};
     const loss = {
@@ -178,8 +191,46 @@ export class TorchTrainer implements Trainer {
   }
 
   async optimStep(options: OptimStepOptions): Promise<OptimStepResult> {
+    return this.step("optim_step", options);
+  }
+
+  async criticInit(options: { fromPolicy?: boolean; seed?: number } = {}): Promise<CriticInfo> {
+    return criticInfo(await this.client.request("critic_init", { from_policy: options.fromPolicy, seed: options.seed }), "critic_init");
+  }
+
+  async criticValues(batch: PackedBatch): Promise<Float32Array[]> {
+    const { rowLengths, frames } = packBatch(batch, ["tokens", "parent", "positions"]);
+    const reply = await this.client.request("critic_values", { row_lengths: rowLengths }, frames);
+    const values = reply.frames.get("values");
+    if (!(values instanceof Float32Array)) throw new InfraError("worker_protocol", "critic_values reply lacks its values frame");
+    return splitRows(values, rowLengths);
+  }
+
+  async criticForwardBackward(batch: PackedBatch, options: CriticForwardBackwardOptions = {}): Promise<CriticForwardBackwardResult> {
+    const { rowLengths, frames } = packBatch(batch, ["tokens", "parent", "positions", "trainable", "returns", "lossWeights"]);
+    if (options.oldValues) frames.set("old_values", packPerRow(batch, options.oldValues));
+    const reply = await this.client.request("critic_forward_backward", { row_lengths: rowLengths, value_clip: options.valueClip }, frames);
+    const r = parseReply(z.object({ value_loss: z.number(), trainable_tokens: z.number().int(), clip_fraction: z.number() }), reply, "critic_forward_backward");
+    const values = reply.frames.get("values");
+    if (!(values instanceof Float32Array)) throw new InfraError("worker_protocol", "critic_forward_backward reply lacks its values frame");
+    return { valueLoss: r.value_loss, trainableTokens: r.trainable_tokens, clipFraction: r.clip_fraction, values: splitRows(values, rowLengths) };
+  }
+
+  async criticOptimStep(options: OptimStepOptions): Promise<OptimStepResult> {
+    return this.step("critic_optim_step", options);
+  }
+
+  async criticSave(dir: string): Promise<CriticInfo> {
+    return criticInfo(await this.client.request("critic_save", { dir }), "critic_save");
+  }
+
+  async criticLoad(dir: string): Promise<CriticInfo> {
+    return criticInfo(await this.client.request("critic_load", { dir }), "critic_load");
+  }
+
+  private async step(op: "optim_step" | "critic_optim_step", options: OptimStepOptions): Promise<OptimStepResult> {
     if (!(options.lr >= 0)) throw new UserError("invalid_lr", `lr must be a non-negative number, got ${options.lr}`);
-    const reply = await this.client.request("optim_step", {
+    const reply = await this.client.request(op, {
       lr: options.lr,
       weight_decay: options.weightDecay,
       beta1: options.beta1,
@@ -187,7 +238,7 @@ export class TorchTrainer implements Trainer {
       eps: options.eps,
       max_grad_norm: options.maxGradNorm,
     });
-    const r = parseReply(optimStepSchema, reply, "optim_step");
+    const r = parseReply(optimStepSchema, reply, op);
     return { skipped: r.skipped, gradNorm: r.grad_norm, step: r.step };
   }
 

@@ -10,7 +10,6 @@ from torch.nn.utils.clip_grad import clip_grad_norm_
 
 from ..errors import bad_request
 from ..losses import PGLossConfig, TokenLoss, pg_token_loss, sft_token_loss
-from ..model import CausalLM
 from ..packed import forward_micro_batches, score_tokens, split_rows, validate_row
 from ..state import WorkerState
 from .registry import Args, Reply, frame, op
@@ -139,7 +138,7 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
 
 @dataclass
 class OptimState:
-    model: CausalLM
+    model: torch.nn.Module
     optimizer: torch.optim.AdamW
     steps: int = 0
 
@@ -159,24 +158,45 @@ def optim_step(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) 
     """args: {lr, weight_decay? (0), beta1? (0.9), beta2? (0.999), eps? (1e-8), max_grad_norm? (1.0; 0 = no clipping)}.
     Clips the accumulated gradient, applies AdamW, zeroes gradients. A non-finite gradient skips the update.
     """
+    h = adamw_args(args)
+    return adamw_step(optimizer_for(state, h.betas, h.eps), h)
+
+
+@dataclass
+class AdamWArgs:
+    lr: float
+    weight_decay: float
+    betas: tuple[float, float]
+    eps: float
+    max_grad_norm: float
+
+
+def adamw_args(args: Args) -> AdamWArgs:
     lr = args.opt_float("lr")
     if lr is None or lr < 0:
         raise bad_request("args.lr must be a non-negative number")
-    beta1 = args.opt_float("beta1", 0.9) or 0.0
-    beta2 = args.opt_float("beta2", 0.999) or 0.0
-    eps = args.opt_float("eps", 1e-8) or 1e-8
-    wd = args.opt_float("weight_decay", 0.0) or 0.0
-    max_norm = args.opt_float("max_grad_norm", 1.0) or 0.0
-    opt = optimizer_for(state, (beta1, beta2), eps)
+    beta1 = args.opt_float("beta1", 0.9)
+    beta2 = args.opt_float("beta2", 0.999)
+    eps = args.opt_float("eps", 1e-8)
+    wd = args.opt_float("weight_decay", 0.0)
+    max_norm = args.opt_float("max_grad_norm", 1.0)
+    assert beta1 is not None and beta2 is not None and eps is not None and wd is not None and max_norm is not None
+    if not (0 <= beta1 < 1 and 0 <= beta2 < 1 and eps > 0 and wd >= 0 and max_norm >= 0):
+        raise bad_request("AdamW hyper-parameters out of range")
+    return AdamWArgs(lr, wd, (beta1, beta2), eps, max_norm)
+
+
+def adamw_step(opt: "OptimState", h: AdamWArgs) -> Reply:
+    """Clip, step, clear: shared by the policy's and the critic's optimizers."""
     params = [p for p in opt.model.parameters() if p.grad is not None]
     if not params:
         return Reply({"skipped": True, "reason": "no gradients", "grad_norm": 0.0, "step": opt.steps})
-    norm = float(clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf")))
+    norm = float(clip_grad_norm_(params, h.max_grad_norm if h.max_grad_norm > 0 else float("inf")))
     if not math.isfinite(norm):
         opt.optimizer.zero_grad(set_to_none=True)
         return Reply({"skipped": True, "reason": "non-finite gradient", "grad_norm": None, "step": opt.steps})
     for group in opt.optimizer.param_groups:
-        group.update(lr=lr, weight_decay=wd, betas=(beta1, beta2), eps=eps)
+        group.update(lr=h.lr, weight_decay=h.weight_decay, betas=h.betas, eps=h.eps)
     opt.optimizer.step()
     opt.optimizer.zero_grad(set_to_none=True)
     opt.steps += 1
