@@ -20,6 +20,10 @@ export interface RandomModelSpec {
   /** Standard deviation of the weights; larger values make sharper (more peaked) distributions. */
   std?: number;
   policyVersion?: number;
+  /** A Hugging Face tokenizer.json to write instead of the tiny byte tokenizer (then `vocabSize` is required). */
+  hfTokenizer?: Record<string, unknown>;
+  /** config.json vocab_size (≥ the tokenizer's ids; real Qwen checkpoints pad it). Default: the byte tokenizer's 265. */
+  vocabSize?: number;
 }
 
 export const TINY_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"];
@@ -58,7 +62,8 @@ export function writeRandomModelDir(dir: string, spec: RandomModelSpec): void {
     tensors.push({ name, dtype: "F32", shape, data });
   };
   const h = spec.hiddenSize;
-  add("model.embed_tokens.weight", [TINY_VOCAB, h], "normal");
+  const vocab = spec.vocabSize ?? TINY_VOCAB;
+  add("model.embed_tokens.weight", [vocab, h], "normal");
   for (let i = 0; i < spec.numLayers; i++) {
     const p = `model.layers.${i}`;
     add(`${p}.input_layernorm.weight`, [h], "near-ones");
@@ -80,12 +85,12 @@ export function writeRandomModelDir(dir: string, spec: RandomModelSpec): void {
     add(`${p}.mlp.down_proj.weight`, [h, spec.intermediateSize], "normal");
   }
   add("model.norm.weight", [h], "near-ones");
-  if (!tie) add("lm_head.weight", [TINY_VOCAB, h], "normal");
+  if (!tie) add("lm_head.weight", [vocab, h], "normal");
   writeSafetensors(join(dir, "model.safetensors"), tensors, { format: "pt" });
   const config = {
     architectures: [spec.modelType === "qwen2" ? "Qwen2ForCausalLM" : "Qwen3ForCausalLM"],
     model_type: spec.modelType,
-    vocab_size: TINY_VOCAB,
+    vocab_size: vocab,
     hidden_size: h,
     intermediate_size: spec.intermediateSize,
     num_hidden_layers: spec.numLayers,
@@ -98,11 +103,15 @@ export function writeRandomModelDir(dir: string, spec: RandomModelSpec): void {
     tie_word_embeddings: tie,
     attention_bias: spec.modelType === "qwen2",
     torch_dtype: "float32",
-    bos_token_id: 256,
-    eos_token_id: 258,
+    ...(spec.hfTokenizer ? {} : { bos_token_id: 256, eos_token_id: 258 }),
     harnessrl: { preset: "random", seed: spec.seed, policy_version: spec.policyVersion ?? 0 },
   };
   writeFileSync(join(dir, "config.json"), JSON.stringify(config, null, 2));
+  if (spec.hfTokenizer) {
+    writeFileSync(join(dir, "tokenizer.json"), JSON.stringify(spec.hfTokenizer));
+    writeFileSync(join(dir, "tokenizer_config.json"), JSON.stringify({ eos_token: "<|im_end|>", chat_template: defaultTemplateSource() }, null, 2));
+    return;
+  }
   writeFileSync(join(dir, "tokenizer.json"), JSON.stringify({ harnessrl: { type: "bytes", special_tokens: TINY_SPECIALS } }));
   writeFileSync(join(dir, "tokenizer_config.json"), JSON.stringify({ harnessrl_tokenizer: "bytes", eos_token: "<|im_end|>", chat_template: defaultTemplateSource() }, null, 2));
 }

@@ -9,6 +9,7 @@ import { parseLlamaCppSpec } from "../../src/engine/llamacpp/options.js";
 import { DEFAULT_SAMPLING } from "../../src/engine/types.js";
 import { loadReferenceModel } from "../../src/weights/reference-forward.js";
 import { writeRandomModelDir, type RandomModelSpec } from "../../src/weights/random-model.js";
+import { codeCorpus, trainedTokenizerJson } from "../tokenizer/trained-bpe.js";
 import { runEngineContract } from "./engine-contract.js";
 
 const root = mkdtempSync(join(tmpdir(), "harnessrl-llamacpp-"));
@@ -98,6 +99,31 @@ describe("llamacpp engine", () => {
       await expect(engine.generate({ promptTokens: [1, 99999], params: DEFAULT_SAMPLING })).rejects.toThrow(/outside the vocabulary/);
       await expect(engine.generate({ promptTokens: new Array<number>(300).fill(65), params: DEFAULT_SAMPLING })).rejects.toThrow(/prompt_too_long|holds/);
       await expect(engine.generate({ promptTokens: [], params: DEFAULT_SAMPLING })).rejects.toThrow(UserError);
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+});
+
+describe("llamacpp engine on a Hugging Face byte-level BPE tokenizer (Qwen-style tokenizer.json)", () => {
+  it("exports merges and added tokens, pads vocab_size, serves the model and stops on <|im_end|>", async () => {
+    const json = trainedTokenizerJson(codeCorpus(20_000), 60);
+    const added = json.added_tokens as { id: number; content: string }[];
+    const maxId = Math.max(...added.map((a) => a.id));
+    const vocabSize = Math.ceil((maxId + 1) / 64) * 64; // padded like Qwen's 151936 > 151665 tokens
+    const dir = modelDir("hf", { ...small, seed: 21, std: 0.15, hfTokenizer: json, vocabSize });
+    const engine = await createEngine(spec(dir));
+    try {
+      const imEnd = added.find((a) => a.content === "<|im_end|>")?.id;
+      expect(engine.tokenizer.kind).toBe("hf-bpe");
+      expect(engine.tokenizer.stopTokenIds).toContain(imEnd);
+      const prompt = engine.tokenizer.encode(engine.renderer.render([{ role: "user", content: "export function hello(): string" }], [], { addGenerationPrompt: true }));
+      expect(prompt.some((t) => t >= 256 && t < maxId - 4)).toBe(true); // merges were applied
+      const r = await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, maxTokens: 30, seed: 2 } });
+      const expected = loadReferenceModel(dir).logprobs([...prompt, ...r.tokens], 1).slice(prompt.length - 1);
+      expect(Math.max(...r.logprobs.map((lp, i) => Math.abs(lp - (expected[i] ?? 0))))).toBeLessThan(1e-4);
+      const stopped = await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, maxTokens: 8000, seed: 3 } });
+      expect(stopped.finishReason).toBe("stop");
     } finally {
       await engine.close();
     }
