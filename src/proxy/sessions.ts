@@ -102,6 +102,8 @@ export class SessionRegistry {
   private openSession(credential: string): SessionInfo {
     const existing = this.store.getSession(credential);
     if (existing) {
+      // An issued session's id is not a credential: open mode must not let anyone write into it.
+      if (existing.metadata.open !== true) throw new UserError("unauthorized", "unknown credential: it names a session issued with its own key");
       this.byCredential.set(credential, existing);
       return existing;
     }

@@ -92,6 +92,11 @@ describe("proxy --open mode", () => {
       await p.openai("my-own-key").chat.completions.create({ model: "policy", messages: [{ role: "user", content: "hi" }] });
       expect(p.calls("my-own-key")).toHaveLength(2);
       expect(p.store.getSession("my-own-key")?.metadata).toEqual({ open: true });
+      // Issued sessions keep their own key even in open mode: their id is not a credential.
+      const issued = p.session();
+      const e = await p.openai(issued.sessionId).chat.completions.create({ model: "policy", messages: [{ role: "user", content: "hi" }] }).catch((x: unknown) => x);
+      expect((e as { status?: number }).status).toBe(401);
+      expect(p.calls(issued.sessionId)).toHaveLength(0);
     } finally {
       await p.close();
     }
