@@ -4,11 +4,14 @@
  * concurrent bwrap sandboxes held on this machine (ramped up to a cap, each holding a sleeping process).
  * Writes docs/bench/sandbox.json.
  *
+ * CPU time per start (this process and all descendants, via a cgroup v1 cpuacct group) is reported next to wall-clock latency: on a shared, loaded machine the
+ * wall-clock numbers mostly measure waiting for a core, the CPU time does not.
+ *
  * Options: --iterations N (default 40), --cap N (default 512), --hold-with-proxy (held sandboxes also run the proxy
  * forwarder), --min-free-mib N (stop ramping below this much available memory, default 3072), --out FILE.
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { cpus, loadavg, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -63,9 +66,37 @@ interface Variant {
   total: number[];
   create: number[];
   exec: number[];
+  /** CPU time (ours + all descendants') per start → first exec: a cost the machine's load barely inflates. */
+  cpuMs: number;
 }
 
+/**
+ * CPU time of this process and every descendant (sandboxed or not), in ms: the bench moves itself into its own cgroup
+ * v1 cpuacct group, which its children inherit. Undefined where there is no cpuacct hierarchy to use.
+ */
+function openCpuMeter(): (() => number) | undefined {
+  const dir = `/sys/fs/cgroup/cpuacct/harnessrl-bench-${process.pid}`;
+  try {
+    mkdirSync(dir);
+    writeFileSync(join(dir, "cgroup.procs"), String(process.pid));
+  } catch {
+    return undefined;
+  }
+  process.on("exit", () => {
+    try {
+      writeFileSync("/sys/fs/cgroup/cpuacct/cgroup.procs", String(process.pid));
+      rmdirSync(dir);
+    } catch {
+      // left for the operator; harmless
+    }
+  });
+  return () => Number(readFileSync(join(dir, "cpuacct.usage"), "utf8")) / 1e6;
+}
+const cpuMeter = openCpuMeter();
+const cpuMsSoFar = (): number => cpuMeter?.() ?? NaN;
+
 async function startToFirstExec(v: Variant): Promise<void> {
+  const c0 = cpuMsSoFar();
   const t0 = performance.now();
   const s = await v.backend.create(v.options);
   const t1 = performance.now();
@@ -75,6 +106,7 @@ async function startToFirstExec(v: Variant): Promise<void> {
   v.create.push(t1 - t0);
   v.exec.push(t2 - t1);
   v.total.push(t2 - t0);
+  v.cpuMs += cpuMsSoFar() - c0;
   await s.destroy();
 }
 
@@ -97,23 +129,31 @@ async function main(): Promise<void> {
   const bwrap = await BwrapBackend.open();
   const local = await LocalUnsafeBackend.open();
   const variants: Variant[] = [
-    { name: "bwrap", backend: bwrap, options: { limits: LIMITS, workspaceFiles: { "task.md": "bench" } }, total: [], create: [], exec: [] },
-    { name: "bwrap+proxy-bridge", backend: bwrap, options: { limits: LIMITS, workspaceFiles: { "task.md": "bench" }, network }, total: [], create: [], exec: [] },
-    { name: "local-unsafe", backend: local, options: { limits: LIMITS, workspaceFiles: { "task.md": "bench" } }, total: [], create: [], exec: [] },
+    { name: "bwrap", backend: bwrap, options: { limits: LIMITS, workspaceFiles: { "task.md": "bench" } }, total: [], create: [], exec: [], cpuMs: 0 },
+    { name: "bwrap+proxy-bridge", backend: bwrap, options: { limits: LIMITS, workspaceFiles: { "task.md": "bench" }, network }, total: [], create: [], exec: [], cpuMs: 0 },
+    { name: "local-unsafe", backend: local, options: { limits: LIMITS, workspaceFiles: { "task.md": "bench" } }, total: [], create: [], exec: [], cpuMs: 0 },
   ];
   const plain: number[] = [];
   const loadBefore = loadavg();
   // Warm-up (page cache, JIT), then interleave so every variant sees the same background load.
   for (const v of variants) await startToFirstExec(v);
   await plainSpawn();
-  for (const v of variants) v.total.length = v.create.length = v.exec.length = 0;
+  for (const v of variants) {
+    v.total.length = v.create.length = v.exec.length = 0;
+    v.cpuMs = 0;
+  }
+  let plainCpu = 0;
   for (let i = 0; i < iterations; i++) {
+    const c0 = cpuMsSoFar();
     plain.push(await plainSpawn());
+    plainCpu += cpuMsSoFar() - c0;
     for (const v of variants) await startToFirstExec(v);
   }
   const latency = {
-    plainSpawn: summary(plain),
-    ...Object.fromEntries(variants.map((v) => [v.name, { startToFirstExec: summary(v.total), create: summary(v.create), firstExec: summary(v.exec) }])),
+    plainSpawn: { ...summary(plain), cpuMsPerRun: Math.round((plainCpu / iterations) * 10) / 10 },
+    ...Object.fromEntries(variants.map((v) => [v.name, {
+      startToFirstExec: summary(v.total), create: summary(v.create), firstExec: summary(v.exec), cpuMsPerRun: Math.round((v.cpuMs / iterations) * 10) / 10,
+    }])),
   };
   console.log("start → first exec (ms):", JSON.stringify(latency, null, 2));
 
