@@ -105,6 +105,16 @@ function writeRecord(ctx: ProxyContext, record: CallRecord): void {
 export async function handleModelCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: ProtocolAdapter<R>, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const receivedAt = Date.now();
   const session = ctx.sessions.authenticate(req.headers);
+  // In flight from the moment it is attributed, so a rollout never looks settled while a call is being read.
+  ctx.sessions.begin(session.sessionId);
+  try {
+    await runCall(ctx, adapter, req, res, session, receivedAt);
+  } finally {
+    ctx.sessions.end(session.sessionId);
+  }
+}
+
+async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: ProtocolAdapter<R>, req: IncomingMessage, res: ServerResponse, session: SessionInfo, receivedAt: number): Promise<void> {
   const rawRequest = await readJsonBody(req, ctx.maxBodyBytes);
   const parsed = adapter.parse(rawRequest);
   ctx.models.check(parsed.model);
@@ -180,7 +190,6 @@ export async function handleModelCall<R extends ParsedRequest>(ctx: ProxyContext
     };
   }
 
-  ctx.sessions.begin(session.sessionId);
   try {
     const context: GenerateContext = { sessionId: session.sessionId, callId, messages: parsed.conversation.messages, tools: parsed.conversation.tools };
     if (session.rolloutId !== null) context.rolloutId = session.rolloutId;
@@ -241,7 +250,6 @@ export async function handleModelCall<R extends ParsedRequest>(ctx: ProxyContext
     live.stream.fail(toProtocolError(adapter.protocol, e));
     ctx.onError(e);
   } finally {
-    ctx.sessions.end(session.sessionId);
     res.off("close", onClose);
   }
 }
