@@ -172,6 +172,8 @@ export interface CheckpointInfo {
   model: LoadedModelInfo;
   /** AdamW steps taken so far (0 when no optimizer existed). */
   optimizerSteps: number;
+  /** Whether the checkpoint holds a PPO critic (weights and optimizer), restored with it. */
+  hasCritic: boolean;
   /** The caller's JSON stored with the checkpoint (schedule position, data cursor, …). */
   extra: unknown;
 }

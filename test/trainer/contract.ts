@@ -155,6 +155,7 @@ export function trainerContract(name: string, create: () => Promise<Trainer>): v
       const resumed = await trainer.loadCheckpoint(join(dir, "ckpt"));
       expect(resumed.optimizerSteps).toBe(saved.optimizerSteps);
       expect(resumed.extra).toEqual({ runStep: 2, cursor: [1, 2] });
+      expect(resumed.hasCritic).toBe(saved.hasCritic);
       expect(resumed.model.policyVersion).toBe(3);
     });
 

@@ -62,6 +62,34 @@ class CheckpointTest(unittest.TestCase):
             # The checkpoint is also an ordinary model directory.
             self.assertTrue((ckpt / "config.json").exists() and (ckpt / "model.safetensors").exists())
 
+    def test_resume_includes_the_critic_and_its_optimizer(self) -> None:
+        model = CausalLM(small_config("qwen2"))
+        init_weights(model, 8)
+        state = make_state(model)
+        lengths, frames = training_frames(4)
+        n = sum(lengths)
+        critic_frames = {k: frames[k] for k in ("tokens", "parent", "positions", "trainable", "loss_weights")}
+        critic_frames["returns"] = torch.linspace(-1, 1, n)
+
+        def critic_step(s: WorkerState) -> None:
+            call(s, "critic_forward_backward", {"row_lengths": lengths}, critic_frames)
+            call(s, "critic_optim_step", {"lr": 0.01})
+
+        call(state, "critic_init", {})
+        critic_step(state)
+        with tempfile.TemporaryDirectory() as tmp:
+            saved, _ = call(state, "checkpoint_save", {"dir": tmp})
+            self.assertTrue(saved["critic"])
+            critic_step(state)
+            expected = {k: v.clone() for k, v in state.extensions["critic"].critic.state_dict().items()}
+            fresh = WorkerState(WorkerSettings(device=torch.device("cpu"), threads=1))
+            resumed, _ = call(fresh, "checkpoint_load", {"dir": tmp})
+            self.assertTrue(resumed["critic"])
+            critic_step(fresh)
+            got = fresh.extensions["critic"].critic.state_dict()
+            for k, v in expected.items():
+                self.assertTrue(torch.equal(got[k], v), k)
+
     def test_rng_state_is_restored(self) -> None:
         state = make_state(CausalLM(small_config()))
         with tempfile.TemporaryDirectory() as tmp:

@@ -2,35 +2,45 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Optional
 
 import torch
 
-from ..checkpoint import load_checkpoint, save_checkpoint
+from ..checkpoint import OptimizerSnapshot, load_checkpoint, save_checkpoint
 from ..state import WorkerState
 from .model_ops import describe
 from .registry import Args, Reply, op
+from .critic import CriticState
 from .train import OptimState
 
 
 @op("checkpoint_save")
 def checkpoint_save(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) -> Reply:
-    """args: {dir, policy_version?, extra?: any JSON}. The directory is also a complete model directory."""
+    """args: {dir, policy_version?, extra?: any JSON}. The directory is also a complete model directory; a PPO critic
+    (weights and optimizer) is included when one exists."""
     loaded = state.require_model()
     if (version := args.opt_int("policy_version")) is not None:
         loaded.config.harnessrl.policy_version = version
-    opt: OptimState | None = state.extensions.get("optim")
+    opt: Optional[OptimState] = state.extensions.get("optim")
     current = opt if opt is not None and opt.model is loaded.model else None
-    save_checkpoint(loaded, None if current is None else current.optimizer, 0 if current is None else current.steps, Path(args.req_str("dir")), args.raw.get("extra"))
-    return Reply({**describe(loaded), "optimizer_steps": 0 if current is None else current.steps})
+    policy = OptimizerSnapshot(None if current is None else current.optimizer, 0 if current is None else current.steps)
+    cs: Optional[CriticState] = state.extensions.get("critic")
+    critic = None if cs is None else (cs.critic, OptimizerSnapshot(None if cs.optim is None else cs.optim.optimizer, 0 if cs.optim is None else cs.optim.steps))
+    save_checkpoint(loaded, policy, Path(args.req_str("dir")), args.raw.get("extra"), critic)
+    return Reply({**describe(loaded), "optimizer_steps": policy.steps, "critic": cs is not None})
 
 
 @op("checkpoint_load")
 def checkpoint_load(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) -> Reply:
-    """args: {dir, dtype?}. Restores weights, optimizer and RNG; returns the saved `extra`."""
-    loaded, optimizer, steps, extra = load_checkpoint(Path(args.req_str("dir")), state.settings.device, args.opt_str("dtype", "float32") or "float32")
-    state.loaded = loaded
+    """args: {dir, dtype?}. Restores weights, optimizer, critic and RNG; returns the saved `extra`."""
+    r = load_checkpoint(Path(args.req_str("dir")), state.settings.device, args.opt_str("dtype", "float32") or "float32")
+    state.loaded = r.loaded
     state.extensions.pop("optim", None)
-    if optimizer is not None:
-        state.extensions["optim"] = OptimState(loaded.model, optimizer, steps)
-    return Reply({**describe(loaded), "optimizer_steps": steps, "extra": extra})
+    state.extensions.pop("critic", None)
+    if r.policy_opt.optimizer is not None:
+        state.extensions["optim"] = OptimState(r.loaded.model, r.policy_opt.optimizer, r.policy_opt.steps)
+    if r.critic is not None:
+        module, snap = r.critic
+        optim = None if snap.optimizer is None else OptimState(module, snap.optimizer, snap.steps)
+        state.extensions["critic"] = CriticState(module.eval(), optim)
+    return Reply({**describe(r.loaded), "optimizer_steps": r.policy_opt.steps, "critic": r.critic is not None, "extra": r.extra})

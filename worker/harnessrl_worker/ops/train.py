@@ -139,7 +139,7 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
 @dataclass
 class OptimState:
     model: torch.nn.Module
-    optimizer: torch.optim.AdamW
+    optimizer: torch.optim.Optimizer
     steps: int = 0
 
 
