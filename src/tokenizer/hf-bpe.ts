@@ -39,7 +39,7 @@ export class HfBpeTokenizer implements Tokenizer {
   readonly specialTokens: ReadonlyMap<string, number>;
   readonly stopTokenIds: readonly number[];
   private readonly vocab: Map<string, number>;
-  private readonly idToToken: string[];
+  private readonly idToToken: (string | undefined)[];
   private readonly ranks: Map<string, number>;
   private readonly ignoreMerges: boolean;
   private readonly unkId: number | undefined;
@@ -48,8 +48,8 @@ export class HfBpeTokenizer implements Tokenizer {
   private readonly addedSplitter: RegExp | null;
   private readonly byteChars = byteToUnicodeTable();
   private readonly charToByte = new Map<string, number>();
-  private readonly bytesCache: (Uint8Array | undefined)[] = [];
-  private readonly addedById: (string | undefined)[] = [];
+  private readonly bytesCache: (Uint8Array | undefined)[];
+  private readonly addedById: (string | undefined)[];
   private readonly cache = new Map<string, number[]>();
 
   constructor(json: TokenizerJson, options: { stopTokens?: readonly string[]; extraStopIds?: readonly number[] } = {}) {
@@ -63,13 +63,20 @@ export class HfBpeTokenizer implements Tokenizer {
       throw new UserError("unsupported_tokenizer", "tokenizer.json: the pre-tokenizer has no ByteLevel step; only byte-level BPE is supported");
     }
     this.vocab = new Map();
-    this.idToToken = [];
+    let maxId = -1;
     for (const tok in m.vocab) {
       const id = m.vocab[tok];
       if (typeof id !== "number" || !Number.isInteger(id) || id < 0) throw new UserError("invalid_tokenizer", `tokenizer.json: vocab entry ${JSON.stringify(tok)} has id ${JSON.stringify(id)}`);
       this.vocab.set(tok, id);
-      this.idToToken[id] = tok;
+      if (id > maxId) maxId = id;
     }
+    for (const t of json.added_tokens) if (t.id > maxId) maxId = t.id;
+    this.vocabSize = maxId + 1;
+    // Dense arrays (filled, not grown by random index) keep V8 on fast elements for the id → token lookups.
+    this.idToToken = new Array<string | undefined>(this.vocabSize).fill(undefined);
+    this.bytesCache = new Array<Uint8Array | undefined>(this.vocabSize).fill(undefined);
+    this.addedById = new Array<string | undefined>(this.vocabSize).fill(undefined);
+    for (const [tok, id] of this.vocab) this.idToToken[id] = tok;
     this.ranks = new Map();
     for (let rank = 0; rank < m.merges.length; rank++) {
       const merge = m.merges[rank];
@@ -101,10 +108,6 @@ export class HfBpeTokenizer implements Tokenizer {
               .join("|"),
             "gu",
           );
-    let maxId = -1;
-    for (const id of this.vocab.values()) maxId = Math.max(maxId, id);
-    for (const id of added.values()) maxId = Math.max(maxId, id);
-    this.vocabSize = maxId + 1;
     this.byteChars.forEach((ch, b) => this.charToByte.set(ch, b));
     const stops = options.stopTokens ?? ["<|im_end|>", "<|endoftext|>"];
     const stopIds = stops.flatMap((s) => {
