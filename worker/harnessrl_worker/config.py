@@ -99,9 +99,12 @@ class ModelConfig:
             meta_raw = obj.get("harnessrl") or {}
             if obj.get("use_sliding_window"):
                 raise invalid_model("sliding-window attention (use_sliding_window) is not supported")
-            scaling = obj.get("rope_scaling")
+            # Newer transformers move RoPE settings into `rope_parameters` and rename torch_dtype to dtype.
+            rope_params = obj.get("rope_parameters") if isinstance(obj.get("rope_parameters"), dict) else {}
+            scaling = obj.get("rope_scaling") or rope_params
             if isinstance(scaling, dict) and scaling.get("rope_type", scaling.get("type")) not in (None, "default"):
-                raise invalid_model(f"rope_scaling {scaling!r} is not supported")
+                raise invalid_model(f"rope scaling {scaling!r} is not supported")
+            rope_theta = obj.get("rope_theta", rope_params.get("rope_theta", 10000.0))
             eos = obj.get("eos_token_id")
             cfg = ModelConfig(
                 model_type=model_type,
@@ -113,11 +116,11 @@ class ModelConfig:
                 num_key_value_heads=int(obj.get("num_key_value_heads") or heads),
                 head_dim=int(head_dim_raw) if head_dim_raw else hidden // heads,
                 rms_norm_eps=float(obj.get("rms_norm_eps", 1e-6)),
-                rope_theta=float(obj.get("rope_theta", 10000.0)),
+                rope_theta=float(rope_theta),
                 max_position_embeddings=int(obj.get("max_position_embeddings", 8192)),
                 tie_word_embeddings=bool(obj.get("tie_word_embeddings", False)),
                 attention_bias=bool(obj.get("attention_bias", False)),
-                torch_dtype=str(obj.get("torch_dtype") or "float32"),
+                torch_dtype=str(obj.get("torch_dtype") or obj.get("dtype") or "float32"),
                 bos_token_id=obj.get("bos_token_id") if isinstance(obj.get("bos_token_id"), int) else None,
                 eos_token_id=eos if isinstance(eos, int) else (eos[0] if isinstance(eos, list) and eos else None),
                 harnessrl=HarnessRLMeta(

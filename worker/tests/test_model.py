@@ -43,6 +43,14 @@ class ModelTest(unittest.TestCase):
             self.assertEqual(ours, dict(hf_tensor_shapes(model_type, hf)), model_type)
             self.assertEqual(CausalLM(cfg).num_parameters(), cfg.num_parameters())
 
+    def test_reads_newer_config_spellings_and_rejects_unsupported_features(self) -> None:
+        newer = {k: v for k, v in QWEN3_HF.items() if k not in ("rope_theta", "torch_dtype", "rope_scaling")}
+        cfg = ModelConfig.from_hf({"model_type": "qwen3", **newer, "dtype": "bfloat16", "rope_parameters": {"rope_type": "default", "rope_theta": 5e5}})
+        self.assertEqual((cfg.rope_theta, cfg.torch_dtype), (5e5, "bfloat16"))
+        for bad in ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, {"use_sliding_window": True}, {"model_type": "llama"}, {"num_key_value_heads": 3}):
+            with self.assertRaises(WorkerError, msg=str(bad)):
+                ModelConfig.from_hf({"model_type": "qwen3", **QWEN3_HF, **bad})
+
     def test_qwen3_attention_bias_adds_all_four_biases(self) -> None:
         cfg = replace(small_config("qwen3"), attention_bias=True)
         names = set(hf_state_dict(CausalLM(cfg)))
