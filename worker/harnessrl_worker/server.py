@@ -1,6 +1,7 @@
 """The request loop: read a message, dispatch to its op, answer. A failing request never ends the worker."""
 from __future__ import annotations
 
+import math
 import sys
 import time
 import traceback
@@ -17,6 +18,17 @@ from .state import WorkerState
 def _is_oom(e: BaseException) -> bool:
     oom_type = getattr(torch.cuda, "OutOfMemoryError", None)
     return (oom_type is not None and isinstance(e, oom_type)) or (isinstance(e, RuntimeError) and "out of memory" in str(e))
+
+
+def finite_json(value: Any) -> Any:
+    """JSON has no NaN/Infinity: non-finite floats in results become null rather than an unencodable reply."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
 
 
 def error_body(request_id: Any, code: str, message: str, retryable: bool) -> Dict[str, Any]:
@@ -44,7 +56,7 @@ def handle(state: WorkerState, header: Dict[str, Any], frames: Dict[str, torch.T
             return error_body(request_id, "out_of_memory", str(e), True), {}
         traceback.print_exc(file=sys.stderr)
         return error_body(request_id, "internal", f"{type(e).__name__}: {e}", False), {}
-    result = dict(reply.result)
+    result = finite_json(dict(reply.result))
     result.setdefault("elapsed_ms", round((time.perf_counter() - started) * 1000, 3))
     return {"id": request_id, "ok": True, "result": result}, reply.frames
 

@@ -232,6 +232,17 @@ class TrainOpsTest(unittest.TestCase):
             assert grad is not None
             self.assertTrue(torch.allclose(grad, g, atol=1e-10, rtol=1e-8), k)
 
+    def test_a_diverged_loss_is_an_error_and_leaves_no_gradient(self) -> None:
+        model = CausalLM(small_config())
+        init_weights(model, 1)
+        with torch.no_grad():
+            model.model.norm.weight.fill_(float("inf"))
+        state = make_state(model)
+        frames = batch_frames([flat_row([1, 2, 3])], {"old_logprobs": [0, -1, -1], "advantages": [0, 1, 1], "loss_weights": [1, 1, 1]}, [0, 1, 1])
+        body, _ = handle(state, {"id": 1, "op": "forward_backward", "args": {"row_lengths": [3]}}, frames)
+        self.assertEqual(body["error"]["code"], "non_finite_loss")
+        self.assertTrue(all(p.grad is None for p in model.parameters()))
+
     def test_rejects_bad_training_batches(self) -> None:
         state = make_state(CausalLM(small_config()))
         row = flat_row([1, 2, 3])

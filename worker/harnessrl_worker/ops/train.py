@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional
 import torch
 from torch.nn.utils.clip_grad import clip_grad_norm_
 
-from ..errors import bad_request
+from ..errors import WorkerError, bad_request
 from ..losses import PGLossConfig, TokenLoss, pg_token_loss, sft_token_loss
 from ..packed import forward_micro_batches, score_tokens, split_rows, validate_row
 from ..state import WorkerState
@@ -112,6 +112,11 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
     finally:
         model.eval()
         model.gradient_checkpointing = False
+    if not math.isfinite(sums.get("loss", 0.0)):
+        # A diverged batch must not leave poisoned gradients behind for the next optim_step.
+        for p in model.parameters():
+            p.grad = None
+        raise WorkerError("non_finite_loss", "forward_backward produced a non-finite loss; gradients were cleared")
     n_tokens = sums.get("tokens", 0.0)
 
     def mean(key: str) -> float:
