@@ -44,8 +44,7 @@ describe("llama.cpp vs PyTorch worker logprobs", () => {
     await trainer.init({ preset: "tiny-1m", seed: 3, out: dir });
     const cli = join(import.meta.dirname, "..", "..", "dist", "cli", "main.js");
     const r = spawnSync(process.execPath, [cli, "doctor", "consistency", "--model", dir, "--tokens", "1000", "--json"], { encoding: "utf8", env: { ...process.env, HARNESSRL_CACHE_DIR: cache } });
-    expect(r.stderr).toBe("");
-    expect(r.status).toBe(0);
+    expect(r.status, `stderr: ${r.stderr}\nstdout: ${r.stdout}`).toBe(0);
     const report = JSON.parse(r.stdout) as { ok: boolean; tokens: number; maxAbsDelta: number; meanAbsDelta: number; scorer: string };
     expect(report).toMatchObject({ ok: true, scorer: "worker" });
     expect(report.tokens).toBeGreaterThanOrEqual(1000);
