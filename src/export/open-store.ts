@@ -1,12 +1,13 @@
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { UserError } from "../core/errors.js";
 import { openStore } from "../store/registry.js";
 import type { Store } from "../store/types.js";
 
 /**
  * Opens a recorded store for the read-side commands (`trees`, `export`). Unlike the proxy, reading never creates an
- * empty database: a path that does not exist is a user error. `sqlite:<path>` and registered `scheme:arg` specs pass
- * through to the store registry.
+ * empty database: a path that does not exist is a user error. A run directory means its `records.sqlite`.
+ * `sqlite:<path>` and registered `scheme:arg` specs pass through to the store registry.
  */
 export function openRecordedStore(spec: string): Store {
   const s = spec.trim();
@@ -14,5 +15,11 @@ export function openRecordedStore(spec: string): Store {
   const path = s.startsWith("sqlite:") ? s.slice("sqlite:".length) : /^[a-z][a-z0-9+-]*:/i.test(s) ? null : s;
   if (path === null) return openStore(s);
   if (!existsSync(path)) throw new UserError("store_not_found", `no call record store at ${path}`);
+  // A run directory (harnessrl rollout / eval / train --out) keeps its records in records.sqlite.
+  if (statSync(path).isDirectory()) {
+    const inRun = join(path, "records.sqlite");
+    if (!existsSync(inRun)) throw new UserError("store_not_found", `${path} is a directory without records.sqlite`);
+    return openStore(`sqlite:${inRun}`);
+  }
   return openStore(`sqlite:${path}`);
 }

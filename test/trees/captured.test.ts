@@ -86,6 +86,11 @@ describe("trees from a live capture: harnessrl rollout → records.sqlite → tr
       } finally {
         store.close();
       }
+      // The CLI accepts the run directory itself.
+      const cli = spawnSync(process.execPath, [join(process.cwd(), "dist", "cli", "main.js"), "trees", "--db", dir], { encoding: "utf8" });
+      expect(cli.status, cli.stderr).toBe(0);
+      expect(cli.stdout).toMatch(/claw-agent-0 +sessions 1/);
+      expect(cli.stdout).toMatch(/central-agent-0 +sessions 1/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
