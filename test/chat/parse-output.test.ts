@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { rng } from "./conversations.js";
 import { parseAssistantOutput } from "../../src/chat/parse-output.js";
 import type { ParsedAssistantOutput } from "../../src/chat/parse-output.js";
 
@@ -143,5 +144,29 @@ describe("parseAssistantOutput", () => {
   it("honours custom end-of-turn texts", () => {
     expect(parseAssistantOutput("hi</s>", { endOfTurnTexts: ["</s>"] }).content).toBe("hi");
     expect(parseAssistantOutput("hi<|im_end|>", { endOfTurnTexts: [] }).content).toBe("hi<|im_end|>");
+  });
+});
+
+describe("parseAssistantOutput on random garbage", () => {
+  const PARTS = ["<tool_call>", "</tool_call>", "<think>", "</think>", "<|im_end|>", "{", "}", "[", "]", '"', '\\', ":", ",", '"name"', '"arguments"', '"f"', "{}", " ", "\n", "x", "é", "😀", "\ud800", "null", "1"];
+  it("never throws, and every span it reports cuts out what it claims (5,000 inputs)", () => {
+    const r = rng(99);
+    let calls = 0;
+    for (let i = 0; i < 5000; i++) {
+      let text = "";
+      const n = Math.floor(r() * 30);
+      for (let k = 0; k < n; k++) {
+        text += PARTS[Math.floor(r() * PARTS.length)];
+        if (r() < 0.02) text += '<tool_call>{"name": "f", "arguments": {"a": "é😀"}}</tool_call>';
+      }
+      const p = parse(text);
+      calls += p.toolCalls.length;
+      for (const s of [...p.spans.content, ...p.spans.toolCalls.map((t) => t.block), ...p.malformed.map((m) => m.span)]) {
+        expect(s.start).toBeGreaterThanOrEqual(0);
+        expect(s.end).toBeLessThanOrEqual(text.length);
+        expect(s.start).toBeLessThanOrEqual(s.end);
+      }
+    }
+    expect(calls).toBeGreaterThan(100);
   });
 });
