@@ -70,8 +70,8 @@ export abstract class BaseSandbox implements Sandbox {
     return readConfined(this.root(options), path);
   }
 
-  writeFile(path: string, data: string | Uint8Array, options?: FileOptions): Promise<void> {
-    return writeConfined(this.root(options), path, data, this.owner);
+  writeFile(path: string, data: string | Uint8Array, options?: FileOptions & { mode?: number }): Promise<void> {
+    return writeConfined(this.root(options), path, data, this.owner, options?.mode);
   }
 
   listFiles(dir = "", options?: FileOptions & { maxEntries?: number }): Promise<string[]> {

@@ -102,7 +102,8 @@ export interface Sandbox {
   readonly proxyUrl: string | undefined;
   exec(argv: string[], options?: ExecOptions): Promise<ExecResult>;
   readFile(path: string, options?: FileOptions): Promise<Buffer>;
-  writeFile(path: string, data: string | Uint8Array, options?: FileOptions): Promise<void>;
+  /** Creates parent directories; `mode` (e.g. 0o755 for a script) defaults to 0o644. */
+  writeFile(path: string, data: string | Uint8Array, options?: FileOptions & { mode?: number }): Promise<void>;
   /** Regular files below `dir` (relative paths, sorted, symlinks not followed). */
   listFiles(dir?: string, options?: FileOptions & { maxEntries?: number }): Promise<string[]>;
   /** Kills everything the sandbox runs and removes all its state. Idempotent. */

@@ -61,13 +61,14 @@ export async function readConfined(root: string, path: string): Promise<Buffer> 
   }
 }
 
-export async function writeConfined(root: string, path: string, data: string | Uint8Array, owner?: Owner): Promise<void> {
+export async function writeConfined(root: string, path: string, data: string | Uint8Array, owner?: Owner, mode = 0o644): Promise<void> {
   const rel = checkRelativePath(path);
   const parent = await confinedParent(root, rel, true, owner);
   const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
-  const fh = await open(join(parent, rel.split(sep).pop() ?? ""), flags, 0o644);
+  const fh = await open(join(parent, rel.split(sep).pop() ?? ""), flags, mode);
   try {
     await fh.writeFile(data);
+    await fh.chmod(mode); // the umask and an existing file's mode must not win
     if (owner) await fh.chown(owner.uid, owner.gid);
   } finally {
     await fh.close();

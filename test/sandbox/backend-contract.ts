@@ -122,8 +122,8 @@ export function backendContract(name: string, open: OpenBackend): void {
 
     it("reads, writes and lists files host-side, confined to the sandbox", async () => {
       const s = await create();
-      await s.writeFile("verifier/check.sh", "echo verified\n");
-      expect((await s.exec(["sh", "verifier/check.sh"])).stdout).toBe("verified\n");
+      await s.writeFile("verifier/check.sh", "#!/bin/sh\necho verified\n", { mode: 0o755 });
+      expect((await s.exec(["./verifier/check.sh"])).stdout).toBe("verified\n");
       await s.exec(["sh", "-c", "mkdir -p out && echo result > out/r.txt && ln -s /etc/passwd out/leak && ln -s / out/rootdir"]);
       expect((await s.readFile("out/r.txt")).toString()).toBe("result\n");
       expect(await s.listFiles()).toEqual(["out/r.txt", "verifier/check.sh"]);
