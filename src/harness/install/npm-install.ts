@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import { z } from "zod";
 import { InfraError } from "../../core/errors.js";
@@ -84,6 +84,10 @@ export async function installPin(pin: NpmPin, options: InstallOptions = {}): Pro
     if (r.code !== 0 || !existsSync(pinPackageDirIn(scratch, pin))) {
       rmSync(scratch, { recursive: true, force: true });
       throw new InfraError("harness_install_failed", `npm install ${pin.package}@${pin.version} failed (exit ${r.code}):\n${r.output.trim()}`, { retryable: true });
+    }
+    for (const rel of pin.executables ?? []) {
+      const file = join(pinPackageDirIn(scratch, pin), rel);
+      if (existsSync(file)) chmodSync(file, 0o755);
     }
     writeFileSync(join(scratch, MARKER), `${JSON.stringify({ package: pin.package, version: pin.version, installedAt: new Date().toISOString() })}\n`);
     rmSync(prefix, { recursive: true, force: true });

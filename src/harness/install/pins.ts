@@ -9,12 +9,15 @@ export interface NpmPin {
   version: string;
   /** Whether the package's own install script must run (it fetches or places its native binary). */
   installScripts: boolean;
+  /** Files (relative to the package folder) that ship without their executable bit and must get it. */
+  executables?: readonly string[];
 }
 
 export const PINS = {
   "claude-code": { key: "claude-code", package: "@anthropic-ai/claude-code", version: "2.1.332", installScripts: true },
   codex: { key: "codex", package: "@openai/codex", version: "0.171.0", installScripts: false },
-  "qwen-code": { key: "qwen-code", package: "@qwen-code/qwen-code", version: "0.24.4", installScripts: false },
+  // Its vendored ripgrep is packed without the executable bit (it falls back to a slow built-in grep otherwise).
+  "qwen-code": { key: "qwen-code", package: "@qwen-code/qwen-code", version: "0.24.4", installScripts: false, executables: ["vendor/ripgrep/x64-linux/rg"] },
   pi: { key: "pi", package: "@mariozechner/pi-coding-agent", version: "0.73.1", installScripts: false },
   openclaw: { key: "openclaw", package: "openclaw", version: "2026.9.6", installScripts: true },
   /** OpenClaw refuses Node < 24.16 and needs `node:sqlite`: this npm package ships a Node 24 binary. */

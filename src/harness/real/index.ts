@@ -1,9 +1,12 @@
 import type { HarnessDefinition } from "../types.js";
 import { claudeCode } from "./claude-code.js";
 import { codex } from "./codex.js";
+import { envCommandHarness } from "./command.js";
 import { openclaw } from "./openclaw.js";
 import { pi } from "./pi.js";
 import { qwenCode } from "./qwen-code.js";
 
-/** The real harness CLIs (pinned npm packages), registered by src/harness/index.ts. */
-export const realHarnesses: HarnessDefinition[] = [claudeCode, codex, qwenCode, pi, openclaw];
+/** The real harness CLIs (pinned npm packages) and the generic `command` harness, registered by src/harness/index.ts. */
+export const realHarnesses: HarnessDefinition[] = [claudeCode, codex, qwenCode, pi, openclaw, envCommandHarness];
+export { commandHarnessFromSpec, createCommandHarness } from "./command.js";
+export type { CommandHarnessConfig } from "./command.js";
