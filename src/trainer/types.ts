@@ -106,6 +106,11 @@ export interface ForwardBackwardOptions {
   proxLogprobs?: Float32Array[];
   /** Per row, a reference policy's logprobs of the same tokens (for `loss.klCoef`). */
   refLogprobs?: Float32Array[];
+  /**
+   * CAPO: the loss on action tokens (rows' actionMask) and on args tokens (argsMask) get separate gradients, each
+   * restricted to its parameter partition from the last capoProbe. Needs objective "pg".
+   */
+  capo?: boolean;
 }
 
 /** Statistics over the batch's trainable tokens. Gradients accumulate until `optimStep`. */
@@ -125,6 +130,8 @@ export interface ForwardBackwardResult {
   nllMean: number;
   /** Mean k3 KL(π ‖ π_ref) over trainable tokens (0 without refLogprobs). */
   refKlMean: number;
+  /** With `capo`: cosine between ∇L_action and ∇L_args (before masking). */
+  capoGradCosine?: number;
   /** Per row, the current policy's logprobs before the update (0 for rows without trainable tokens). */
   logprobs: Float32Array[];
 }
@@ -137,6 +144,8 @@ export interface OptimStepOptions {
   eps?: number;
   /** Clip the global gradient norm; 0 disables. Default 1. */
   maxGradNorm?: number;
+  /** CAPO: after the step, put back every parameter entry outside both partitions (momentum and decay included). */
+  capo?: boolean;
 }
 
 export interface OptimStepResult {
@@ -166,6 +175,12 @@ export interface CriticForwardBackwardResult {
   clipFraction: number;
   /** Per row, V before the update. */
   values: Float32Array[];
+}
+
+export interface CapoProbeResult {
+  unitsPerLayer: number;
+  /** Fraction of partition units shared by the action and args partitions. */
+  overlapFraction: number;
 }
 
 export interface CheckpointInfo {
@@ -206,6 +221,11 @@ export interface Trainer {
   criticOptimStep(options: OptimStepOptions): Promise<OptimStepResult>;
   criticSave(dir: string): Promise<CriticInfo>;
   criticLoad(dir: string): Promise<CriticInfo>;
+  /**
+   * CAPO probe on (typically successful) rows: per layer, the top `topFraction` (default 0.25) MLP units by mean
+   * positive activation where action tokens and where args tokens are produced. Replaces the current partitions.
+   */
+  capoProbe(batch: PackedBatch, options?: { topFraction?: number }): Promise<CapoProbeResult>;
   /** Saves weights (a complete model directory), optimizer state, RNG and `extra` for exact resume. */
   saveCheckpoint(dir: string, options?: { policyVersion?: number; extra?: unknown }): Promise<CheckpointInfo>;
   /** Restores a checkpoint written by saveCheckpoint: the next optimizer step continues exactly. */

@@ -180,6 +180,26 @@ export function trainerContract(name: string, create: () => Promise<Trainer>): v
       expect((await trainer.criticLoad(join(dir, "critic"))).parameters).toBe(saved.parameters);
     });
 
+    it("CAPO: probes partitions, then takes a partition-routed backward and a masked step", async () => {
+      const row = flatRow(branchingPaths()[0] as number[]);
+      const before = await trainer.logprobs(batch([row]), { entropy: false });
+      row.oldLogprobs.set(before.logprobs[0] as Float32Array);
+      for (let i = 26; i < row.tokens.length; i++) {
+        row.trainable[i] = 1;
+        row.advantages[i] = 1;
+        row.lossWeights[i] = 0.1;
+        if (i < 30) row.actionMask[i] = 1;
+        else row.argsMask[i] = 1;
+      }
+      await expect(trainer.forwardBackward(batch([row]), { capo: true })).rejects.toMatchObject({ code: "no_capo_masks" });
+      const probe = await trainer.capoProbe(batch([row]), { topFraction: 0.25 });
+      expect(probe.unitsPerLayer).toBe(128); // 25% of the tiny-1m MLP width (512)
+      const fb = await trainer.forwardBackward(batch([row]), { capo: true });
+      expect(fb.capoGradCosine).toBeGreaterThanOrEqual(-1);
+      expect(fb.capoGradCosine).toBeLessThanOrEqual(1);
+      expect((await trainer.optimStep({ lr: 0.01, weightDecay: 0.1, capo: true })).skipped).toBe(false);
+    });
+
     it("reports a missing model directory as the user's error", async () => {
       await expect(trainer.load(join(dir, "does-not-exist"))).rejects.toBeInstanceOf(UserError);
     });

@@ -3,6 +3,7 @@ import type { PackedBatch } from "../../batch/types.js";
 import { InfraError, UserError } from "../../core/errors.js";
 import { packBatch, splitRows } from "../batch-frames.js";
 import type {
+  CapoProbeResult,
   CheckpointInfo,
   CriticForwardBackwardOptions,
   CriticForwardBackwardResult,
@@ -53,6 +54,7 @@ const forwardBackwardSchema = z.object({
   entropy_mean: z.number(),
   nll_mean: z.number(),
   ref_kl_mean: z.number(),
+  capo_grad_cosine: z.number().optional(),
 });
 
 const criticInfoSchema = z.object({ parameters: z.number().int(), dtype: z.string(), optimizer_steps: z.number().int() });
@@ -156,7 +158,8 @@ export class TorchTrainer implements Trainer {
     if (!(temperature > 0)) throw new UserError("invalid_temperature", `temperature must be > 0, got ${temperature}`);
     const objective = options.objective ?? "pg";
     const fields = objective === "sft" ? (["lossWeights"] as const) : (["oldLogprobs", "advantages", "lossWeights"] as const);
-    const { rowLengths, frames } = packBatch(batch, ["tokens", "parent", "positions", "trainable", ...fields]);
+    const capoFields = options.capo ? (["actionMask", "argsMask"] as const) : ([] as const);
+    const { rowLengths, frames } = packBatch(batch, ["tokens", "parent", "positions", "trainable", ...fields, ...capoFields]);
     for (const [name, perRow] of [["prox_logprobs", options.proxLogprobs], ["ref_logprobs", options.refLogprobs]] as const) {
       if (objective === "pg" && perRow) frames.set(name, packPerRow(batch, perRow));
     }
@@ -171,7 +174,7 @@ export class TorchTrainer implements Trainer {
       entropy_coef: l.entropyCoef,
       kl_coef: l.klCoef,
     };
-    const reply = await this.client.request("forward_backward", { row_lengths: rowLengths, objective, temperature, loss }, frames);
+    const reply = await this.client.request("forward_backward", { row_lengths: rowLengths, objective, temperature, loss, capo: options.capo }, frames);
     const r = parseReply(forwardBackwardSchema, reply, "forward_backward");
     const lp = reply.frames.get("logprobs");
     if (!(lp instanceof Float32Array)) throw new InfraError("worker_protocol", "forward_backward reply lacks its logprobs frame");
@@ -186,6 +189,7 @@ export class TorchTrainer implements Trainer {
       entropyMean: r.entropy_mean,
       nllMean: r.nll_mean,
       refKlMean: r.ref_kl_mean,
+      ...(r.capo_grad_cosine === undefined ? {} : { capoGradCosine: r.capo_grad_cosine }),
       logprobs: splitRows(lp, rowLengths),
     };
   }
@@ -237,6 +241,7 @@ export class TorchTrainer implements Trainer {
       beta2: options.beta2,
       eps: options.eps,
       max_grad_norm: options.maxGradNorm,
+      ...(op === "optim_step" && options.capo ? { capo: true } : {}),
     });
     const r = parseReply(optimStepSchema, reply, op);
     return { skipped: r.skipped, gradNorm: r.grad_norm, step: r.step };
@@ -252,6 +257,13 @@ export class TorchTrainer implements Trainer {
     const r = parseReply(z.object({ grad_norm: z.number() }).loose(), reply, "grad_sketch");
     if (!(sketch instanceof Float32Array)) throw new InfraError("worker_protocol", "grad_sketch reply lacks its sketch frame");
     return { sketch, gradNorm: r.grad_norm };
+  }
+
+  async capoProbe(batch: PackedBatch, options: { topFraction?: number } = {}): Promise<CapoProbeResult> {
+    const { rowLengths, frames } = packBatch(batch, ["tokens", "parent", "positions", "actionMask", "argsMask"]);
+    const reply = await this.client.request("capo_probe", { row_lengths: rowLengths, top_fraction: options.topFraction }, frames);
+    const r = parseReply(z.object({ units_per_layer: z.number(), overlap_fraction: z.number() }).loose(), reply, "capo_probe");
+    return { unitsPerLayer: r.units_per_layer, overlapFraction: r.overlap_fraction };
   }
 
   async saveCheckpoint(dir: string, options: { policyVersion?: number; extra?: unknown } = {}): Promise<CheckpointInfo> {

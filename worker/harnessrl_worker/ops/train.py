@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from torch.nn.utils.clip_grad import clip_grad_norm_
@@ -12,6 +12,7 @@ from ..errors import WorkerError, bad_request
 from ..losses import PGLossConfig, TokenLoss, pg_token_loss, sft_token_loss
 from ..packed import forward_micro_batches, score_tokens, split_rows, validate_row
 from ..state import WorkerState
+from .capo_ops import CapoAccumulator, freeze_outside_partitions, restore_outside_partitions
 from .registry import Args, Reply, frame, op
 
 # Float32 per-token frames each objective needs.
@@ -83,12 +84,19 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
     sums: Dict[str, float] = {}
     maxes: Dict[str, float] = {}
     device = next(model.parameters()).device
+    # CAPO: the loss restricted to action tokens and to args tokens get separate gradients, each masked to its partition.
+    capo: Optional[CapoAccumulator] = None
+    if args.opt_bool("capo", False):
+        if objective != "pg":
+            raise bad_request("capo applies to the pg objective")
+        capo = CapoAccumulator.start(state, model, frame(frames, "action_mask", torch.uint8), frame(frames, "args_mask", torch.uint8), total)
     model.train()
     threshold = state.settings.grad_checkpoint_tokens
     model.gradient_checkpointing = threshold > 0 and any(rows[i].length >= threshold for i in active)
     try:
         for group, hidden in forward_micro_batches(model, [rows[i] for i in active], state.settings.token_budget):
             losses: List[torch.Tensor] = []
+            capo_losses: List[Tuple[torch.Tensor, torch.Tensor]] = []
             for b, k in enumerate(group):
                 i = active[k]
                 sl = slice(starts[i], starts[i] + rows[i].length)
@@ -103,12 +111,17 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
                     ref = per_token["ref_logprobs"][sl].to(device) if "ref_logprobs" in per_token else None
                     tl = pg_token_loss(lp, ent, prox, per_token["old_logprobs"][sl].to(device), per_token["advantages"][sl].to(device), weights, train, cfg, ref)
                 losses.append(tl.loss.sum())
+                if capo is not None:
+                    capo_losses.append(capo.split(tl.loss, sl))
                 for key, value in tl.stats.items():
                     if key.endswith("_max"):
                         maxes[key] = max(maxes.get(key, 0.0), value)
                     else:
                         sums[key] = sums.get(key, 0.0) + value
-            torch.stack(losses).sum().backward()
+            if capo is None:
+                torch.stack(losses).sum().backward()
+            else:
+                capo.backward(torch.stack([a for a, _ in capo_losses]).sum(), torch.stack([g for _, g in capo_losses]).sum())
     finally:
         model.eval()
         model.gradient_checkpointing = False
@@ -117,6 +130,7 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
         for p in model.parameters():
             p.grad = None
         raise WorkerError("non_finite_loss", "forward_backward produced a non-finite loss; gradients were cleared")
+    capo_stats = capo.finish() if capo is not None else {}
     n_tokens = sums.get("tokens", 0.0)
 
     def mean(key: str) -> float:
@@ -138,6 +152,7 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
         "nll_mean": mean("nll_sum"),
         "ref_kl_mean": mean("ref_kl_sum"),
     }
+    result.update(capo_stats)
     return Reply(result, {"logprobs": logprobs_out})
 
 
@@ -164,7 +179,14 @@ def optim_step(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) 
     Clips the accumulated gradient, applies AdamW, zeroes gradients. A non-finite gradient skips the update.
     """
     h = adamw_args(args)
-    return adamw_step(optimizer_for(state, h.betas, h.eps), h)
+    opt = optimizer_for(state, h.betas, h.eps)
+    if not args.opt_bool("capo", False):
+        return adamw_step(opt, h)
+    model = state.require_model().model
+    before = freeze_outside_partitions(state, model)
+    reply = adamw_step(opt, h)
+    reply.result["capo_held_entries"] = restore_outside_partitions(state, model, before)
+    return reply
 
 
 @dataclass
