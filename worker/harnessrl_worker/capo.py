@@ -72,9 +72,9 @@ def probe(model: CausalLM, rows: Sequence[PackedRow], action: Sequence[torch.Ten
                     sel = torch.zeros(len(group), width, dtype=torch.float64)
                     for b, i in enumerate(group):
                         r = rows[i]
-                        picked = (masks[i].to(torch.bool)) & (r.parent >= 0)
-                        # Producing positions of the picked tokens (a position may produce several children).
-                        sel[b].index_add_(0, r.parent[picked], torch.ones(int(picked.sum()), dtype=torch.float64))
+                        marked = (masks[i].to(torch.bool)) & (r.parent >= 0)
+                        # Producing positions of the marked tokens (a position may produce several children).
+                        sel[b].index_add_(0, r.parent[marked], torch.ones(int(marked.sum()), dtype=torch.float64))
                     selection[key] = sel
                     counts[key] += float(sel.sum())
                 ids, pos, mask = pad_batch(batch_rows, device)

@@ -100,7 +100,8 @@ class ModelConfig:
             if obj.get("use_sliding_window"):
                 raise invalid_model("sliding-window attention (use_sliding_window) is not supported")
             # Newer transformers move RoPE settings into `rope_parameters` and rename torch_dtype to dtype.
-            rope_params = obj.get("rope_parameters") if isinstance(obj.get("rope_parameters"), dict) else {}
+            raw_rope = obj.get("rope_parameters")
+            rope_params: Dict[str, Any] = raw_rope if isinstance(raw_rope, dict) else {}
             scaling = obj.get("rope_scaling") or rope_params
             if isinstance(scaling, dict) and scaling.get("rope_type", scaling.get("type")) not in (None, "default"):
                 raise invalid_model(f"rope scaling {scaling!r} is not supported")

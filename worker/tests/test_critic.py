@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import tempfile
 import unittest
-from typing import Dict
+from typing import Dict, List
 
 import torch
 
 from harnessrl_worker.model import CausalLM, init_weights
+from harnessrl_worker.packed import PackedRow
 from harnessrl_worker.server import handle
 
 from .helpers import small_config
@@ -15,7 +16,7 @@ from .test_packed import flat_row, pack_paths
 from .test_train import call, make_state
 
 
-def row_frames(rows: list, extra: Dict[str, torch.Tensor] | None = None) -> Dict[str, torch.Tensor]:
+def row_frames(rows: List[PackedRow], extra: Dict[str, torch.Tensor] | None = None) -> Dict[str, torch.Tensor]:
     frames = {
         "tokens": torch.cat([r.tokens for r in rows]).to(torch.int32),
         "parent": torch.cat([r.parent for r in rows]).to(torch.int32),

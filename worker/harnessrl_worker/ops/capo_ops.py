@@ -35,7 +35,10 @@ def capo_probe(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) 
         validate_row(r, loaded.config.vocab_size, loaded.config.max_position_embeddings, i)
     action, args_mask = frame(frames, "action_mask", torch.uint8), frame(frames, "args_mask", torch.uint8)
     starts = [sum(lengths[:i]) for i in range(len(lengths))]
-    per_row = lambda m: [m[s : s + n] for s, n in zip(starts, lengths)]  # noqa: E731
+
+    def per_row(m: torch.Tensor) -> List[torch.Tensor]:
+        return [m[s : s + n] for s, n in zip(starts, lengths)]
+
     top = args.opt_float("top_fraction", 0.25)
     masks, stats = probe(loaded.model, rows, per_row(action), per_row(args_mask), 0.25 if top is None else top, state.settings.token_budget)
     state.extensions["capo"] = masks
