@@ -8,6 +8,7 @@ import { modelCommand } from "./model.js";
 import { proxyCommand } from "./proxy.js";
 import { treesCommand } from "./trees.js";
 import { tasksCommand } from "../../tasks/command.js";
+import { harnessCommand } from "./harness.js";
 
 /** Every CLI subcommand, in the order `harnessrl --help` lists them. Add one import + one entry per command. */
-export const commands: Command[] = [listCommand, proxyCommand, rolloutCommand, evalCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand];
+export const commands: Command[] = [listCommand, proxyCommand, rolloutCommand, evalCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand, harnessCommand];
