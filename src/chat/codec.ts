@@ -1,9 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { z } from "zod";
 import { UserError } from "../core/errors.js";
 import { ByteTokenizer } from "../tokenizer/bytes.js";
-import { loadTokenizer, readTokenizerConfig } from "../tokenizer/load.js";
+import { loadTokenizer, readJsonFile, readTokenizerConfig } from "../tokenizer/load.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 import { ChatMLToolsRenderer } from "./chatml-renderer.js";
 import { JinjaChatRenderer } from "./jinja-renderer.js";
@@ -48,7 +49,7 @@ export function defaultCodec(): Codec {
 
 /**
  * Tokenizer + chat template of a model directory: `chat_template` from tokenizer_config.json (a string, or the
- * "default" entry of a named list), else a `chat_template.jinja` file next to it. Extra template variables (e.g.
+ * "default" entry of a named list), else a `chat_template.jinja` or `chat_template.json` file next to it. Extra template variables (e.g.
  * `enable_thinking`) can be given.
  */
 export function loadCodec(modelDir: string, options: Pick<JinjaRendererOptions, "variables" | "endOfTurn"> = {}): Codec {
@@ -61,7 +62,10 @@ export function loadCodec(modelDir: string, options: Pick<JinjaRendererOptions, 
   else if (Array.isArray(t)) source = (t.find((x) => x.name === "default") ?? t[0])?.template;
   const file = join(modelDir, "chat_template.jinja");
   if (source === undefined && existsSync(file)) source = readFileSync(file, "utf8");
-  if (source === undefined) throw new UserError("invalid_model_dir", `${modelDir} has no chat template (tokenizer_config.json chat_template or chat_template.jinja)`);
+  // Some repositories (processors) keep it in chat_template.json as {"chat_template": "..."}.
+  const jsonFile = join(modelDir, "chat_template.json");
+  if (source === undefined && existsSync(jsonFile)) source = readJsonFile(jsonFile, z.object({ chat_template: z.string() }), "chat template").chat_template;
+  if (source === undefined) throw new UserError("invalid_model_dir", `${modelDir} has no chat template (tokenizer_config.json chat_template, chat_template.jinja or chat_template.json)`);
   // The default template ignores bos/eos and extra variables, so its fast equivalent renders the same text.
   if (isDefaultTemplate(source) && options.endOfTurn === undefined) return { tokenizer, renderer: new ChatMLToolsRenderer() };
   const rendererOptions: JinjaRendererOptions = { ...options };

@@ -184,6 +184,8 @@ describe("loadCodec(modelDir)", () => {
     expect(a.renderer.render([{ role: "user", content: "x" }], [], { addGenerationPrompt: true })).toContain("Default system.");
     const b = loadCodec(modelDir({ "tokenizer_config.json": { harnessrl_tokenizer: "bytes" }, "chat_template.jinja": fixture("reasoning-style.jinja") }));
     expect(b.renderer.render([{ role: "user", content: "x" }], [], { addGenerationPrompt: true })).toBe("<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n");
+    const c = loadCodec(modelDir({ "tokenizer_config.json": { harnessrl_tokenizer: "bytes" }, "chat_template.json": { chat_template: "{% for m in messages %}{{ m.content }}<|im_end|>{% endfor %}" } }));
+    expect(c.renderer.render([{ role: "user", content: "x" }], [], { addGenerationPrompt: false })).toBe("x<|im_end|>");
   });
 
   it("says what is missing for a broken model dir", () => {
