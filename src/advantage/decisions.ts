@@ -1,4 +1,6 @@
-import type { RolloutForest, TreeCall } from "../trees/types.js";
+import { rolloutDecisions } from "../trees/decisions.js";
+import type { BranchLabel, RolloutForest, TreeCall } from "../trees/types.js";
+import { BRANCH_LABELS } from "../trees/types.js";
 import type { ProcessConfig } from "./config.js";
 
 /** One decision of the main agent: a sampled call, or one tool call inside it. */
@@ -10,7 +12,8 @@ export interface Decision {
   toolCall: number | null;
 }
 
-const NOT_MAIN = new Set(["sub-agent", "side"]);
+const NOT_MAIN = new Set<BranchLabel>(["sub-agent", "side"]);
+const MAIN_LABELS = BRANCH_LABELS.filter((l) => !NOT_MAIN.has(l));
 
 /**
  * The main agent's sampled calls in the order the harness made them: calls of sessions that are not sub-agents, outside
@@ -42,11 +45,10 @@ export function decisionsOf(forest: RolloutForest, config: Pick<ProcessConfig, "
     for (const c of calls) if (c.record.completionTokens.length > 0) out.push({ index: out.length, callId: c.callId, toolCall: null });
     return out;
   }
-  for (const c of calls) {
-    const tcs = c.record.response?.toolCalls ?? [];
-    tcs.forEach((tc, j) => {
-      if (tc.name === config.tool) out.push({ index: out.length, callId: c.callId, toolCall: j });
-    });
+  // Same order as the trees' own decision list (arrival time, then the model's tool-call order), minus superseded retries.
+  const live = new Set(calls.map((c) => c.callId));
+  for (const d of rolloutDecisions(forest, { labels: MAIN_LABELS })) {
+    if (live.has(d.callId) && d.toolCall.name === config.tool) out.push({ index: out.length, callId: d.callId, toolCall: d.toolCallIndex });
   }
   return out;
 }

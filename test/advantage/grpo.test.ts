@@ -15,8 +15,10 @@ const records = [...branching("r1", 100), ...linear("r2", 200, [202, 203]), ...l
 const results = [result("r1", "t", "h1", 1), result("r2", "t", "h1", 0), result("r3", "t", "h1", 0, "infra_error"), result("r4", "t", "h2", 0.5), result("r5", "t", "h2", 0.5), result("r6", "u", "h1", 1)];
 const A = 0.5 / (0.5 + 1e-6);
 
-function run(layout: "tree" | "flat", config: Record<string, unknown>) {
-  const built = buildBatch(buildForests(records), { layout });
+/** `tree-split`: a token budget so small that r1's two branches land in different rows (the shared prefix repeats). */
+function run(layout: "tree" | "flat" | "tree-split", config: Record<string, unknown>) {
+  const built = buildBatch(buildForests(records), layout === "tree-split" ? { layout: "tree", tokenBudget: 8 } : { layout });
+  if (layout === "tree-split") expect(new Set(built.index.paths.filter((p) => p.rolloutId === "r1").map((p) => p.row)).size).toBe(2);
   const out = applyAdvantages({ built, results, config: parseAdvantageConfig(config) });
   return { built, out, view: byToken(built) };
 }
@@ -31,7 +33,7 @@ function tokens(rollout: string, adv: number, w: number, calls: Record<string, n
 const lin = (n: number) => ({ a: 2, b: n });
 const excluded = { ...tokens("r3", 0, 0, lin(1)), ...tokens("r7", 0, 0, lin(1)) };
 
-describe.each(["tree", "flat"] as const)("GRPO over trees, %s layout", (layout) => {
+describe.each(["tree", "flat", "tree-split"] as const)("GRPO over trees, %s layout", (layout) => {
   it("token-mean: each unique trainable token weighs 1/N (shared prefix counted once), infra errors and unscored rollouts at 0", () => {
     const { view, out } = run(layout, {});
     const w = 1 / 18;
@@ -43,7 +45,7 @@ describe.each(["tree", "flat"] as const)("GRPO over trees, %s layout", (layout) 
       ...tokens("r6", 0, w, lin(1)),
       ...excluded,
     });
-    if (layout === "flat") expect(view.get("r1_a:0")?.copies).toBe(2);
+    expect(view.get("r1_a:0")?.copies).toBe(layout === "tree" ? 1 : 2);
     expect(out.stats.lossWeightSum).toBeCloseTo(1, 5);
     expect(out.stats.trainableTokens).toBe(18);
     expect(out.stats.excludedTokens).toBe(3);
