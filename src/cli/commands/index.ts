@@ -3,6 +3,7 @@ import { doctorCommand } from "./doctor.js";
 import { evalCommand } from "./eval.js";
 import { listCommand } from "./list.js";
 import { rolloutCommand } from "./rollout.js";
+import { trainCommand } from "./train.js";
 import { exportCommand } from "./export.js";
 import { modelCommand } from "./model.js";
 import { proxyCommand } from "./proxy.js";
@@ -11,4 +12,4 @@ import { tasksCommand } from "../../tasks/command.js";
 import { harnessCommand } from "./harness.js";
 
 /** Every CLI subcommand, in the order `harnessrl --help` lists them. Add one import + one entry per command. */
-export const commands: Command[] = [listCommand, proxyCommand, rolloutCommand, evalCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand, harnessCommand];
+export const commands: Command[] = [listCommand, proxyCommand, rolloutCommand, evalCommand, trainCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand, harnessCommand];

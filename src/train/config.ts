@@ -1,0 +1,138 @@
+import { readFileSync } from "node:fs";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { UserError, errorMessage } from "../core/errors.js";
+
+/**
+ * One YAML file describes a run. Every field has a default that suits the tiny CPU presets; unknown keys are errors
+ * (a typo must not silently fall back to a default).
+ */
+const modelSchema = z.union([
+  z.strictObject({ preset: z.string().min(1), seed: z.number().int().default(0), model_type: z.enum(["qwen2", "qwen3"]).optional() }),
+  z.strictObject({ dir: z.string().min(1) }),
+]);
+
+const engineSchema = z
+  .strictObject({
+    kind: z.enum(["llamacpp", "vllm", "sglang"]).default("llamacpp"),
+    url: z.string().url().optional(),
+    threads: z.number().int().positive().default(2),
+    sequences: z.number().int().positive().default(16),
+  })
+  .default({ kind: "llamacpp", threads: 2, sequences: 16 });
+
+const samplingSchema = z
+  .strictObject({ temperature: z.number().positive().default(1), max_tokens: z.number().int().positive().default(128) })
+  .default({ temperature: 1, max_tokens: 128 });
+
+const rolloutSchema = z
+  .strictObject({
+    sandbox: z.string().default("bwrap"),
+    concurrency: z.number().int().positive().default(8),
+    max_turns: z.number().int().positive().default(4),
+    timeout_s: z.number().positive().default(90),
+    memory_mb: z.number().int().positive().default(1024),
+  })
+  .default({ sandbox: "bwrap", concurrency: 8, max_turns: 4, timeout_s: 90, memory_mb: 1024 });
+
+const warmStartSchema = z.strictObject({
+  /** Oracle demonstrations: a task suite spec solved by the oracle engine through every training harness. */
+  demos: z.string().min(1),
+  epochs: z.number().int().positive().default(4),
+  lr: z.number().positive().default(3e-3),
+  /** Tokens per optimizer step (rows are packed trees). */
+  batch_tokens: z.number().int().positive().default(8192),
+});
+
+const algorithmSchema = z
+  .strictObject({
+    name: z.enum(["grpo", "ppo"]).default("grpo"),
+    std_normalize: z.boolean().default(true),
+    clip_low: z.number().positive().default(0.2),
+    clip_high: z.number().positive().default(0.28),
+    is_mode: z.enum(["truncate", "mask", "none"]).default("truncate"),
+    tis_cap: z.number().positive().default(2),
+    entropy_coef: z.number().min(0).default(0),
+    kl_coef: z.number().min(0).default(0),
+    loss_agg: z.enum(["token-mean", "sequence-mean", "prompt-equal"]).default("token-mean"),
+    lr: z.number().positive().default(1e-3),
+    weight_decay: z.number().min(0).default(0),
+    max_grad_norm: z.number().min(0).default(1),
+    /** Tokens per forward/backward micro-batch (gradients accumulate to one optimizer step per training step). */
+    batch_tokens: z.number().int().positive().default(16_384),
+    /** PPO only. */
+    gamma: z.number().min(0).max(1).default(1),
+    lam: z.number().min(0).max(1).default(1),
+    critic_lr: z.number().positive().default(1e-3),
+    /** Weight of process rewards (Harness-RL form); 0 = outcome only. */
+    process_coef: z.number().min(0).default(0),
+  })
+  .default({ name: "grpo", std_normalize: true, clip_low: 0.2, clip_high: 0.28, is_mode: "truncate", tis_cap: 2, entropy_coef: 0, kl_coef: 0, loss_agg: "token-mean", lr: 1e-3, weight_decay: 0, max_grad_norm: 1, batch_tokens: 16_384, gamma: 1, lam: 1, critic_lr: 1e-3, process_coef: 0 });
+
+const budgetSchema = z
+  .strictObject({
+    steps: z.number().int().min(0).default(10),
+    tasks_per_step: z.number().int().positive().default(8),
+    samples: z.number().int().min(2).default(4),
+    /** Stop starting new steps after this many minutes of training (the final evaluation still runs). */
+    max_minutes: z.number().positive().optional(),
+  })
+  .default({ steps: 10, tasks_per_step: 8, samples: 4 });
+
+const evalSchema = z
+  .strictObject({
+    tasks: z.string().min(1),
+    harnesses: z.array(z.string().min(1)).optional(),
+    samples: z.number().int().positive().default(1),
+    before: z.boolean().default(true),
+    after: z.boolean().default(true),
+    /** Also evaluate every N steps (0 = never). */
+    every: z.number().int().min(0).default(0),
+    temperature: z.number().positive().optional(),
+  });
+
+export const runConfigSchema = z.strictObject({
+  name: z.string().min(1).default("run"),
+  seed: z.number().int().default(0),
+  model: modelSchema,
+  trainer: z.string().default("torch"),
+  engine: engineSchema,
+  sampling: samplingSchema,
+  rollout: rolloutSchema,
+  harnesses: z.array(z.string().min(1)).min(1),
+  tasks: z.strictObject({ train: z.string().min(1) }),
+  warm_start: warmStartSchema.optional(),
+  algorithm: algorithmSchema,
+  mode: z.enum(["sync", "async"]).default("sync"),
+  /** Async mode: rollouts sampled by a policy at most this many versions behind the one being trained are used. */
+  max_staleness: z.number().int().min(0).default(1),
+  budget: budgetSchema,
+  eval: evalSchema.optional(),
+});
+
+export type RunConfig = z.infer<typeof runConfigSchema>;
+
+export function parseRunConfig(value: unknown, source = "config"): RunConfig {
+  const r = runConfigSchema.safeParse(value);
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `  ${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`);
+    throw new UserError("invalid_config", `${source} is not a valid run config:\n${lines.join("\n")}`);
+  }
+  return r.data;
+}
+
+export function loadRunConfig(path: string): RunConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    throw new UserError("config_not_found", `cannot read config ${path}: ${errorMessage(e)}`);
+  }
+  let value: unknown;
+  try {
+    value = parseYaml(text);
+  } catch (e) {
+    throw new UserError("invalid_config", `${path} is not valid YAML: ${errorMessage(e)}`);
+  }
+  return parseRunConfig(value, path);
+}

@@ -1,0 +1,25 @@
+import { Progress } from "../core/progress.js";
+import { summarise, type EvalSummary } from "../eval/metrics.js";
+import type { RolloutStack } from "../rollout/stack.js";
+import { runRollouts } from "../rollout/runner.js";
+import type { Task } from "../tasks/task.js";
+import type { RunConfig } from "./config.js";
+import { rolloutSettings } from "./settings.js";
+
+/** Held-out evaluation through sandboxed harnesses with the policy the stack serves now. */
+export async function evaluatePolicy(stack: RolloutStack, config: RunConfig, tasks: readonly Task[], label: string): Promise<EvalSummary> {
+  const ev = config.eval;
+  const harnesses = ev?.harnesses ?? config.harnesses;
+  const samples = ev?.samples ?? 1;
+  const progress = new Progress(label, tasks.length * harnesses.length * samples);
+  const results = await runRollouts(
+    stack,
+    { tasks, harnesses, samples, idPrefix: label },
+    {
+      concurrency: config.rollout.concurrency,
+      settings: rolloutSettings(config),
+      onResult: (_r, done) => progress.update(done),
+    },
+  );
+  return summarise(results, samples);
+}

@@ -1,0 +1,198 @@
+import { copyFileSync, existsSync, readFileSync, rmSync } from "node:fs";
+import { defaultCodec } from "../chat/codec.js";
+import { Progress } from "../core/progress.js";
+import { isHotSwappable } from "../engine/types.js";
+import type { EvalSummary } from "../eval/metrics.js";
+import "../harness/index.js";
+import { RolloutStack } from "../rollout/stack.js";
+import { runRollouts } from "../rollout/runner.js";
+import type { RolloutResult } from "../rollout/types.js";
+import { loadSuite } from "../tasks/registry.js";
+import type { Task } from "../tasks/task.js";
+import { createTrainer } from "../trainer/index.js";
+import type { RunConfig } from "./config.js";
+import { evaluatePolicy } from "./evaluate.js";
+import { trainOnRollouts } from "./rl-step.js";
+import { RunDir, type RunState } from "./run-dir.js";
+import { rolloutSettings } from "./settings.js";
+import { TaskSampler } from "./task-sampler.js";
+import { warmStart } from "./warm-start.js";
+
+export interface RunSummary {
+  name: string;
+  runDir: string;
+  steps: number;
+  policyVersion: number;
+  wallSeconds: number;
+  trainSeconds: number;
+  before: PassTable | null;
+  after: PassTable | null;
+  warmStart: Record<string, number> | null;
+}
+
+export interface PassTable {
+  overall: number;
+  byHarness: Record<string, number>;
+  meanScore: number;
+}
+
+function passTable(s: EvalSummary): PassTable {
+  return { overall: s.overall.passAt1, meanScore: s.overall.meanScore, byHarness: Object.fromEntries(Object.entries(s.byHarness).map(([h, m]) => [h, m.passAt1])) };
+}
+
+function engineSpec(config: RunConfig, modelDir: string): string {
+  const e = config.engine;
+  if (e.kind === "llamacpp") return `llamacpp:${modelDir}?threads=${e.threads}&sequences=${e.sequences}`;
+  return `${e.kind}:${e.url ?? ""}?model_dir=${encodeURIComponent(modelDir)}`;
+}
+
+/**
+ * The training loop. Sync mode: sample tasks → rollouts through sandboxes and harnesses → settle → trees → advantages
+ * → train → save weights → the engine switches to the new policy version. Async mode overlaps the next step's rollouts
+ * with training (tokens carry the version that sampled them; those more than `max_staleness` behind are dropped).
+ * State is written after every step, so a crashed run resumes at the next step with exactly the same data order.
+ */
+export async function runTraining(config: RunConfig, runRoot: string, configPath: string | null, log: (line: string) => void = (l) => console.error(l)): Promise<RunSummary> {
+  const run = new RunDir(runRoot);
+  if (configPath && !existsSync(run.configPath)) copyFileSync(configPath, run.configPath);
+  const started = Date.now();
+  let state: RunState = run.readState() ?? { version: 1, step: 0, policyVersion: 0, warmStartDone: false, evalBeforeDone: false, taskCursor: 0, checkpoint: null, startedAt: started, trainMs: 0 };
+  const resumed = state.step > 0 || state.warmStartDone;
+  if (resumed) log(`resuming ${run.root} at step ${state.step} (policy v${state.policyVersion})`);
+
+  const trainer = await createTrainer(config.trainer, { threads: 2 });
+  let stack: RolloutStack | null = null;
+  try {
+    // Model: a checkpoint when resuming, else the latest policy, else a fresh preset.
+    if (state.checkpoint) await trainer.loadCheckpoint(state.checkpoint);
+    else if (existsSync(run.policyDir(state.policyVersion))) await trainer.load(run.policyDir(state.policyVersion));
+    else if ("preset" in config.model) await trainer.init({ preset: config.model.preset, seed: config.model.seed, out: run.policyDir(0), ...(config.model.model_type ? { modelType: config.model.model_type } : {}) });
+    else {
+      await trainer.load(config.model.dir);
+      await trainer.save(run.policyDir(0), { policyVersion: 0 });
+    }
+
+    let warm: Record<string, number> | null = null;
+    if (config.warm_start && !state.warmStartDone) {
+      const report = await warmStart(config, run, trainer, log);
+      warm = { ...report };
+      state = { ...state, policyVersion: state.policyVersion + 1, warmStartDone: true };
+      await trainer.save(run.policyDir(state.policyVersion), { policyVersion: state.policyVersion });
+      run.appendMetrics({ phase: "warm_start", step: 0, policy_version: state.policyVersion, ...report });
+      run.writeState(state);
+      log(`warm start: ${report.steps} SFT steps on ${report.trainableTokens} demonstration tokens, final NLL ${report.finalNll.toFixed(3)}`);
+    }
+
+    stack = await RolloutStack.open({ engine: engineSpec(config, run.policyDir(state.policyVersion)), store: run.storeSpec, sandbox: config.rollout.sandbox, sampling: { temperature: config.sampling.temperature, maxTokens: config.sampling.max_tokens } });
+    const engine = stack.engine;
+    if (!isHotSwappable(engine)) throw new Error(`engine ${engine.spec} cannot switch policies between steps`);
+    const tokenizer = defaultCodec().tokenizer;
+    const evalTasks: Task[] = config.eval ? (await loadSuite(config.eval.tasks)).tasks : [];
+
+    let before: EvalSummary | null = null;
+    if (config.eval?.before && !state.evalBeforeDone) {
+      before = await evaluatePolicy(stack, config, evalTasks, "eval-before");
+      run.writeJson("eval-before.json", before);
+      state = { ...state, evalBeforeDone: true };
+      run.writeState(state);
+      log(`held-out pass@1 before RL: ${(100 * before.overall.passAt1).toFixed(1)}%`);
+    } else if (existsSync(run.path("eval-before.json"))) before = JSON.parse(readFileSync(run.path("eval-before.json"), "utf8")) as EvalSummary;
+
+    const sampler = new TaskSampler((await loadSuite(config.tasks.train)).tasks, config.seed);
+    const budget = config.budget;
+    const progress = new Progress("train", budget.steps);
+    const trainStart = Date.now() - state.trainMs;
+    const outOfTime = (): boolean => budget.max_minutes !== undefined && Date.now() - trainStart > budget.max_minutes * 60_000;
+
+    const launch = (step: number, cursor: number): { promise: Promise<RolloutResult[]>; cursor: number; startedAt: number } => {
+      const take = sampler.take(cursor, budget.tasks_per_step);
+      const startedAt = Date.now();
+      return {
+        promise: runRollouts(stack!, { tasks: take.tasks, harnesses: config.harnesses, samples: budget.samples, idPrefix: `s${step}` }, { concurrency: config.rollout.concurrency, resultsFile: run.rolloutsPath, settings: rolloutSettings(config) }),
+        cursor: take.cursor,
+        startedAt,
+      };
+    };
+
+    let pending = state.step < budget.steps && !outOfTime() ? launch(state.step + 1, state.taskCursor) : null;
+    while (pending && state.step < budget.steps) {
+      const step = state.step + 1;
+      const results = await pending.promise;
+      const rolloutSeconds = (Date.now() - pending.startedAt) / 1000;
+      const cursor = pending.cursor;
+      // Async: the next step's rollouts run (on the current policy) while this step trains.
+      pending = config.mode === "async" && step < budget.steps && !outOfTime() ? launch(step + 1, cursor) : null;
+      const t0 = Date.now();
+      const m = await trainOnRollouts(stack.store, results, tokenizer, trainer, config, state.policyVersion);
+      const trainSeconds = (Date.now() - t0) / 1000;
+      const version = state.policyVersion + 1;
+      await trainer.save(run.policyDir(version), { policyVersion: version });
+      await engine.loadPolicy(run.policyDir(version), version);
+      const checkpoint = run.checkpointDir(step);
+      await trainer.saveCheckpoint(checkpoint, { policyVersion: version, extra: { step, cursor } });
+      if (state.checkpoint && state.checkpoint !== checkpoint) rmSync(state.checkpoint, { recursive: true, force: true });
+      const previousPolicy = run.policyDir(version - 2);
+      if (version - 2 > 1 && existsSync(previousPolicy)) rmSync(previousPolicy, { recursive: true, force: true });
+      state = { ...state, step, policyVersion: version, taskCursor: cursor, checkpoint, trainMs: Date.now() - trainStart };
+      run.writeState(state);
+
+      const byHarness: Record<string, number> = {};
+      for (const h of config.harnesses) {
+        const own = results.filter((r) => r.harness === h && r.status !== "infra_error");
+        byHarness[`pass1/${h}`] = own.length ? own.filter((r) => r.status === "ok").length / own.length : 0;
+      }
+      const valid = results.filter((r) => r.status !== "infra_error");
+      const statuses: Record<string, number> = {};
+      for (const r of results) statuses[`status/${r.status}`] = (statuses[`status/${r.status}`] ?? 0) + 1;
+      const row = {
+        phase: "rl",
+        step,
+        policy_version: version,
+        time: Date.now(),
+        "reward/mean": valid.length ? valid.reduce((s, r) => s + r.score, 0) / valid.length : 0,
+        ...byHarness,
+        ...statuses,
+        ...m,
+        "time/rollout_s": rolloutSeconds,
+        "time/train_s": trainSeconds,
+        "throughput/rollouts_per_s": results.length / Math.max(rolloutSeconds, 1e-3),
+        "throughput/trainable_tokens_per_s": (m["tokens/trainable"] ?? 0) / Math.max(trainSeconds, 1e-3),
+      };
+      if (config.eval?.every && step % config.eval.every === 0 && step < budget.steps) {
+        const mid = await evaluatePolicy(stack, config, evalTasks, `eval-${step}`);
+        Object.assign(row, { "eval/pass1": mid.overall.passAt1, ...Object.fromEntries(Object.entries(mid.byHarness).map(([h, g]) => [`eval/pass1/${h}`, g.passAt1])) });
+      }
+      run.appendMetrics(row);
+      progress.update(step, `reward ${row["reward/mean"].toFixed(3)} v${version}`);
+      if (outOfTime()) {
+        log(`time budget of ${budget.max_minutes} min reached after step ${step}`);
+        break;
+      }
+      if (!pending && config.mode === "sync" && step < budget.steps) pending = launch(step + 1, cursor);
+    }
+    if (pending) await pending.promise.catch(() => undefined);
+
+    let after: EvalSummary | null = null;
+    if (config.eval?.after) {
+      after = await evaluatePolicy(stack, config, evalTasks, "eval-after");
+      run.writeJson("eval-after.json", after);
+      log(`held-out pass@1 after RL: ${(100 * after.overall.passAt1).toFixed(1)}%`);
+    }
+    const summary: RunSummary = {
+      name: config.name,
+      runDir: run.root,
+      steps: state.step,
+      policyVersion: state.policyVersion,
+      wallSeconds: (Date.now() - started) / 1000,
+      trainSeconds: state.trainMs / 1000,
+      before: before ? passTable(before) : null,
+      after: after ? passTable(after) : null,
+      warmStart: warm,
+    };
+    run.writeJson("summary.json", summary);
+    return summary;
+  } finally {
+    await stack?.close().catch(() => undefined);
+    await trainer.close().catch(() => undefined);
+  }
+}
