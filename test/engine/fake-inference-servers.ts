@@ -88,6 +88,7 @@ const vllmBody = z.object({
   stop_token_ids: z.array(z.number().int()).optional(),
   return_token_ids: z.boolean().optional(),
   return_tokens_as_token_ids: z.boolean().optional(),
+  stream: z.boolean().optional(),
   model: z.string().optional(),
 }).loose();
 
@@ -139,6 +140,18 @@ export async function startFakeServer(kind: "vllm" | "sglang", o: FakeServerOpti
         const r = sample(o, state.weightVersion, b.data.prompt, b.data.max_tokens, b.data.temperature, b.data.seed);
         const asIds = b.data.return_tokens_as_token_ids === true;
         const logprobs = b.data.logprobs === undefined ? null : { text_offset: r.tokens.map((_, i) => i), token_logprobs: r.logprobs, tokens: r.tokens.map((t) => (asIds ? `token_id:${t}` : String.fromCharCode(t))), top_logprobs: r.tokens.map((t, i) => ({ [asIds ? `token_id:${t}` : String.fromCharCode(t)]: r.logprobs[i] })) };
+        if (body.stream === true) {
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          r.tokens.forEach((t, i) => {
+            const tok = asIds ? `token_id:${t}` : String.fromCharCode(t);
+            const chunk: Record<string, unknown> = { index: 0, text: String.fromCharCode(t), logprobs: { text_offset: [i], token_logprobs: [r.logprobs[i]], tokens: [tok], top_logprobs: [{ [tok]: r.logprobs[i] }] }, finish_reason: i === r.tokens.length - 1 ? r.finish : null };
+            if (!o.legacyVllm && b.data.return_token_ids) chunk.token_ids = [t];
+            res.write(`data: ${JSON.stringify({ id: "cmpl-fake", object: "text_completion", created: 0, model: "fake", choices: [chunk] })}\n\n`);
+          });
+          res.write("data: [DONE]\n\n");
+          res.end();
+          return;
+        }
         const choice: Record<string, unknown> = { index: 0, text: r.tokens.map((t) => String.fromCharCode(t)).join(""), logprobs, finish_reason: r.finish, stop_reason: r.finish === "stop" ? r.tokens.at(-1) : null, prompt_logprobs: null };
         if (!o.legacyVllm) {
           choice.token_ids = b.data.return_token_ids ? r.tokens : null;

@@ -100,3 +100,20 @@ describe("vllm adapter", () => {
     expect(r.policyVersion).toBe(11);
   });
 });
+
+describe("vllm adapter streaming", () => {
+  it("streams when onToken is given: same tokens and logprobs as the non-streamed answer for the same seed", async () => {
+    for (const s of [server, legacy]) {
+      const engine = await createEngine(`vllm:${s.url}`);
+      const params = { ...DEFAULT_SAMPLING, maxTokens: 40, seed: 77 };
+      const seen: number[] = [];
+      const streamed = await engine.generate({ promptTokens: [257, 10], params, onToken: (t) => seen.push(t) });
+      expect(s.requests.at(-1)?.body.stream).toBe(true);
+      const plain = await engine.generate({ promptTokens: [257, 10], params });
+      expect(s.requests.at(-1)?.body.stream).toBe(false);
+      expect(streamed).toEqual(plain);
+      expect(seen).toEqual(plain.tokens);
+      await engine.close();
+    }
+  });
+});

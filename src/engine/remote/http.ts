@@ -31,44 +31,47 @@ function connectionCode(e: unknown): string | undefined {
   return typeof cause?.code === "string" ? cause.code : undefined;
 }
 
-export async function postJson(url: string, body: unknown, policy: RetryPolicy, signal?: AbortSignal): Promise<unknown> {
+/**
+ * Runs one POST with retries; `onOk` consumes a successful response. Failures inside `onOk` are not retried (a
+ * stream may already have delivered tokens) and a caller abort during it yields `undefined`.
+ */
+async function withRetries<T>(url: string, body: unknown, policy: RetryPolicy, signal: AbortSignal | undefined, onOk: (res: Response) => Promise<T>): Promise<T | undefined> {
   let last: EngineError | undefined;
   for (let attempt = 0; attempt <= policy.retries; attempt++) {
     if (signal?.aborted) return undefined;
     const timeout = AbortSignal.timeout(policy.timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     let retryAfterMs: number | undefined;
+    let res: Response | undefined;
     try {
-      const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal: combined });
-      const text = await res.text();
-      if (res.ok) {
-        try {
-          return JSON.parse(text) as unknown;
-        } catch (e) {
-          throw new EngineError("engine_bad_response", `${url} answered ${res.status} with non-JSON: ${text.slice(0, 200)}`, { cause: e });
+      res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal: combined });
+      if (!res.ok) {
+        const detail = `${url} answered ${res.status}: ${(await res.text()).slice(0, 300)}`;
+        if (res.status === 429) {
+          const ra = Number(res.headers.get("retry-after"));
+          retryAfterMs = Number.isFinite(ra) && ra > 0 ? ra * 1000 : undefined;
+          last = new EngineError("engine_overloaded", detail, { retryable: true, details: { status: res.status } });
+        } else if (res.status >= 500) {
+          last = new EngineError("engine_server_error", detail, { retryable: true, details: { status: res.status } });
+        } else {
+          throw new EngineError("engine_rejected", detail, { retryable: false, details: { status: res.status } });
         }
       }
-      const detail = `${url} answered ${res.status}: ${text.slice(0, 300)}`;
-      if (res.status === 429) {
-        const ra = Number(res.headers.get("retry-after"));
-        retryAfterMs = Number.isFinite(ra) && ra > 0 ? ra * 1000 : undefined;
-        last = new EngineError("engine_overloaded", detail, { retryable: true, details: { status: res.status } });
-      } else if (res.status >= 500) {
-        last = new EngineError("engine_server_error", detail, { retryable: true, details: { status: res.status } });
-      } else {
-        throw new EngineError("engine_rejected", detail, { retryable: false, details: { status: res.status } });
-      }
     } catch (e) {
-      if (e instanceof EngineError) {
-        if (!e.retryable) throw e;
-        last = e;
-      } else if (signal?.aborted) {
-        return undefined;
-      } else if (timeout.aborted) {
-        last = new EngineError("engine_timeout", `${url} did not answer within ${policy.timeoutMs} ms`, { retryable: true, cause: e });
-      } else {
-        const code = connectionCode(e);
-        last = new EngineError("engine_unreachable", `cannot reach ${url}: ${code ?? (e instanceof Error ? e.message : String(e))}`, { retryable: true, cause: e });
+      if (e instanceof EngineError) throw e;
+      if (signal?.aborted) return undefined;
+      if (timeout.aborted) last = new EngineError("engine_timeout", `${url} did not answer within ${policy.timeoutMs} ms`, { retryable: true, cause: e });
+      else last = new EngineError("engine_unreachable", `cannot reach ${url}: ${connectionCode(e) ?? (e instanceof Error ? e.message : String(e))}`, { retryable: true, cause: e });
+      res = undefined;
+    }
+    if (res?.ok) {
+      try {
+        return await onOk(res);
+      } catch (e) {
+        if (signal?.aborted) return undefined;
+        if (e instanceof EngineError) throw e;
+        const code = timeout.aborted ? "engine_timeout" : "engine_stream_broken";
+        throw new EngineError(code, `${url}: reading the answer failed: ${e instanceof Error ? e.message : String(e)}`, { retryable: false, cause: e });
       }
     }
     if (attempt < policy.retries) {
@@ -77,4 +80,53 @@ export async function postJson(url: string, body: unknown, policy: RetryPolicy, 
     }
   }
   throw new EngineError(last?.code ?? "engine_unreachable", `${last?.message ?? url} (gave up after ${policy.retries + 1} attempts)`, { retryable: true, cause: last, details: last?.details });
+}
+
+export function postJson(url: string, body: unknown, policy: RetryPolicy, signal?: AbortSignal): Promise<unknown> {
+  return withRetries(url, body, policy, signal, async (res) => {
+    const text = await res.text();
+    try {
+      return JSON.parse(text) as unknown;
+    } catch (e) {
+      throw new EngineError("engine_bad_response", `${url} answered ${res.status} with non-JSON: ${text.slice(0, 200)}`, { cause: e });
+    }
+  });
+}
+
+/**
+ * POST answered with server-sent events (`data: {json}` … `data: [DONE]`); `onEvent` gets each parsed event as it
+ * arrives. Resolves `true` at the end of the stream, `undefined` when the caller aborted.
+ */
+export function postSse(url: string, body: unknown, policy: RetryPolicy, signal: AbortSignal | undefined, onEvent: (data: unknown) => void): Promise<true | undefined> {
+  return withRetries(url, body, policy, signal, async (res) => {
+    if (!res.body) throw new EngineError("engine_bad_response", `${url}: streaming answer has no body`);
+    const decoder = new TextDecoder();
+    let buffer = "";
+    const handle = (event: string): boolean => {
+      for (const line of event.split("\n")) {
+        if (!line.startsWith("data:")) continue;
+        const data = line.slice(5).trim();
+        if (data === "[DONE]") return true;
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(data);
+        } catch (e) {
+          throw new EngineError("engine_bad_response", `${url}: bad event data: ${data.slice(0, 200)}`, { cause: e });
+        }
+        onEvent(parsed);
+      }
+      return false;
+    };
+    for await (const chunk of res.body) {
+      buffer += decoder.decode(chunk, { stream: true }).replace(/\r\n/g, "\n");
+      let i: number;
+      while ((i = buffer.indexOf("\n\n")) >= 0) {
+        const event = buffer.slice(0, i);
+        buffer = buffer.slice(i + 2);
+        if (handle(event)) return true as const;
+      }
+    }
+    if (buffer.trim() && handle(buffer)) return true as const;
+    throw new EngineError("engine_stream_broken", `${url}: stream ended without [DONE]`, { retryable: false });
+  });
 }

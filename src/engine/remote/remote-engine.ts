@@ -8,14 +8,15 @@ import { readModelConfig } from "../../weights/config.js";
 import type { FinishReason, GenerateRequest, GenerateResult, HotSwappableEngine, ModelInfo } from "../types.js";
 import type { RemoteOptions } from "./options.js";
 
-/** What one server round trip produced, before it is checked and reported. */
+/** How one server round trip ended; its tokens went through `emit` as they became known. */
 export interface RemoteCompletion {
-  tokens: number[];
-  logprobs: number[];
   finishReason: FinishReason;
   /** Weight version the server says sampled it, when it says (SGLang `meta_info.weight_version`). */
   serverVersion?: number;
 }
+
+/** Delivers sampled tokens in order (checked, recorded, passed to onToken); returns false once the caller aborted. */
+export type Emit = (tokenIds: readonly unknown[], logprobs: readonly unknown[]) => boolean;
 
 /**
  * Shared behaviour of token-in/token-out HTTP engines: local tokenizer + chat template from a model directory,
@@ -51,8 +52,11 @@ export abstract class RemoteEngine implements HotSwappableEngine {
     return this.version;
   }
 
-  /** One generation round trip in the server's wire format; `undefined` when aborted by the caller. */
-  protected abstract complete(req: GenerateRequest, signal: AbortSignal): Promise<RemoteCompletion | undefined>;
+  /**
+   * One generation round trip in the server's wire format, delivering tokens through `emit` (all at once, or as a
+   * stream); `undefined` when aborted by the caller.
+   */
+  protected abstract complete(req: GenerateRequest, signal: AbortSignal, emit: Emit): Promise<RemoteCompletion | undefined>;
 
   /** Makes the server serve the weights in `modelDir`. */
   protected abstract reloadWeights(modelDir: string, version: number): Promise<void>;
@@ -84,28 +88,31 @@ export abstract class RemoteEngine implements HotSwappableEngine {
     const onAbort = (): void => ac.abort();
     req.signal?.addEventListener("abort", onAbort, { once: true });
     this.inflight.add(ac);
-    try {
-      const r = await this.complete(req, ac.signal);
-      if (!r) {
-        if (this.closed) throw new EngineError("engine_closed", "engine closed during generation");
-        return { tokens: [], logprobs: [], finishReason: "abort", policyVersion: version };
-      }
-      if (r.tokens.length !== r.logprobs.length) throw new EngineError("engine_bad_response", `server returned ${r.tokens.length} tokens but ${r.logprobs.length} logprobs`);
-      const tokens: number[] = [];
-      const logprobs: number[] = [];
-      let finishReason = r.finishReason;
-      for (let i = 0; i < r.tokens.length; i++) {
-        const id = r.tokens[i] as number;
-        const lp = r.logprobs[i] as number;
+    const tokens: number[] = [];
+    const logprobs: number[] = [];
+    const url = this.options.baseUrl;
+    // Set when the caller aborted while the server still had tokens for us: the natural finish is then "abort".
+    let cut = false;
+    const emit: Emit = (ids, lps) => {
+      if (ids.length !== lps.length) throw new EngineError("engine_bad_response", `${url}: ${ids.length} tokens but ${lps.length} logprobs`);
+      const checked = this.checkTokens(url, [...ids], [...lps]);
+      for (let i = 0; i < checked.tokens.length; i++) {
+        if (req.signal?.aborted) {
+          cut = true;
+          return false;
+        }
+        const id = checked.tokens[i] as number;
+        const lp = checked.logprobs[i] as number;
         tokens.push(id);
         logprobs.push(lp);
         req.onToken?.(id, lp);
-        if (req.signal?.aborted && i < r.tokens.length - 1) {
-          finishReason = "abort";
-          break;
-        }
       }
-      return { tokens, logprobs, finishReason, policyVersion: r.serverVersion ?? version };
+      return !req.signal?.aborted;
+    };
+    try {
+      const r = await this.complete(req, ac.signal, emit);
+      if (this.closed && !r) throw new EngineError("engine_closed", "engine closed during generation");
+      return { tokens, logprobs, finishReason: !r || cut ? "abort" : r.finishReason, policyVersion: r?.serverVersion ?? version };
     } finally {
       this.inflight.delete(ac);
       req.signal?.removeEventListener("abort", onAbort);

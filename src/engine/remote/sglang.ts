@@ -3,7 +3,7 @@ import { EngineError } from "../../core/errors.js";
 import type { FinishReason, GenerateRequest } from "../types.js";
 import { postJson } from "./http.js";
 import type { RemoteOptions } from "./options.js";
-import { RemoteEngine, type RemoteCompletion } from "./remote-engine.js";
+import { RemoteEngine, type Emit, type RemoteCompletion } from "./remote-engine.js";
 
 /**
  * `sglang:<url>`: SGLang's native `POST /generate` with `input_ids`, `sampling_params` and `return_logprob`; sampled
@@ -26,7 +26,7 @@ export class SglangEngine extends RemoteEngine {
     super(spec, options);
   }
 
-  protected async complete(req: GenerateRequest, signal: AbortSignal): Promise<RemoteCompletion | undefined> {
+  protected async complete(req: GenerateRequest, signal: AbortSignal, emit: Emit): Promise<RemoteCompletion | undefined> {
     const url = `${this.options.baseUrl}/generate`;
     const p = req.params;
     const sampling: Record<string, unknown> = {
@@ -47,15 +47,14 @@ export class SglangEngine extends RemoteEngine {
     const r = responseSchema.safeParse(Array.isArray(raw) ? raw[0] : raw);
     if (!r.success) throw new EngineError("engine_bad_response", `${url}: unexpected response shape: ${z.prettifyError(r.error)}`);
     const m = r.data.meta_info;
-    const checked = this.checkTokens(
-      url,
+    emit(
       m.output_token_logprobs.map((x) => x[1]),
       m.output_token_logprobs.map((x) => x[0]),
     );
     const type = typeof m.finish_reason === "string" ? m.finish_reason : m.finish_reason?.type;
     const finishReason: FinishReason = type === "length" ? "length" : type === "abort" ? "abort" : "stop";
     const v = m.weight_version === undefined || m.weight_version === null ? undefined : Number(m.weight_version);
-    return { ...checked, finishReason, ...(v !== undefined && Number.isInteger(v) ? { serverVersion: v } : {}) };
+    return { finishReason, ...(v !== undefined && Number.isInteger(v) ? { serverVersion: v } : {}) };
   }
 
   protected async reloadWeights(modelDir: string, version: number): Promise<void> {

@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { EngineError, UserError } from "../../core/errors.js";
 import type { FinishReason, GenerateRequest } from "../types.js";
-import { postJson } from "./http.js";
+import { postJson, postSse } from "./http.js";
 import type { RemoteOptions } from "./options.js";
-import { RemoteEngine, type RemoteCompletion } from "./remote-engine.js";
+import { RemoteEngine, type Emit, type RemoteCompletion } from "./remote-engine.js";
 
 /**
  * `vllm:<url>`: vLLM's OpenAI-compatible `POST /v1/completions` with the prompt given as token ids. Sampled ids come
@@ -11,18 +11,16 @@ import { RemoteEngine, type RemoteCompletion } from "./remote-engine.js";
  * rendered as "token_id:N" (`return_tokens_as_token_ids`). Start vLLM with `--logprobs-mode processed_logprobs` so
  * the logprobs are those of the distribution actually sampled (temperature applied), not the raw model's.
  * vLLM has no standard weight-reload endpoint: `loadPolicy` calls the deployment hook given as `?reload_url=`.
+ * Requests with an `onToken` callback are streamed (server-sent events; each chunk carries its new token ids and
+ * logprobs), so tokens reach the proxy as they are sampled.
  */
-const responseSchema = z.object({
-  choices: z
-    .array(
-      z.object({
-        token_ids: z.array(z.number()).nullish(),
-        logprobs: z.object({ token_logprobs: z.array(z.number().nullable()), tokens: z.array(z.string()) }).nullish(),
-        finish_reason: z.string().nullish(),
-      }),
-    )
-    .min(1),
+const choiceSchema = z.object({
+  token_ids: z.array(z.number()).nullish(),
+  logprobs: z.object({ token_logprobs: z.array(z.number().nullable()), tokens: z.array(z.string()) }).nullish(),
+  finish_reason: z.string().nullish(),
 });
+const responseSchema = z.object({ choices: z.array(choiceSchema) });
+type Choice = z.infer<typeof choiceSchema>;
 
 const TOKEN_ID = /^token_id:(\d+)$/;
 
@@ -31,9 +29,10 @@ export class VllmEngine extends RemoteEngine {
     super(spec, options);
   }
 
-  protected async complete(req: GenerateRequest, signal: AbortSignal): Promise<RemoteCompletion | undefined> {
+  protected async complete(req: GenerateRequest, signal: AbortSignal, emit: Emit): Promise<RemoteCompletion | undefined> {
     const url = `${this.options.baseUrl}/v1/completions`;
     const p = req.params;
+    const stream = req.onToken !== undefined;
     const body: Record<string, unknown> = {
       prompt: req.promptTokens,
       max_tokens: p.maxTokens,
@@ -47,28 +46,39 @@ export class VllmEngine extends RemoteEngine {
       spaces_between_special_tokens: false,
       return_token_ids: true,
       return_tokens_as_token_ids: true,
-      stream: false,
+      stream,
     };
     if (this.options.model) body.model = this.options.model;
     if (p.seed !== undefined) body.seed = p.seed;
-    const raw = await postJson(url, body, this.options.retry, signal);
-    if (raw === undefined) return undefined;
-    const r = responseSchema.safeParse(raw);
-    if (!r.success) throw new EngineError("engine_bad_response", `${url}: unexpected response shape: ${z.prettifyError(r.error)}`);
-    const choice = r.data.choices[0];
-    if (!choice?.logprobs) throw new EngineError("engine_bad_response", `${url}: response has no logprobs`);
-    const lps = choice.logprobs.token_logprobs;
-    let ids: unknown[];
-    if (choice.token_ids) ids = choice.token_ids;
-    else {
-      ids = choice.logprobs.tokens.map((t) => {
-        const m = TOKEN_ID.exec(t);
-        if (!m) throw new EngineError("engine_bad_response", `${url}: response has neither token_ids nor "token_id:N" tokens (got ${JSON.stringify(t)})`);
-        return Number(m[1]);
+    let finish: string | null | undefined;
+    const last: number[] = [];
+    const take = (raw: unknown): boolean => {
+      const r = responseSchema.safeParse(raw);
+      if (!r.success) throw new EngineError("engine_bad_response", `${url}: unexpected response shape: ${z.prettifyError(r.error)}`);
+      const choice = r.data.choices[0];
+      // Stream chunks without choices (e.g. a final usage chunk) carry no tokens.
+      if (!choice) {
+        if (stream) return true;
+        throw new EngineError("engine_bad_response", `${url}: response has no choices`);
+      }
+      if (!stream && !choice.logprobs) throw new EngineError("engine_bad_response", `${url}: response has no logprobs`);
+      finish = choice.finish_reason ?? finish;
+      const { ids, logprobs } = readTokens(url, choice);
+      if (ids.length) last.splice(0, last.length, ids[ids.length - 1] as number);
+      return emit(ids, logprobs);
+    };
+    if (stream) {
+      let more = true;
+      const done = await postSse(url, body, this.options.retry, signal, (event) => {
+        if (more) more = take(event);
       });
+      if (done === undefined) return undefined;
+    } else {
+      const raw = await postJson(url, body, this.options.retry, signal);
+      if (raw === undefined) return undefined;
+      take(raw);
     }
-    const checked = this.checkTokens(url, ids, lps);
-    return { ...checked, finishReason: mapFinish(choice.finish_reason, checked.tokens, this.tokenizer.stopTokenIds) };
+    return { finishReason: mapFinish(finish, last, this.tokenizer.stopTokenIds) };
   }
 
   protected async reloadWeights(modelDir: string, version: number): Promise<void> {
@@ -77,6 +87,22 @@ export class VllmEngine extends RemoteEngine {
     }
     await postJson(this.options.reloadUrl, { model_path: modelDir, version }, { ...this.options.retry, retries: 0 });
   }
+}
+
+/** A choice's (or stream chunk's) sampled ids and logprobs. */
+function readTokens(url: string, choice: Choice): { ids: unknown[]; logprobs: unknown[] } {
+  const lp = choice.logprobs;
+  if (!lp) {
+    if (choice.token_ids && choice.token_ids.length > 0) throw new EngineError("engine_bad_response", `${url}: response has token ids but no logprobs`);
+    return { ids: [], logprobs: [] };
+  }
+  if (choice.token_ids) return { ids: choice.token_ids, logprobs: lp.token_logprobs };
+  const ids = lp.tokens.map((t) => {
+    const m = TOKEN_ID.exec(t);
+    if (!m) throw new EngineError("engine_bad_response", `${url}: response has neither token_ids nor "token_id:N" tokens (got ${JSON.stringify(t)})`);
+    return Number(m[1]);
+  });
+  return { ids, logprobs: lp.token_logprobs };
 }
 
 function mapFinish(reason: string | null | undefined, tokens: readonly number[], stops: readonly number[]): FinishReason {
