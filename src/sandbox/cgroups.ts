@@ -129,10 +129,12 @@ export class SandboxCgroup {
     this.dirs = [...new Set(Object.values(paths))];
   }
 
-  static forSandbox(layout: CgroupLayout, id: string): SandboxCgroup {
+  /** `withCpu: false` skips the cpu hierarchy (no weight requested: one cgroup less to create, join and remove). */
+  static forSandbox(layout: CgroupLayout, id: string, withCpu = true): SandboxCgroup {
     const paths: Partial<Record<Controller, string>> = {};
     for (const c of CONTROLLERS) {
       const h = layout.controllers[c];
+      if (c === "cpu" && !withCpu) continue;
       if (h) paths[c] = join(h.mount, layout.parent, id);
     }
     return new SandboxCgroup(paths);

@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import { errorMessage } from "../core/errors.js";
 import { SandboxCgroup } from "./cgroups.js";
-import { isOwnerAlive, listStates, processesWithSandboxId, removeDir } from "./state.js";
+import { isOwnerAlive, killBySandboxId, listStates, removeDir } from "./state.js";
 import type { ReapReport } from "./types.js";
 
 /** A state dir without a readable state.json younger than this may be a create in progress elsewhere. */
@@ -27,14 +27,7 @@ export async function reapOrphans(stateRoot: string): Promise<ReapReport> {
         report.killedProcesses += cgroup.killAll();
         report.errors.push(...cgroup.remove());
       }
-      for (const pid of processesWithSandboxId(entry.id)) {
-        try {
-          process.kill(pid, "SIGKILL");
-          report.killedProcesses++;
-        } catch {
-          // gone meanwhile
-        }
-      }
+      report.killedProcesses += await killBySandboxId(entry.id);
       await removeDir(entry.dir);
       report.reaped.push(entry.id);
     } catch (e) {

@@ -112,3 +112,22 @@ export function processesWithSandboxId(id: string): number[] {
   }
   return out;
 }
+
+/** SIGKILLs every process carrying the sandbox's id until none is left (or the time is up). Returns kills sent. */
+export async function killBySandboxId(id: string, timeoutMs = 2000): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  let killed = 0;
+  while (true) {
+    const pids = processesWithSandboxId(id);
+    if (pids.length === 0 || Date.now() > deadline) return killed;
+    for (const pid of pids) {
+      try {
+        process.kill(pid, "SIGKILL");
+        killed++;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

@@ -13,7 +13,7 @@ import { DIST_SANDBOX, LIMITS, proxyGetScript, sleep, spawnControlPlane, startSt
 import type { StandInProxy } from "./helpers.js";
 
 const layout = detectCgroups();
-const cgroupOf = (id: string): SandboxCgroup => SandboxCgroup.forSandbox(layout, id);
+const cgroupOf = (id: string, withCpu = false): SandboxCgroup => SandboxCgroup.forSandbox(layout, id, withCpu);
 
 /** Host processes whose command line mentions the sandbox (bwrap's arguments carry its state path). */
 function hostProcessesMentioning(id: string): number[] {
@@ -148,6 +148,21 @@ describe("bwrap sandbox isolation", () => {
     nothingLeft(s, stateDir);
   });
 
+  it("applies the CPU weight through the cpu controller when one is requested", async () => {
+    const cpu = layout.controllers.cpu;
+    if (!cpu) return; // no cpu controller on this host: nothing to check (the backend warned)
+    const s = await backend.create({ limits: { ...LIMITS, cpuShares: 512 } });
+    const dir = cgroupOf(s.id, true).paths.cpu ?? "";
+    const weight = cpu.version === 1 ? readFileSync(join(dir, "cpu.shares"), "utf8") : readFileSync(join(dir, "cpu.weight"), "utf8");
+    expect(Number(weight)).toBe(cpu.version === 1 ? 512 : 20);
+    const running = s.exec(["sh", "-c", "echo up > up; sleep 5"], { timeoutMs: 10_000 });
+    while (!(await s.listFiles()).includes("up")) await sleep(20);
+    expect(readFileSync(join(dir, "cgroup.procs"), "utf8").trim().length).toBeGreaterThan(0);
+    await s.destroy();
+    await running;
+    expect(existsSync(dir)).toBe(false);
+  });
+
   it("kills a memory hog at the memory limit and classifies it as oomKilled", async () => {
     const s = await backend.create({ limits: { ...LIMITS, memoryBytes: 128 * 1024 * 1024 } });
     const r = await s.exec(["node", "-e", "const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1));"], { timeoutMs: 30_000 });
@@ -200,8 +215,9 @@ describe("bwrap sandbox isolation", () => {
     const cp = await spawnControlPlane(code, "READY ");
     const id = cp.line.slice("READY ".length).trim();
     const cg = cgroupOf(id);
-    expect(cg.dirs.every((d) => existsSync(d))).toBe(true);
+    const existedWhileAlive = cg.dirs.every((d) => existsSync(d));
     cp.kill();
+    expect(existedWhileAlive).toBe(true);
     await sleep(300);
     const next = await BwrapBackend.open({ stateRoot: crashRoot.path });
     const report = await next.reapOrphans();

@@ -294,7 +294,7 @@ export class BwrapBackend implements SandboxBackend {
   async create(options: SandboxCreateOptions): Promise<Sandbox> {
     validateCreateOptions(options);
     const id = newId("sbx");
-    const cgroup = SandboxCgroup.forSandbox(this.ctx.layout, id);
+    const cgroup = SandboxCgroup.forSandbox(this.ctx.layout, id, options.limits.cpuShares !== undefined);
     const sandbox = new BwrapSandbox(id, sandboxDirs(join(this.ctx.stateRoot, id)), this.ctx, options, cgroup, (s) => this.sandboxes.delete(s));
     this.sandboxes.add(sandbox);
     try {

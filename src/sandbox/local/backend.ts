@@ -9,7 +9,7 @@ import { validateCreateOptions } from "../options.js";
 import type { ResolvedExec } from "../options.js";
 import { reapOrphans } from "../reaper.js";
 import { runProcess } from "../run-process.js";
-import { defaultStateRoot, ownerIdentity, processesWithSandboxId, removeDir, writeState } from "../state.js";
+import { defaultStateRoot, killBySandboxId, ownerIdentity, processesWithSandboxId, removeDir, writeState } from "../state.js";
 import { seedWorkspace } from "../workspace.js";
 import type { ExecResult, ReapReport, Sandbox, SandboxBackend, SandboxBackendOptions, SandboxCreateOptions, SandboxPaths } from "../types.js";
 
@@ -106,6 +106,7 @@ class LocalSandbox extends BaseSandbox {
     this.killEverything();
     await Promise.allSettled([...this.running]);
     this.killEverything();
+    await killBySandboxId(this.id);
     await removeDir(this.stateDir);
     this.unregisterExit();
     this.onGone(this);
