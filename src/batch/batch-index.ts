@@ -65,7 +65,9 @@ export interface BatchStats {
   flatTokens: number;
   /** Tokens of the kept trees counted once (the tree layout's size when no tree is split). */
   uniqueTokens: number;
-  /** Tokens actually emitted in this batch's rows. */
+  /** Root context tokens that trees packed into the same row shared (counted once); tree layout only. */
+  sharedRootTokens: number;
+  /** Tokens actually emitted in this batch's rows (tree layout: unique − shared, plus prefixes repeated by splits). */
   emittedTokens: number;
   /** uniqueTokens / flatTokens: ≤ 1/3 means the tree layout is at least 3× smaller. */
   dedupRatio: number;

@@ -25,6 +25,8 @@ export interface BatchOptions {
   tokenizer?: Tokenizer;
   rewards?: RewardInput;
   filter?: Partial<FilterOptions>;
+  /** Tree layout: trees in one row share identical root context (a GRPO group's system prompt + task). Default true. */
+  shareRootPrefixes?: boolean;
 }
 
 export const DEFAULT_TOKEN_BUDGET = 16_384;
@@ -78,6 +80,7 @@ export function buildFromKept(kept: readonly KeptForest[], filterStats: BatchSta
     dedupRatio: 1,
     trainableTokens: 0,
     oversizePaths: 0,
+    sharedRootTokens: 0,
     breaks: {},
     labels: {},
     parentDisagreements: 0,
@@ -130,7 +133,8 @@ export function buildFromKept(kept: readonly KeptForest[], filterStats: BatchSta
       inputs.push({ tree, paths: unitPaths });
     }
   }
-  const result: LayoutResult = layout === "flat" ? flatLayout(inputs, lookup, budget) : treeLayout(inputs, lookup, budget);
+  const result: LayoutResult = layout === "flat" ? flatLayout(inputs, lookup, budget) : treeLayout(inputs, lookup, budget, options.shareRootPrefixes ?? true);
+  stats.sharedRootTokens = result.sharedRootTokens;
   stats.rows = result.rows.length;
   stats.paths = paths.length;
   stats.oversizePaths = result.oversizePaths;

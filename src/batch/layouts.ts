@@ -15,6 +15,8 @@ export interface LayoutResult {
   rows: PackedRow[];
   index: RowIndex[];
   oversizePaths: number;
+  /** Root context tokens reused from another tree in the same row (tree layout). */
+  sharedRootTokens: number;
 }
 
 function nodeLen(tree: SessionTree, id: number): number {
@@ -42,7 +44,7 @@ export function flatLayout(inputs: readonly TreeUnitInput[], lookup: CallLookup,
       index.push(done.index);
     }
   }
-  return { rows, index, oversizePaths };
+  return { rows, index, oversizePaths, sharedRootTokens: 0 };
 }
 
 interface Group {
@@ -75,8 +77,9 @@ function groupPaths(input: TreeUnitInput, budget: number): { groups: Group[]; ov
   return { groups, oversize };
 }
 
-/** Writes one group: every node once, parents before children; a node's loss weight = paths through it. */
-function writeGroup(w: RowWriter, g: Group, rowIndex: number, lookup: CallLookup): void {
+/** Writes one group: every node once, parents before children; a node's loss weight = paths through it. Returns shared root tokens. */
+function writeGroup(w: RowWriter, g: Group, rowIndex: number, lookup: CallLookup, shareRoots: boolean): number {
+  let shared = 0;
   const through = new Map<number, number[]>();
   for (const { path, info } of g.paths) {
     for (const id of path.nodes) {
@@ -93,10 +96,16 @@ function writeGroup(w: RowWriter, g: Group, rowIndex: number, lookup: CallLookup
       let end = last.get(id);
       if (end === undefined) {
         const node = g.tree.nodes[id] as TreeNode;
-        const parentIndex = node.parent <= 0 ? -1 : (last.get(node.parent) as number);
         const paths = through.get(id) as number[];
         const before = w.trainableCount;
-        end = w.pushNode(g.tree, id, parentIndex, paths.length, w.addPathSet(paths), lookup);
+        if (node.parent <= 0 && shareRoots) {
+          const r = w.pushRootNode(g.tree, id, paths.length, w.addPathSet(paths), lookup);
+          end = r.end;
+          shared += r.shared;
+        } else {
+          const parentIndex = node.parent <= 0 ? -1 : (last.get(node.parent) as number);
+          end = w.pushNode(g.tree, id, parentIndex, paths.length, w.addPathSet(paths), lookup);
+        }
         last.set(id, end);
         trainable.set(id, w.trainableCount - before);
       }
@@ -106,14 +115,16 @@ function writeGroup(w: RowWriter, g: Group, rowIndex: number, lookup: CallLookup
     info.leafToken = last.get(path.leafNode) as number;
     info.trainableTokens = count;
   }
+  return shared;
 }
 
 /**
  * Tree-packed: each unique token of a session tree once, with parent pointers and depth positions, several trees per
- * row first-fit up to `budget` tokens. A tree larger than the budget is split into groups of paths (shared prefixes
+ * row first-fit up to `budget` tokens; with `shareRoots`, trees in a row also share identical root context (system
+ * prompt, task) token for token. A tree larger than the budget is split into groups of paths (shared prefixes
  * repeat across groups); a single path longer than the budget gets a row of its own.
  */
-export function treeLayout(inputs: readonly TreeUnitInput[], lookup: CallLookup, budget: number): LayoutResult {
+export function treeLayout(inputs: readonly TreeUnitInput[], lookup: CallLookup, budget: number, shareRoots = true): LayoutResult {
   const groups: Group[] = [];
   let oversizePaths = 0;
   for (const input of inputs) {
@@ -122,13 +133,14 @@ export function treeLayout(inputs: readonly TreeUnitInput[], lookup: CallLookup,
     oversizePaths += g.oversize;
   }
   const writers: RowWriter[] = [];
+  let sharedRootTokens = 0;
   for (const g of groups) {
     let r = writers.findIndex((w) => w.length + g.tokens <= budget);
     if (r < 0) {
       writers.push(new RowWriter(Math.min(Math.max(budget, g.tokens), Math.max(g.tokens, 1 << 20))));
       r = writers.length - 1;
     }
-    writeGroup(writers[r] as RowWriter, g, r, lookup);
+    sharedRootTokens += writeGroup(writers[r] as RowWriter, g, r, lookup, shareRoots);
   }
   const rows: PackedRow[] = [];
   const index: RowIndex[] = [];
@@ -137,5 +149,5 @@ export function treeLayout(inputs: readonly TreeUnitInput[], lookup: CallLookup,
     rows.push(done.row);
     index.push(done.index);
   }
-  return { rows, index, oversizePaths };
+  return { rows, index, oversizePaths, sharedRootTokens };
 }

@@ -20,6 +20,11 @@ const ROLE_INDEX = new Map(TOKEN_ROLES.map((r, i) => [r, i]));
 
 type Typed = Int32Array | Uint8Array | Float32Array;
 
+/** One number per (parent index, token): token ids stay below 2^21 and rows below 2^31 tokens, so this is exact. */
+function chainKey(parent: number, token: number): number {
+  return (parent + 1) * 2 ** 21 + token;
+}
+
 function grow<T extends Typed>(a: T, size: number): T {
   if (size <= a.length) return a;
   const next = new (a.constructor as new (n: number) => T)(Math.max(size, a.length * 2));
@@ -48,6 +53,10 @@ export class RowWriter {
   private pathSet: Int32Array;
   private processReward: Float32Array;
   readonly pathSets: number[][] = [];
+  /** (parent index, token) → index where a root context run starts or branches off another one. */
+  private readonly rootChains = new Map<number, number>();
+  /** 1 on tokens written by `pushRootNode` (shareable root context). */
+  private rootChain: Uint8Array;
   /** Trainable tokens emitted (each unique token once). */
   trainableCount = 0;
 
@@ -68,6 +77,7 @@ export class RowWriter {
     this.role = new Uint8Array(c);
     this.pathSet = new Int32Array(c);
     this.processReward = new Float32Array(c);
+    this.rootChain = new Uint8Array(c);
   }
 
   get length(): number {
@@ -95,6 +105,7 @@ export class RowWriter {
     this.role = grow(this.role, size);
     this.pathSet = grow(this.pathSet, size);
     this.processReward = grow(this.processReward, size);
+    this.rootChain = grow(this.rootChain, size);
   }
 
   /**
@@ -102,10 +113,10 @@ export class RowWriter {
    * `weight` is the loss weight of its trainable tokens (the number of paths through it in this row). Returns the index
    * of the node's last token.
    */
-  pushNode(tree: SessionTree, id: number, parentIndex: number, weight: number, pathSet: number, lookup: CallLookup): number {
+  pushNode(tree: SessionTree, id: number, parentIndex: number, weight: number, pathSet: number, lookup: CallLookup, from = 0): number {
     const node = tree.nodes[id] as TreeNode;
     const len = node.end - node.start;
-    this.reserve(this.n + len);
+    this.reserve(this.n + len - from);
     const owner = node.callId === null ? null : lookup(tree, node.callId);
     const sampled = node.role === "sampled" && owner !== null;
     const roleIdx = ROLE_INDEX.get(node.role) as number;
@@ -117,7 +128,7 @@ export class RowWriter {
     const process = sampled ? owner.process : null;
     const src = node.src;
     let prev = parentIndex;
-    for (let i = 0; i < len; i++) {
+    for (let i = from; i < len; i++) {
       const at = this.n++;
       const o = sampled ? node.sampleOffset + i : -1;
       const lp = sampled ? logprobs?.[o] : undefined;
@@ -140,6 +151,35 @@ export class RowWriter {
       prev = at;
     }
     return prev;
+  }
+
+  /**
+   * Appends a tree's root node. A context root reuses the longest run of tokens that another tree's root already put
+   * in this row at the same positions (sessions of a GRPO group share their system prompt and task): those tokens are
+   * computed once for every tree in the row. Sampled tokens are never shared (each carries its own logprob and call).
+   */
+  pushRootNode(tree: SessionTree, id: number, weight: number, pathSet: number, lookup: CallLookup): { end: number; shared: number } {
+    const node = tree.nodes[id] as TreeNode;
+    if (node.role === "sampled") return { end: this.pushNode(tree, id, -1, weight, pathSet, lookup), shared: 0 };
+    const len = node.end - node.start;
+    let prev = -1;
+    let i = 0;
+    for (; i < len; i++) {
+      const t = node.src[node.start + i] as number;
+      // Root runs are contiguous, so the continuation is usually the next index; branch points are in the map.
+      const j = prev + 1;
+      let next: number | undefined;
+      if (prev >= 0 && j < this.n && this.rootChain[j] === 1 && this.parent[j] === prev && this.tokens[j] === t) next = j;
+      else next = this.rootChains.get(chainKey(prev, t));
+      if (next === undefined) break;
+      prev = next;
+    }
+    if (i === len) return { end: prev, shared: len };
+    const start = this.n;
+    const end = this.pushNode(tree, id, prev, weight, pathSet, lookup, i);
+    this.rootChains.set(chainKey(prev, this.tokens[start] as number), start);
+    this.rootChain.fill(1, start, end + 1);
+    return { end, shared: i };
   }
 
   finish(): { row: PackedRow; index: RowIndex } {

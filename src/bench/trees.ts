@@ -68,17 +68,18 @@ function record(callId: string, sessionId: string, prompt: number[], completion:
   };
 }
 
-type Shape = "prefix-stable" | "reasoning-stripped" | "retries";
+type Shape = "prefix-stable" | "reasoning-stripped" | "retries" | "grpo-groups-of-8";
 
 /**
  * One synthetic session of `turns` calls. `prefix-stable`: every prompt extends the previous prompt + completion (a
  * harness whose template is prefix-stable); `reasoning-stripped`: the harness sends earlier assistant turns back
  * without their reasoning, so each prompt shares only up to the previous turn's reasoning (every turn is a branch);
- * `retries`: prefix-stable with a regeneration of ~1 in 4 calls.
+ * `retries`: prefix-stable with a regeneration of ~1 in 4 calls; `grpo-groups-of-8`: prefix-stable, 8 rollouts per task
+ * sharing system prompt + task (what a GRPO group looks like).
  */
-function session(r: () => number, id: string, turns: number, system: number, shape: Shape): CallRecord[] {
+function session(r: () => number, id: string, turns: number, system: number | number[], shape: Shape): CallRecord[] {
   const out: CallRecord[] = [];
-  let history = tokens(r, system);
+  let history = typeof system === "number" ? tokens(r, system) : [...system];
   for (let t = 0; t < turns; t++) {
     const reasoning = shape === "reasoning-stripped" ? tokens(r, 60) : [];
     const action = tokens(r, 40 + Math.floor(r() * 60));
@@ -120,6 +121,7 @@ function dedup(records: CallRecord[]): Record<string, number> {
     perCallTokens: perCall,
     flatTokens: tree.stats.flatTokens,
     treeTokens: tree.stats.emittedTokens,
+    sharedRootTokens: tree.stats.sharedRootTokens,
     treeOverFlat: round(tree.stats.emittedTokens / tree.stats.flatTokens),
     treeOverPerCall: round(tree.stats.emittedTokens / perCall),
   };
@@ -176,12 +178,16 @@ function main(): void {
   const batchCpuS = cpuSeconds(c1);
   const rss = process.memoryUsage().rss;
 
-  const shapes: Shape[] = ["prefix-stable", "reasoning-stripped", "retries"];
+  const shapes: Shape[] = ["prefix-stable", "reasoning-stripped", "retries", "grpo-groups-of-8"];
   const dedupResults: Record<string, Record<string, number>> = {};
   for (const shape of shapes) {
     const rr = prng(7);
     const recs: CallRecord[] = [];
-    for (let s = 0; s < 40; s++) recs.push(...session(rr, `${shape}_${s}`, 5 + (s % 8), 2_000, shape));
+    let shared: number[] = [];
+    for (let s = 0; s < 40; s++) {
+      if (s % 8 === 0) shared = tokens(rr, 2_000);
+      recs.push(...session(rr, `${shape}_${s}`, 5 + (s % 8), shape === "grpo-groups-of-8" ? shared : 2_000, shape === "grpo-groups-of-8" ? "prefix-stable" : shape));
+    }
     dedupResults[shape] = dedup(recs);
   }
 

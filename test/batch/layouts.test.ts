@@ -82,7 +82,7 @@ describe("flat and tree-packed layouts", () => {
       const weight = (b: BuiltBatch): number => b.batch.rows.reduce((s, r) => s + r.lossWeights.reduce((a, x) => a + x, 0), 0);
       expect(weight(tree)).toBe(weight(flat));
       expect(tree.stats.trainableTokens).toBe(flat.stats.trainableTokens);
-      expect(tree.stats.emittedTokens).toBe(tree.stats.uniqueTokens);
+      expect(tree.stats.emittedTokens).toBe(tree.stats.uniqueTokens - tree.stats.sharedRootTokens);
       expect(flat.stats.emittedTokens).toBe(flat.stats.flatTokens);
     });
   }
@@ -118,6 +118,22 @@ describe("flat and tree-packed layouts", () => {
     expect(built.stats.paths).toBe(5);
     expect(built.stats.dedupRatio).toBeLessThan(1 / 3);
     expect(built.stats.uniqueTokens).toBe(built.stats.emittedTokens);
+  });
+
+  it("a GRPO group's rollouts share their identical system prompt + task in a row, and every path still reads back exactly", () => {
+    const group = [0, 1, 2, 3].flatMap((k) => linearSession(`ses_${k}`, `rol_${k}`, `g${k}_`));
+    const forests = buildForests(group);
+    const prompt = (group[0] as CallRecord).promptTokens.length;
+    const shared = buildBatch(forests, { layout: "tree", tokenizer: tok });
+    const separate = buildBatch(forests, { layout: "tree", tokenizer: tok, shareRootPrefixes: false });
+    const flat = buildBatch(forests, { layout: "flat", tokenizer: tok });
+    expect(shared.batch.rows).toHaveLength(1);
+    expect(shared.stats.sharedRootTokens).toBe(3 * prompt);
+    expect(shared.stats.emittedTokens).toBe(separate.stats.emittedTokens - 3 * prompt);
+    expect(separate.stats.sharedRootTokens).toBe(0);
+    expect(pathsOf(shared)).toEqual(pathsOf(flat));
+    expect(pathsOf(separate)).toEqual(pathsOf(flat));
+    for (const row of shared.batch.rows) expectRowInvariants(row);
   });
 
   it("packs several trees per row up to the budget and splits a tree that does not fit", () => {
