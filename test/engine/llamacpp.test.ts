@@ -6,7 +6,7 @@ import { UserError } from "../../src/core/errors.js";
 import { createEngine } from "../../src/engine/index.js";
 import type { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
 import { parseLlamaCppSpec } from "../../src/engine/llamacpp/options.js";
-import { DEFAULT_SAMPLING } from "../../src/engine/types.js";
+import { DEFAULT_SAMPLING, isHotSwappable } from "../../src/engine/types.js";
 import { loadReferenceModel } from "../../src/weights/reference-forward.js";
 import { writeRandomModelDir, type RandomModelSpec } from "../../src/weights/random-model.js";
 import { codeCorpus, trainedTokenizerJson } from "../tokenizer/trained-bpe.js";
@@ -88,6 +88,37 @@ describe("llamacpp engine", () => {
       expect(files.some((f) => f.endsWith("-v5.gguf"))).toBe(false);
       expect(files.some((f) => f.endsWith("-v6.gguf"))).toBe(true);
       expect(engine.loadTimings.map((t) => t.version)).toEqual([0, 5, 6]);
+    } finally {
+      await engine.close();
+    }
+  }, 60_000);
+
+  it("moves requests still queued for a sequence to the new policy when a swap lands", async () => {
+    const engine = await createEngine(spec(base).replace("sequences=8", "sequences=1"));
+    try {
+      if (!isHotSwappable(engine)) throw new Error("not hot-swappable");
+      const prompt = engine.tokenizer.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+      let conclusive = false;
+      // One sequence: A holds it, B waits in the queue. If A happens to stop by itself before the swap lands, the
+      // round proves nothing and is repeated with another seed.
+      for (let seed = 1; seed <= 5 && !conclusive; seed++) {
+        const ac = new AbortController();
+        let started!: () => void;
+        const firstToken = new Promise<void>((r) => (started = r));
+        let aDone = false;
+        const versionBefore = engine.policyVersion;
+        const a = engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, maxTokens: 100_000, seed }, signal: ac.signal, onToken: () => started() });
+        void a.then(() => (aDone = true));
+        await firstToken;
+        const b = engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, maxTokens: 3, seed: 2 } });
+        await engine.loadPolicy(modelDir(`swap-q${seed}`, { ...small, seed: 40 + seed }), 100 + seed);
+        conclusive = !aDone;
+        ac.abort();
+        const [ra, rb] = await Promise.all([a, b]);
+        expect(ra.policyVersion).toBe(versionBefore);
+        if (conclusive) expect(rb.policyVersion).toBe(100 + seed);
+      }
+      expect(conclusive).toBe(true);
     } finally {
       await engine.close();
     }

@@ -98,16 +98,18 @@ export class LlamaCppEngine implements HotSwappableEngine {
   async generate(req: GenerateRequest): Promise<GenerateResult> {
     if (this.closed) throw new EngineError("engine_closed", "engine is closed");
     this.validate(req);
-    const slot = this.current;
     const prompt = req.promptTokens;
-    if (prompt.length >= slot.contextSize) {
-      throw new UserError("prompt_too_long", `prompt has ${prompt.length} tokens; a llama.cpp sequence holds ${slot.contextSize} (raise ?ctx=)`);
+    if (req.params.maxTokens === 0) return { tokens: [], logprobs: [], finishReason: "length", policyVersion: this.current.version };
+    // A request queued on a policy that gets replaced before it starts moves to the new one.
+    let slot = this.current;
+    let seq = await this.acquireOn(slot, req);
+    while (seq === "retired") {
+      slot = this.current;
+      seq = await this.acquireOn(slot, req);
     }
     const tokens: number[] = [];
     const logprobs: number[] = [];
-    if (req.params.maxTokens === 0) return { tokens, logprobs, finishReason: "length", policyVersion: slot.version };
-    const seq = await slot.acquire(prompt, req.signal);
-    if (!seq) return { tokens, logprobs, finishReason: "abort", policyVersion: slot.version };
+    if (seq === "abort") return { tokens, logprobs, finishReason: "abort", policyVersion: slot.version };
     let finishReason: FinishReason = "length";
     try {
       const toEval = await this.alignSequence(seq, prompt);
@@ -140,6 +142,13 @@ export class LlamaCppEngine implements HotSwappableEngine {
       slot.release(seq);
     }
     return { tokens, logprobs, finishReason, policyVersion: slot.version };
+  }
+
+  private acquireOn(slot: PolicySlot, req: GenerateRequest): Promise<LlamaContextSequence | "abort" | "retired"> {
+    if (req.promptTokens.length >= slot.contextSize) {
+      throw new UserError("prompt_too_long", `prompt has ${req.promptTokens.length} tokens; a llama.cpp sequence holds ${slot.contextSize} (raise ?ctx=)`);
+    }
+    return slot.acquire(req.promptTokens, req.signal);
   }
 
   /** Drops the sequence's cached tokens after the shared prefix; returns the prompt tokens still to evaluate (≥ 1). */

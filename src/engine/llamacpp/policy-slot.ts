@@ -53,12 +53,17 @@ export class PolicySlot {
     return this.context.contextSize;
   }
 
-  /** Waits for a free sequence (or the abort); returns the one whose cached tokens share the longest prefix with `prompt`. */
-  async acquire(prompt: readonly number[], signal?: AbortSignal): Promise<LlamaContextSequence | undefined> {
-    if (this.retired) throw new EngineError("policy_retired", "policy slot retired", { retryable: true });
+  /**
+   * Waits for a free sequence; returns the one whose cached tokens share the longest prefix with `prompt`, `"abort"`
+   * if the signal fired first, or `"retired"` if a newer policy took over before this request started (the caller
+   * then moves it to the new slot).
+   */
+  async acquire(prompt: readonly number[], signal?: AbortSignal): Promise<LlamaContextSequence | "abort" | "retired"> {
+    if (this.retired) return "retired";
     this.active++;
     while (this.free.length === 0) {
-      if (signal?.aborted) return this.leave(undefined);
+      if (signal?.aborted) return this.leave("abort");
+      if (this.retired) return this.leave("retired");
       await new Promise<void>((resolve) => {
         const onAbort = (): void => {
           const i = this.waiters.indexOf(wake);
@@ -73,7 +78,7 @@ export class PolicySlot {
         signal?.addEventListener("abort", onAbort, { once: true });
       });
     }
-    if (signal?.aborted) return this.leave(undefined);
+    if (signal?.aborted) return this.leave("abort");
     let best = 0;
     let bestLen = -1;
     this.free.forEach((s, i) => {
@@ -84,10 +89,10 @@ export class PolicySlot {
       }
     });
     const [seq] = this.free.splice(best, 1);
-    return seq;
+    return seq as LlamaContextSequence;
   }
 
-  private leave(x: undefined): undefined {
+  private leave<T>(x: T): T {
     this.active--;
     this.maybeDispose();
     return x;
@@ -101,9 +106,10 @@ export class PolicySlot {
     this.maybeDispose();
   }
 
-  /** No new requests; disposes the model once in-flight ones finish. */
+  /** No new requests (queued ones are released to move on); disposes the model once in-flight ones finish. */
   retire(): void {
     this.retired = true;
+    for (const wake of this.waiters.splice(0)) wake();
     this.maybeDispose();
   }
 
