@@ -72,6 +72,8 @@ export interface BatchStats {
   /** uniqueTokens / flatTokens: ≤ 1/3 means the tree layout is at least 3× smaller. */
   dedupRatio: number;
   trainableTokens: number;
+  /** Unique trainable tokens per policy version that sampled them ("-1" = unknown version). */
+  trainableByPolicyVersion: Record<string, number>;
   /** Paths longer than the row token budget (each got a row of its own). */
   oversizePaths: number;
   breaks: Partial<Record<BreakKind, number>>;

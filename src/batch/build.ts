@@ -79,6 +79,7 @@ export function buildFromKept(kept: readonly KeptForest[], filterStats: BatchSta
     emittedTokens: 0,
     dedupRatio: 1,
     trainableTokens: 0,
+    trainableByPolicyVersion: {},
     oversizePaths: 0,
     sharedRootTokens: 0,
     breaks: {},
@@ -141,7 +142,9 @@ export function buildFromKept(kept: readonly KeptForest[], filterStats: BatchSta
   stats.emittedTokens = result.rows.reduce((n, r) => n + r.tokens.length, 0);
   stats.dedupRatio = stats.flatTokens === 0 ? 1 : stats.uniqueTokens / stats.flatTokens;
   // Unique trainable tokens, independent of the layout (a flat batch repeats shared ones).
-  stats.trainableTokens = countUniqueTrainable(result);
+  const trainable = countUniqueTrainable(result);
+  stats.trainableTokens = trainable.count;
+  stats.trainableByPolicyVersion = trainable.byVersion;
 
   return {
     batch: {
@@ -154,9 +157,13 @@ export function buildFromKept(kept: readonly KeptForest[], filterStats: BatchSta
   };
 }
 
-/** Trainable tokens counted once each: a sampled token is identified by (call, completion offset). */
-function countUniqueTrainable(result: LayoutResult): number {
+/**
+ * Trainable tokens counted once each (a sampled token is identified by (call, completion offset)), in total and per
+ * policy version (asynchronous training mixes versions; the staleness bound is checked against this).
+ */
+function countUniqueTrainable(result: LayoutResult): { count: number; byVersion: Record<string, number> } {
   const seen = new Map<number, Uint8Array>();
+  const byVersion: Record<string, number> = {};
   let count = 0;
   result.rows.forEach((r, ri) => {
     const ix = result.index[ri];
@@ -178,10 +185,12 @@ function countUniqueTrainable(result: LayoutResult): number {
       if (bits[off] === 0) {
         bits[off] = 1;
         count++;
+        const v = String(r.policyVersion[i]);
+        byVersion[v] = (byVersion[v] ?? 0) + 1;
       }
     }
   });
-  return count;
+  return { count, byVersion };
 }
 
 function rowRollouts(result: LayoutResult, calls: readonly CallRef[]): string[][] {

@@ -107,6 +107,7 @@ describe("flat and tree-packed layouts", () => {
     });
     expect(seen.size).toBe(recs.reduce((s, r) => s + r.completionTokens.length, 0));
     expect(built.stats.trainableTokens).toBe(seen.size);
+    expect(built.stats.trainableByPolicyVersion).toEqual({ "3": seen.size });
   });
 
   it("dedups shared prefixes: a 5-turn session packs to well under a third of its flat tokens", () => {

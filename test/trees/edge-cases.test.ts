@@ -52,6 +52,16 @@ describe("edge cases of tree building", () => {
     expect(built.stats.trainableTokens).toBe(3);
   });
 
+  it("counts trainable tokens per policy version (asynchronous rollouts mix versions)", () => {
+    const [a] = linearSession() as [CallRecord];
+    const b = call({ callId: "v4", prompt: extend(a, toolTurn("x")), completion: "done<|im_end|>", parentCallId: a.callId, policyVersion: 4 });
+    const built = buildBatch(buildForests([a, b]), { layout: "tree" });
+    expect(built.stats.trainableByPolicyVersion).toEqual({ "3": a.completionTokens.length, "4": b.completionTokens.length });
+    const row = built.batch.rows[0];
+    const versions = new Set([...(row?.policyVersion ?? [])]);
+    expect(versions).toEqual(new Set([-1, 3, 4]));
+  });
+
   it("an empty store gives an empty batch with neutral statistics", () => {
     const built = buildBatch([], { layout: "tree" });
     expect(built.batch.rows).toEqual([]);
