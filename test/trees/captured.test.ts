@@ -94,5 +94,5 @@ describe("trees from a live capture: harnessrl rollout → records.sqlite → tr
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 180_000);
 });
