@@ -10,6 +10,7 @@ import { proxyCommand } from "./proxy.js";
 import { treesCommand } from "./trees.js";
 import { tasksCommand } from "../../tasks/command.js";
 import { harnessCommand } from "./harness.js";
+import { reportCommand } from "../../report/command.js";
 
 /** Every CLI subcommand, in the order `harnessrl --help` lists them. Add one import + one entry per command. */
-export const commands: Command[] = [listCommand, proxyCommand, rolloutCommand, evalCommand, trainCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand, harnessCommand];
+export const commands: Command[] = [listCommand, proxyCommand, rolloutCommand, evalCommand, trainCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand, harnessCommand, reportCommand];

@@ -1,0 +1,143 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { UserError } from "../../src/core/errors.js";
+import { cleanPoints, groupSeries, niceTicks, parseMetrics, writeReport } from "../../src/report/index.js";
+
+const VOID = new Set(["meta", "br", "hr", "img", "input", "link"]);
+
+/** Checks that every element is closed in order (a malformed page or an unescaped `<` in a value breaks this). */
+function expectBalanced(html: string): void {
+  const stack: string[] = [];
+  const tags = html.replace(/<!DOCTYPE html>/i, "").replace(/<style>[\s\S]*?<\/style>/, "<style></style>").matchAll(/<(\/?)([a-zA-Z][a-zA-Z0-9]*)\b[^>]*?(\/?)>/g);
+  for (const m of tags) {
+    const [, close, name, self] = m as unknown as [string, string, string, string];
+    const tag = name.toLowerCase();
+    if (self === "/" || VOID.has(tag)) continue;
+    if (close) expect(stack.pop(), `closing </${tag}>`).toBe(tag);
+    else stack.push(tag);
+  }
+  expect(stack).toEqual([]);
+  // Outside tags, no raw `<` or `>` may remain (they would have been data that escaped nothing).
+  const text = html.replace(/<style>[\s\S]*?<\/style>/, "").replace(/<[^>]*>/g, "");
+  expect(text).not.toMatch(/[<>]/);
+}
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+function runDir(lines: string[], extra: Record<string, string> = {}): string {
+  const dir = mkdtempSync(join(tmpdir(), "harnessrl-report-"));
+  dirs.push(dir);
+  writeFileSync(join(dir, "metrics.jsonl"), lines.join("\n"));
+  for (const [name, text] of Object.entries(extra)) writeFileSync(join(dir, name), text);
+  return dir;
+}
+
+function syntheticMetrics(steps: number): string[] {
+  const lines: string[] = [];
+  for (let s = 1; s <= steps; s++) {
+    lines.push(
+      JSON.stringify({
+        step: s,
+        policy_version: s,
+        phase: "train",
+        "reward/mean": 0.2 + s * 0.05,
+        "reward/std": 0.3,
+        "pass1/codex": s / (steps + 1),
+        "pass1/<qwen&co>": 0.1,
+        kl: 0.001 * s,
+        "mismatch/mean_abs": 0.01,
+        "mismatch/max_abs": 0.2 + 0.01 * s,
+        clip_frac: 0.05,
+        entropy: 1.5 - 0.02 * s,
+        tokens_per_s: 400 + s,
+        rollouts_per_s: 0.5,
+        loss: -0.01 * s,
+        grad_norm: 1 / s,
+        "adv/learnability": 0.4,
+        bandit: { prob: { codex: 0.6, pi: 0.4 } },
+        eval: s % 2 === 0 ? { pass1: { codex: 0.3 } } : undefined,
+      }),
+    );
+  }
+  return lines;
+}
+
+describe("run report", () => {
+  it("writes one self-contained page with one <svg> per metric group, the latest values, summary and config, all escaped", () => {
+    const dir = runDir([...syntheticMetrics(12), '{"step": 13, "reward/me'], { "config.yaml": "run: demo\nnote: <b>&</b>\n", "summary.json": JSON.stringify({ pass1: { before: 0.25, after: 0.5 }, label: "<x>" }) });
+    const r = writeReport(dir, { now: new Date("2026-11-29T20:00:00Z") });
+    expect(r).toMatchObject({ path: join(dir, "report.html"), steps: 12, skippedLines: 1 });
+    const html = readFileSync(r.path, "utf8");
+    expectBalanced(html);
+    // Groups: reward, pass1, kl-mismatch, clip, entropy, throughput, loss, grad-norm, adv, bandit/prob, eval/pass1, policy_version.
+    const titles = [...html.matchAll(/<h2>([^<]*)<\/h2>/g)].map((m) => m[1]);
+    expect(titles).toEqual(["Summary", "Reward", "pass@1 per harness", "KL / train–inference mismatch", "Clipping", "Entropy", "Throughput", "Loss", "Gradient norm", "adv", "bandit/prob", "eval/pass1", "policy_version", "Latest values", "Config"]);
+    expect(r.groups).toBe(12);
+    expect(html.match(/<svg[\s>]/g)?.length).toBe(12);
+    // Series names and text are escaped everywhere; nothing is fetched and no script runs.
+    expect(html).toContain("pass1/&lt;qwen&amp;co&gt;");
+    expect(html).not.toContain("<qwen");
+    expect(html).toContain("note: &lt;b&gt;&amp;&lt;/b&gt;");
+    expect(html).toContain("<td>label</td><td class=\"num\">&lt;x&gt;</td>");
+    expect(html).not.toMatch(/<script|https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
+    // Latest values: the last finite value per series, eval's from step 12.
+    expect(html).toContain('<tr><td>reward/mean</td><td class="num">12</td><td class="num">0.8</td></tr>');
+    expect(html).toContain('<tr><td>eval/pass1/codex</td><td class="num">12</td><td class="num">0.3</td></tr>');
+    // The reward chart draws one polyline per series with one marker per step.
+    const reward = html.slice(html.indexOf('id="reward"'), html.indexOf('id="pass1"'));
+    expect(reward.match(/<polyline/g)?.length).toBe(2);
+    expect(reward.match(/<circle/g)?.length).toBe(24);
+  });
+
+  it("tolerates a missing metrics file and rejects a missing run directory", () => {
+    const dir = mkdtempSync(join(tmpdir(), "harnessrl-report-"));
+    dirs.push(dir);
+    const r = writeReport(dir);
+    expect(r.groups).toBe(0);
+    const html = readFileSync(r.path, "utf8");
+    expectBalanced(html);
+    expect(html).toContain("No numeric metrics logged yet.");
+    expect(html).toContain("No config.yaml");
+    expect(() => writeReport(join(dir, "nope"))).toThrow(UserError);
+  });
+
+  it("parses tolerantly: nested objects flatten, booleans count, strings and arrays are ignored, x falls back to the line index", () => {
+    const m = parseMetrics('{"a": 1, "b": {"c": 2}, "ok": true, "s": "x", "arr": [1]}\n[1, 2]\nnot json\n{"a": 3}\n');
+    expect(m.skippedLines).toBe(2);
+    expect(m.series.map((s) => [s.name, s.points])).toEqual([
+      ["a", [[0, 1], [1, 3]]],
+      ["b/c", [[0, 2]]],
+      ["ok", [[0, 1]]],
+    ]);
+  });
+
+  it("a resumed run that re-logs a step keeps the last value; ticks are round numbers covering the range", () => {
+    expect(cleanPoints([[1, 1], [2, 5], [2, 6], [3, Number.NaN]])).toEqual([[1, 1], [2, 6]]);
+    expect(niceTicks(0, 1)).toEqual([0, 0.2, 0.4, 0.6, 0.8, 1]);
+    expect(niceTicks(-0.05, 0.93)).toEqual([0, 0.2, 0.4, 0.6, 0.8]);
+    expect(niceTicks(3, 3)).toEqual([3]);
+  });
+
+  it("groups unknown names by their prefix without the last segment", () => {
+    const g = groupSeries(["x/a/b", "x/a/c", "solo", "reward/mean", "x/d"].map((name) => ({ name, points: [[0, 1]] })));
+    expect(g.map((x) => [x.title, x.series.map((s) => s.name)])).toEqual([
+      ["Reward", ["reward/mean"]],
+      ["solo", ["solo"]],
+      ["x", ["x/d"]],
+      ["x/a", ["x/a/b", "x/a/c"]],
+    ]);
+  });
+
+  it("harnessrl report RUN_DIR writes the page from the command line", () => {
+    const dir = runDir(syntheticMetrics(3));
+    const out = execFileSync(process.execPath, ["dist/cli/main.js", "report", dir], { encoding: "utf8" });
+    expect(out).toMatch(/wrote .*report\.html: 3 steps/);
+    expect(readFileSync(join(dir, "report.html"), "utf8")).toContain("<svg");
+  });
+});
