@@ -3,7 +3,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
 import { InfraError } from "../../core/errors.js";
 
-function alive(pid: number): boolean {
+/** Whether a process with this pid exists (EPERM: it exists but is not ours). */
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -1,10 +1,10 @@
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { delimiter, join } from "node:path";
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { basename, delimiter, join } from "node:path";
 import { z } from "zod";
 import { InfraError } from "../../core/errors.js";
 import { harnessCacheDir } from "./cache.js";
-import { withDirLock } from "./lock.js";
+import { alive, withDirLock } from "./lock.js";
 import type { NpmPin } from "./pins.js";
 
 const MARKER = ".harnessrl-install.json";
@@ -65,6 +65,7 @@ export async function installPin(pin: NpmPin, options: InstallOptions = {}): Pro
   mkdirSync(cache, { recursive: true });
   return withDirLock(join(cache, `.${pin.key}@${pin.version}.lock`), 30 * 60_000, async () => {
     if (isInstalled(pin)) return prefix;
+    removeAbandonedScratch(cache, basename(prefix));
     const scratch = `${prefix}.partial-${process.pid}`;
     rmSync(scratch, { recursive: true, force: true });
     mkdirSync(scratch, { recursive: true });
@@ -99,4 +100,12 @@ export async function installPin(pin: NpmPin, options: InstallOptions = {}): Pro
 
 function pinPackageDirIn(prefix: string, pin: NpmPin): string {
   return join(prefix, "node_modules", ...pin.package.split("/"));
+}
+
+/** Scratch folders of installs whose process died (a crash or kill mid-install); they are never completed. */
+function removeAbandonedScratch(cache: string, prefixName: string): void {
+  for (const entry of readdirSync(cache)) {
+    const m = /^(.*)\.partial-(\d+)$/.exec(entry);
+    if (m && m[1] === prefixName && !alive(Number(m[2]))) rmSync(join(cache, entry), { recursive: true, force: true });
+  }
 }
