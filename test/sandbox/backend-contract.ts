@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { UserError } from "../../src/core/errors.js";
 import { processesWithSandboxId } from "../../src/sandbox/state.js";
 import type { Sandbox, SandboxBackend } from "../../src/sandbox/types.js";
@@ -194,6 +194,7 @@ export function backendContract(name: string, open: OpenBackend): void {
         console.log("READY " + s.id);
         setInterval(() => {}, 1000);`;
       const cp = await spawnControlPlane(code, "READY ");
+      onTestFinished(() => cp.kill());
       const id = cp.line.slice("READY ".length).trim();
       cp.kill();
       await sleep(300);
@@ -221,6 +222,7 @@ export function backendContract(name: string, open: OpenBackend): void {
         console.log("READY " + s.id);
         setInterval(() => {}, 1000);`;
       const cp = await spawnControlPlane(code, "READY ");
+      onTestFinished(() => cp.kill());
       const id = cp.line.slice("READY ".length).trim();
       expect(existsSync(join(termRoot.path, id))).toBe(true);
       process.kill(cp.pid, "SIGTERM");

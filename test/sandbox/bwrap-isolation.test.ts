@@ -4,7 +4,7 @@ import { createServer } from "node:net";
 import type { Server } from "node:net";
 import { networkInterfaces } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";
 import { SandboxCgroup, detectCgroups } from "../../src/sandbox/cgroups.js";
 import { processesWithSandboxId } from "../../src/sandbox/state.js";
@@ -213,6 +213,7 @@ describe("bwrap sandbox isolation", () => {
       console.log("READY " + s.id);
       setInterval(() => {}, 1000);`;
     const cp = await spawnControlPlane(code, "READY ");
+    onTestFinished(() => cp.kill());
     const id = cp.line.slice("READY ".length).trim();
     const cg = cgroupOf(id);
     const existedWhileAlive = cg.dirs.every((d) => existsSync(d));

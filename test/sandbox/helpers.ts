@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import type { Server } from "node:http";
@@ -74,9 +75,17 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+const controlPlanes = new Set<ChildProcess>();
+// A failing assertion must not leave a stand-in control plane (and its sandbox) running after the test run.
+process.on("exit", () => {
+  for (const c of controlPlanes) c.kill("SIGKILL");
+});
+
 /** Runs a node ESM snippet as a separate control-plane process; resolves when it prints `line` on stdout. */
 export function spawnControlPlane(code: string, readyPrefix: string): Promise<{ pid: number; line: string; kill: () => void }> {
   const child = spawn(process.execPath, ["--input-type=module", "-e", code], { stdio: ["ignore", "pipe", "inherit"] });
+  controlPlanes.add(child);
+  child.on("exit", () => controlPlanes.delete(child));
   return new Promise((resolve, reject) => {
     let buf = "";
     const timer = setTimeout(() => reject(new Error("control plane did not get ready")), 30_000);
