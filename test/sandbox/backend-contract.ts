@@ -185,6 +185,7 @@ export function backendContract(name: string, open: OpenBackend): void {
 
     it("reaps what a SIGKILLed control plane left behind", async () => {
       const crashRoot = tempRoot(`crash-${name}`);
+      onTestFinished(() => crashRoot.remove());
       const code = `
         import { openSandboxBackend } from ${JSON.stringify(DIST_SANDBOX)};
         const b = await openSandboxBackend(${JSON.stringify(name)}, { stateRoot: ${JSON.stringify(crashRoot.path)} });
@@ -213,6 +214,7 @@ export function backendContract(name: string, open: OpenBackend): void {
 
     it("cleans up on SIGTERM of the control plane without needing the reaper", async () => {
       const termRoot = tempRoot(`term-${name}`);
+      onTestFinished(() => termRoot.remove());
       const code = `
         import { openSandboxBackend } from ${JSON.stringify(DIST_SANDBOX)};
         const b = await openSandboxBackend(${JSON.stringify(name)}, { stateRoot: ${JSON.stringify(termRoot.path)} });

@@ -204,6 +204,7 @@ describe("bwrap sandbox isolation", () => {
 
   it("reaps a crashed control plane's cgroups and directories", async () => {
     const crashRoot = tempRoot("crash-cg");
+    onTestFinished(() => crashRoot.remove());
     const code = `
       import { openSandboxBackend } from ${JSON.stringify(DIST_SANDBOX)};
       const b = await openSandboxBackend("bwrap", { stateRoot: ${JSON.stringify(crashRoot.path)} });
