@@ -18,6 +18,8 @@ const RULES: { id: string; title: string; test: (name: string) => boolean }[] = 
   { id: "kl-mismatch", title: "KL / train–inference mismatch", test: (n) => /^(kl|mismatch)(\/|_|$)/.test(n) || n === "ref_kl" },
   { id: "clip", title: "Clipping", test: (n) => /^(clip_frac|clip_fraction|is_limited_fraction)$/.test(n) },
   { id: "entropy", title: "Entropy", test: (n) => n === "entropy" || n.startsWith("entropy/") || n === "entropy_mean" },
+  // Tokens/s and rollouts/s differ by orders of magnitude: separate charts keep both readable.
+  { id: "throughput-tokens", title: "Throughput (tokens/s)", test: (n) => /tokens?_per_s(ec)?$/.test(n) },
   { id: "throughput", title: "Throughput", test: (n) => /_per_s$|per_sec$|^throughput(\/|$)/.test(n) },
   { id: "loss", title: "Loss", test: (n) => n === "loss" || n.startsWith("loss/") || n === "value_loss" },
   { id: "grad-norm", title: "Gradient norm", test: (n) => n === "grad_norm" || n.startsWith("grad_norm/") },

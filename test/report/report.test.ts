@@ -75,11 +75,11 @@ describe("run report", () => {
     expect(r).toMatchObject({ path: join(dir, "report.html"), steps: 12, skippedLines: 1 });
     const html = readFileSync(r.path, "utf8");
     expectBalanced(html);
-    // Groups: reward, pass1, kl-mismatch, clip, entropy, throughput, loss, grad-norm, adv, bandit/prob, eval/pass1, policy_version.
+    // Groups: reward, pass1, kl-mismatch, clip, entropy, tokens/s, other throughput, loss, grad-norm, adv, bandit/prob, eval/pass1, policy_version.
     const titles = [...html.matchAll(/<h2>([^<]*)<\/h2>/g)].map((m) => m[1]);
-    expect(titles).toEqual(["Summary", "Reward", "pass@1 per harness", "KL / train–inference mismatch", "Clipping", "Entropy", "Throughput", "Loss", "Gradient norm", "adv", "bandit/prob", "eval/pass1", "policy_version", "Latest values", "Config"]);
-    expect(r.groups).toBe(12);
-    expect(html.match(/<svg[\s>]/g)?.length).toBe(12);
+    expect(titles).toEqual(["Summary", "Reward", "pass@1 per harness", "KL / train–inference mismatch", "Clipping", "Entropy", "Throughput (tokens/s)", "Throughput", "Loss", "Gradient norm", "adv", "bandit/prob", "eval/pass1", "policy_version", "Latest values", "Config"]);
+    expect(r.groups).toBe(13);
+    expect(html.match(/<svg[\s>]/g)?.length).toBe(13);
     // Series names and text are escaped everywhere; nothing is fetched and no script runs.
     expect(html).toContain("pass1/&lt;qwen&amp;co&gt;");
     expect(html).not.toContain("<qwen");
