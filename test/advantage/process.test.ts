@@ -3,6 +3,7 @@ import { applyAdvantages, decisionsOf, mainAgentCalls, parseAdvantageConfig } fr
 import { buildBatch } from "../../src/batch/build.js";
 import type { CallRecord } from "../../src/store/records.js";
 import { buildForests } from "../../src/trees/forest.js";
+import { subAgentRollout } from "../trees/fixtures.js";
 import { rec, result, tok } from "./fixtures.js";
 import { byToken } from "./helpers.js";
 
@@ -122,5 +123,14 @@ describe("process + outcome advantages (Harness-RL form)", () => {
     if (!forest) throw new Error("no forest");
     expect(mainAgentCalls(forest).map((c) => c.callId)).toEqual(["x_0b", "x_1"]);
     expect(decisionsOf(forest, { decisions: "tool", tool: "search" })).toEqual([{ index: 0, callId: "x_0b", toolCall: 0 }]);
+  });
+
+  it("sub-agent calls are not the main agent's decisions", () => {
+    const forest = buildForests(subAgentRollout())[0];
+    if (!forest) throw new Error("no forest");
+    expect(mainAgentCalls(forest).map((c) => c.callId)).toEqual(["m1", "m2"]);
+    expect(decisionsOf(forest, { decisions: "tool", tool: "task" }).map((d) => d.callId)).toEqual(["m1"]);
+    // The sub-agent's `read` is not a main-agent decision.
+    expect(decisionsOf(forest, { decisions: "tool", tool: "read" })).toEqual([]);
   });
 });
