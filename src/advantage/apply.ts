@@ -1,4 +1,4 @@
-import type { BuiltBatch } from "../batch/batch-index.js";
+import type { BuiltBatch, CallRef } from "../batch/batch-index.js";
 import { UserError } from "../core/errors.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 import type { RolloutForest } from "../trees/types.js";
@@ -26,6 +26,11 @@ export interface ApplyAdvantagesInput {
   values?: readonly Float32Array[];
   /** A plan made earlier with planGroups (e.g. to leave dropped rollouts out of the batch); made here when absent. */
   plan?: GroupPlan;
+  /**
+   * Leaves a call's tokens out of the loss (weight 0, outside every denominator; counted as `filteredTokens`), e.g.
+   * tokens sampled by a policy too many versions behind in async mode. Group baselines are unaffected.
+   */
+  excludeCall?: (call: CallRef) => boolean;
 }
 
 export interface ApplyAdvantagesResult {
@@ -38,6 +43,7 @@ const enum TokenState {
   Trained,
   Excluded,
   Unscored,
+  Filtered,
 }
 
 /**
@@ -51,9 +57,19 @@ export function applyAdvantages(input: ApplyAdvantagesInput): ApplyAdvantagesRes
   const table = buildTokenTable(built);
   const calls = built.index.calls;
   const state = new Uint8Array(table.size);
+  const filtered = new Map<number, boolean>();
   for (let u = 0; u < table.size; u++) {
-    const a = plan.rollouts.get(calls[table.callOf[u] as number]?.rolloutId ?? "");
+    const c = table.callOf[u] as number;
+    const a = plan.rollouts.get(calls[c]?.rolloutId ?? "");
     state[u] = a === undefined ? TokenState.Unscored : a.included ? TokenState.Trained : TokenState.Excluded;
+    if (state[u] === TokenState.Trained && input.excludeCall) {
+      let f = filtered.get(c);
+      if (f === undefined) {
+        f = input.excludeCall(calls[c] as CallRef);
+        filtered.set(c, f);
+      }
+      if (f) state[u] = TokenState.Filtered;
+    }
   }
   const trained = (u: number): boolean => state[u] === TokenState.Trained;
 
@@ -181,11 +197,13 @@ function summarise(plan: GroupPlan, config: AdvantageConfig, size: number, state
   let n = 0;
   let excludedTokens = 0;
   let unscored = 0;
+  let filteredTokens = 0;
   let sum = 0;
   let abs = 0;
   for (let u = 0; u < size; u++) {
     if (state[u] === TokenState.Excluded) excludedTokens++;
     else if (state[u] === TokenState.Unscored) unscored++;
+    else if (state[u] === TokenState.Filtered) filteredTokens++;
     else {
       n++;
       sum += adv[u] as number;
@@ -213,6 +231,7 @@ function summarise(plan: GroupPlan, config: AdvantageConfig, size: number, state
     trainableTokens: n,
     excludedTokens,
     unscoredTokens: unscored,
+    filteredTokens,
     lossWeightSum,
     perHarness: perHarnessStats(plan),
     process: null,

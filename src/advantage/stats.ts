@@ -37,6 +37,8 @@ export interface AdvantageStats {
   trainableTokens: number;
   excludedTokens: number;
   unscoredTokens: number;
+  /** Unique trainable tokens left out by `excludeCall` (e.g. too stale). */
+  filteredTokens: number;
   /** Σ loss weights over all token copies (1 for the mean aggregations when anything is trained). */
   lossWeightSum: number;
   perHarness: Record<string, HarnessAdvantageStats>;
@@ -87,6 +89,7 @@ export function advantageMetrics(s: AdvantageStats): Record<string, number> {
     "adv/trainable_tokens": s.trainableTokens,
     "adv/excluded_tokens": s.excludedTokens,
     "adv/unscored_tokens": s.unscoredTokens,
+    "adv/filtered_tokens": s.filteredTokens,
   };
   for (const [h, v] of Object.entries(s.perHarness)) {
     m[`adv/${h}/mean_abs`] = v.meanAbsAdvantage;

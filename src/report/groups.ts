@@ -16,7 +16,7 @@ const RULES: { id: string; title: string; test: (name: string) => boolean }[] = 
   { id: "reward", title: "Reward", test: (n) => n === "reward" || n.startsWith("reward/") },
   { id: "pass1", title: "pass@1 per harness", test: (n) => n === "pass1" || n.startsWith("pass1/") || n.startsWith("pass@1") },
   { id: "kl-mismatch", title: "KL / train–inference mismatch", test: (n) => /^(kl|mismatch)(\/|_|$)/.test(n) || n === "ref_kl" },
-  { id: "clip", title: "Clipping", test: (n) => /^(clip_frac|clip_fraction|is_limited_fraction)$/.test(n) },
+  { id: "clip", title: "Clipping", test: (n) => /^(clip_frac|clip_fraction|is_limited_frac|is_limited_fraction)$/.test(n) },
   { id: "entropy", title: "Entropy", test: (n) => n === "entropy" || n.startsWith("entropy/") || n === "entropy_mean" },
   // Tokens/s and rollouts/s differ by orders of magnitude: separate charts keep both readable.
   { id: "throughput-tokens", title: "Throughput (tokens/s)", test: (n) => /tokens?_per_s(ec)?$/.test(n) },

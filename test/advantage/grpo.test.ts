@@ -128,6 +128,21 @@ describe("GRPO groups and statistics", () => {
     expect(m["adv/zero_variance_groups"]).toBe(1);
   });
 
+  it("excludeCall leaves a call's tokens out of the loss and the denominators (async staleness) without moving baselines", () => {
+    const built = buildBatch(buildForests(records));
+    const out = applyAdvantages({ built, results, config: parseAdvantageConfig({}), excludeCall: (c) => c.callId === "r2_b" });
+    expectTokens(byToken(built), {
+      ...tokens("r1", A, 1 / 16, { a: 2, b1: 2, b2: 1 }),
+      ...tokens("r2", -A, 1 / 16, { a: 2 }),
+      ...tokens("r2", 0, 0, { b: 2 }),
+      ...tokens("r4", 0, 1 / 16, lin(1)),
+      ...tokens("r5", 0, 1 / 16, lin(1)),
+      ...tokens("r6", 0, 1 / 16, lin(1)),
+      ...excluded,
+    });
+    expect(out.stats.filteredTokens).toBe(2);
+  });
+
   it("groups by a configurable key: by task only, h1 and h2 of task t form one group", () => {
     const plan = planGroups(results, parseAdvantageConfig({ groupBy: ["taskId"], normalizeStd: false }));
     // Group t: r1 = 1, r2 = 0, r4 = r5 = 0.5 → mean 0.5.
