@@ -154,3 +154,20 @@ describe("the generic command harness", () => {
     expect(result.harnessDetail).toBe("exit 3 cannot reach model");
   });
 });
+
+describe("real harness CLIs that cannot reach the model end as classified crashes", () => {
+  for (const name of ["claude-code", "codex", "pi"]) {
+    it(`${name}: a credential the proxy rejects ends the run as harness_crash with the CLI's own error, nothing recorded`, { timeout: 10 * 60_000 }, async () => {
+      const real = getHarness(name);
+      await real.ensureInstalled();
+      const def: HarnessDefinition = { ...real, name: `${name}-bad-key`, launch: (ctx) => real.launch({ ...ctx, apiKey: "sk-not-issued-by-the-proxy" }) };
+      registerHarness(def);
+      const { result, calls } = await runOne(def);
+      expect(result.status, explain(result)).toBe("harness_crash");
+      // finished() read the CLI's own account of the failure: the proxy's 401.
+      expect(result.harnessDetail).toContain("401");
+      expect(result.verifier?.score).toBe(0);
+      expect(calls).toHaveLength(0);
+    });
+  }
+});

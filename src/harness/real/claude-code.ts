@@ -13,7 +13,8 @@ export function claudeFinished(exit: ExitInfo): { ok: boolean; detail: string } 
   const subtype = typeof result.subtype === "string" ? result.subtype : "?";
   const turns = typeof result.num_turns === "number" ? ` after ${result.num_turns} turns` : "";
   const ok = subtype === "success" && result.is_error !== true;
-  return { ok, detail: `${subtype}${turns}${ok ? "" : `: ${String(result.result ?? "").slice(0, 200)}`}` };
+  const label = result.is_error === true ? `${subtype} (is_error)` : subtype;
+  return { ok, detail: `${label}${turns}${ok ? "" : `: ${String(result.result ?? "").slice(0, 200)}`}` };
 }
 
 export const claudeCode = realHarness({
@@ -55,6 +56,8 @@ export const claudeCode = realHarness({
         DISABLE_BUG_COMMAND: "1",
         DISABLE_FEEDBACK_COMMAND: "1",
         DISABLE_PROMPT_CACHING: "1",
+        // Default is 10 retries with backoff (~3 min against a proxy that refuses the key); two bound a stall.
+        CLAUDE_CODE_MAX_RETRIES: "2",
         // Without this, a per-conversation hash block opens the system prompt (differs per sub-agent and run).
         CLAUDE_CODE_ATTRIBUTION_HEADER: "false",
         // bypassPermissions is refused as root unless the CLI is told it runs in a sandbox (it does).

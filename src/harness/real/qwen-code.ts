@@ -24,8 +24,9 @@ export function qwenFinished(exit: ExitInfo): { ok: boolean; detail: string } {
   const subtype = typeof result.subtype === "string" ? result.subtype : "?";
   const turns = typeof result.num_turns === "number" ? ` after ${result.num_turns} turns` : "";
   const ok = subtype === "success" && result.is_error !== true;
+  const label = result.is_error === true ? `${subtype} (is_error)` : subtype;
   const why = typeof result.error === "object" && result.error ? JSON.stringify(result.error) : String(result.result ?? "");
-  return { ok, detail: `${subtype}${turns}${ok ? "" : `: ${why.slice(0, 200)}`}` };
+  return { ok, detail: `${label}${turns}${ok ? "" : `: ${why.slice(0, 200)}`}` };
 }
 
 export const qwenCode = realHarness({
