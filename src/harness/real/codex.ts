@@ -40,6 +40,9 @@ export function codexConfig(ctx: LaunchContext): string {
     `enabled = false`,
     ``,
     `[features]`,
+    // Classic function tools (exec_command, …), whatever the model id: code mode hides them behind a JavaScript tool.
+    `code_mode = false`,
+    `code_mode_only = false`,
     `goals = false`,
     `apps = false`,
     `plugins = false`,
