@@ -31,6 +31,10 @@ export abstract class BaseScheduler implements HarnessScheduler {
   protected lastChoice: SchedulerChoice | null = null;
   protected lastUpdate: string | null = null;
 
+  get sketchOptions(): { dim: number; seed: number } | null {
+    return null;
+  }
+
   constructor(harnesses: readonly string[]) {
     if (harnesses.length === 0) throw new UserError("invalid_config", "a harness scheduler needs at least one harness");
     const seen = new Set<string>();

@@ -73,7 +73,7 @@ export class HarnessBanditScheduler extends BaseScheduler {
   }
 
   /** Options for trainer.gradSketch that make this scheduler's sketches comparable. */
-  get sketchOptions(): { dim: number; seed: number } {
+  override get sketchOptions(): { dim: number; seed: number } {
     return { dim: this.config.sketch_dim, seed: this.config.sketch_seed };
   }
 

@@ -38,6 +38,11 @@ export interface SchedulerState {
 export interface HarnessScheduler {
   readonly name: string;
   readonly harnesses: readonly string[];
+  /**
+   * The `trainer.gradSketch` options whose sketch `update` expects (HarnessBandit), or null when the scheduler does not
+   * use sketches (the orchestrator then skips the call).
+   */
+  readonly sketchOptions: { dim: number; seed: number } | null;
   /** Picks the harness for optimizer step `step` (consumes randomness for random schedulers). */
   next(step: number): SchedulerChoice;
   /** Reports the step just trained. Unknown harnesses and non-finite signals are `UserError`s. */

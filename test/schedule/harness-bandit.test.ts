@@ -78,6 +78,37 @@ describe("HarnessBandit against a hand-computed run", () => {
     expect(s.log()["bandit/transfer/a"]).toBeCloseTo(1, 12);
   });
 
+  it("aggregates τ over peers by mean (default) or max", () => {
+    for (const [aggregate, expected] of [["mean", -0.1], ["max", 0.6]] as const) {
+      const s = new HarnessBanditScheduler(abc, banditConfig({ sketch_dim: 2, transfer_aggregate: aggregate }), 1);
+      s.update({ harness: "a", learnability: 1, sketch: [1, 0] });
+      s.update({ harness: "b", learnability: 1, sketch: [0, 1] });
+      s.update({ harness: "c", learnability: 1, sketch: [0.6, -0.8] }); // cos 0.6 to a, -0.8 to b
+      expect(s.log()["bandit/transfer/c"]).toBeCloseTo(expected, 12);
+    }
+  });
+
+  it("a harness whose gradient opposes all the others gets the lowest transferability", () => {
+    const s = new HarnessBanditScheduler(["x", "y", "z", "odd"], banditConfig({ sketch_dim: 3, learn_weight: 0 }), 2);
+    for (let round = 0; round < 3; round++) {
+      s.update({ harness: "x", learnability: 1, sketch: [1, 0.1, 0] });
+      s.update({ harness: "y", learnability: 1, sketch: [1, 0, 0.1] });
+      s.update({ harness: "z", learnability: 1, sketch: [1, -0.1, 0] });
+      s.update({ harness: "odd", learnability: 1, sketch: [-1, 0, 0] });
+    }
+    const log = s.log();
+    expect(log["bandit/transfer_norm/odd"]).toBe(0);
+    for (const h of ["x", "y", "z"]) expect(log[`bandit/score/${h}`]).toBeGreaterThan((log["bandit/score/odd"] ?? 1) + 0.3);
+    const p = s.next(12).probabilities;
+    expect(p.odd).toBeLessThan(p.x ?? 0);
+  });
+
+  it("asks for sketches only when it uses them", () => {
+    expect(createScheduler({ name: "round-robin" }, abc).sketchOptions).toBeNull();
+    expect(createScheduler({ name: "uniform" }, abc).sketchOptions).toBeNull();
+    expect(createScheduler(banditConfig({ sketch_dim: 512, sketch_seed: 9 }), abc).sketchOptions).toEqual({ dim: 512, seed: 9 });
+  });
+
   it("tries unvisited harnesses first: they share the mass, visited ones keep only the floor", () => {
     const s = new HarnessBanditScheduler(["a", "b", "c", "d"], banditConfig({ p_min: 0.05, sketch_dim: 2 }), 3);
     s.update({ harness: "b", learnability: 5 });
