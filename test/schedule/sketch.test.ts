@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PackedBatch } from "../../src/batch/types.js";
 import { cosine } from "../../src/schedule/bandit-math.js";
+import { banditConfig, createScheduler } from "../../src/schedule/index.js";
 import { createTrainer } from "../../src/trainer/index.js";
 import type { Trainer } from "../../src/trainer/types.js";
 import { batch, flatRow, tokensFrom } from "../trainer/fixtures.js";
@@ -104,5 +105,37 @@ describe("gradient sketches on a tiny model (real torch worker)", () => {
     // A count sketch's cosine error has σ ≈ sqrt((1 + cos²) / dim) ≈ 0.016–0.022 at dim 4096; 0.08 is ≈ 4σ.
     // Measured (seed 3, sketch seed 1): |Δ| = 0.000, 0.001, 0.039, 0.006, 0.000.
     for (const r of rows) expect(Math.abs(r.sketched - r.truth), `${r.name}: sketch ${r.sketched} vs true ${r.truth}`).toBeLessThan(0.08);
+  });
+
+  it("drives HarnessBandit with real sketches: the harness whose gradient opposes the others' loses transferability", async () => {
+    // "claude" and "codex" push the same rows up; "contrarian" pushes them down. Equal learnability, so τ decides.
+    const batches: Record<string, PackedBatch> = {
+      claude: pgBatch([60, 61, 62], () => 1),
+      codex: pgBatch([60, 61, 63], () => 1),
+      contrarian: pgBatch([60, 61, 62], () => -1),
+    };
+    const scheduler = createScheduler(banditConfig({ sketch_dim: 1024, learn_weight: 0, bonus: 0, temperature: 0.1, p_min: 0.1 }), Object.keys(batches), 4);
+    const options = scheduler.sketchOptions;
+    expect(options).toEqual({ dim: 1024, seed: 0 });
+    let saved = "";
+    const picks: string[] = [];
+    for (let step = 0; step < 12; step++) {
+      const { harness } = scheduler.next(step);
+      picks.push(harness);
+      await trainer.forwardBackward(batches[harness]!, { loss: { isMode: "none" } });
+      const { sketch } = await trainer.gradSketch(options!);
+      await trainer.optimStep({ lr: 1e-4 });
+      scheduler.update({ harness, learnability: 1, sketch });
+      if (step === 5) saved = JSON.stringify(scheduler.state());
+    }
+    const log = scheduler.log();
+    expect(new Set(picks).size).toBe(3);
+    expect(log["bandit/transfer/contrarian"]).toBeLessThan(-0.3);
+    expect(log["bandit/score/contrarian"]).toBeLessThan(Math.min(log["bandit/score/claude"] ?? 0, log["bandit/score/codex"] ?? 0));
+    expect(log["bandit/prob/contrarian"]).toBeLessThan(Math.max(log["bandit/prob/claude"] ?? 0, log["bandit/prob/codex"] ?? 0));
+    // The state taken mid-run (real float32 sketches inside) restores to the same record.
+    const resumed = createScheduler(banditConfig({ sketch_dim: 1024, learn_weight: 0, bonus: 0, temperature: 0.1, p_min: 0.1 }), Object.keys(batches), 0);
+    resumed.restore(JSON.parse(saved));
+    expect(JSON.stringify(resumed.state())).toBe(saved);
   });
 });
