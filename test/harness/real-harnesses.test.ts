@@ -79,11 +79,11 @@ afterAll(async () => {
   await stack?.close();
 });
 
-async function runOne(harness: HarnessDefinition): Promise<{ result: RolloutResult; calls: CallRecord[] }> {
+async function runOne(harness: HarnessDefinition, outputLimit = 256 * 1024): Promise<{ result: RolloutResult; calls: CallRecord[] }> {
   const [result] = await runRollouts(
     stack,
     { tasks: [proofTask()], harnesses: [harness.name], samples: 1, idPrefix: `t${Date.now().toString(36)}` },
-    { concurrency: 1, settings: { harnessTimeoutMs: 240_000, maxTurns: 6, outputLimit: 256 * 1024 } },
+    { concurrency: 1, settings: { harnessTimeoutMs: 240_000, maxTurns: 6, outputLimit } },
   );
   if (!result) throw new Error("no rollout result");
   return { result, calls: stack.store.listCalls({ rolloutId: result.rolloutId }) };
@@ -124,6 +124,21 @@ describe("real harness CLIs in bwrap sandboxes against the capture proxy", () =>
       expectTwoTurnRollout(harness, result, calls);
       const first = seen.find((s) => s.harness === name && s.tools.length > 0);
       expect(first?.tools).toContain(SHELL_TOOL[name]!.tool);
+    });
+  }
+});
+
+describe("real harness output cut by the runner's output bounding", () => {
+  // Claude Code's result event is ~2.7 KB; pi's agent_end repeats the whole conversation (~1.5 KB here, far more in
+  // real tasks). With less tail kept than that, they arrive cut at their start; finished() must still read the end.
+  for (const [name, limit] of [["claude-code", 4096], ["pi", 1024]] as const) {
+    it(`${name}: a cut final event still counts as a normal end`, { timeout: 10 * 60_000 }, async () => {
+      const harness = getHarness(name);
+      await harness.ensureInstalled();
+      const { result, calls } = await runOne(harness, limit);
+      expect(result.stdout).toContain("bytes omitted");
+      expect(result.harnessDetail).toContain("cut by output bounding");
+      expectTwoTurnRollout(harness, result, calls);
     });
   }
 });

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { PINS } from "../install/pins.js";
 import type { ExitInfo } from "../types.js";
-import { QUIET_ENV, jsonLines, realHarness, stderrHint } from "./common.js";
+import { QUIET_ENV, jsonLines, lastLine, lastStringField, realHarness, stderrHint } from "./common.js";
 
 /**
  * Claude Code's `--output-format stream-json` ends with `{"type":"result","subtype":"success"|"error_…","is_error":…}`.
@@ -9,12 +9,23 @@ import { QUIET_ENV, jsonLines, realHarness, stderrHint } from "./common.js";
  */
 export function claudeFinished(exit: ExitInfo): { ok: boolean; detail: string } {
   const result = jsonLines(exit.stdout).reverse().find((e) => e.type === "result");
-  if (!result) return { ok: false, detail: `no result event (exit ${exit.exitCode}) ${stderrHint(exit.stderr)}`.trim() };
+  if (!result) return cutResult(exit);
   const subtype = typeof result.subtype === "string" ? result.subtype : "?";
   const turns = typeof result.num_turns === "number" ? ` after ${result.num_turns} turns` : "";
   const ok = subtype === "success" && result.is_error !== true;
   const label = result.is_error === true ? `${subtype} (is_error)` : subtype;
   return { ok, detail: `${label}${turns}${ok ? "" : `: ${String(result.result ?? "").slice(0, 200)}`}` };
+}
+
+/** The result event (2–3 KB) cut at its start by output bounding: its type, subtype and is_error come late in it. */
+function cutResult(exit: ExitInfo): { ok: boolean; detail: string } {
+  const line = lastLine(exit.stdout);
+  if (line.startsWith("{") || !line.endsWith("}") || !line.includes('"type":"result"')) {
+    return { ok: false, detail: `no result event (exit ${exit.exitCode}) ${stderrHint(exit.stderr)}`.trim() };
+  }
+  const subtype = lastStringField(line, "subtype") ?? "?";
+  const ok = subtype === "success" && line.includes('"is_error":false');
+  return { ok, detail: `${subtype}${ok ? "" : " (is_error)"} (result event cut by output bounding)` };
 }
 
 export const claudeCode = realHarness({

@@ -20,6 +20,23 @@ export function jsonLines(stdout: string): Record<string, unknown>[] {
   return out;
 }
 
+/**
+ * The last line of stdout, which bounded output may have cut at its start (the runner keeps the head and the tail of
+ * long output): for CLIs whose final event can be longer than the kept tail, the fields near its end still tell.
+ */
+export function lastLine(stdout: string): string {
+  const lines = stdout.trimEnd().split("\n");
+  return lines[lines.length - 1] ?? "";
+}
+
+/** The value of the last `"key":"…"` string field in a (possibly cut) JSON text. */
+export function lastStringField(text: string, key: string): string | undefined {
+  const re = new RegExp(`"${key}":"([^"\\\\]*)"`, "g");
+  let found: string | undefined;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) found = m[1];
+  return found;
+}
+
 /** Environment every real CLI gets: no colours, no interactive terminal, no update checks through npm. */
 export const QUIET_ENV: Record<string, string> = {
   CI: "1",

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { PINS } from "../install/pins.js";
 import type { ExitInfo, LaunchContext } from "../types.js";
-import { QUIET_ENV, jsonLines, realHarness, stderrHint } from "./common.js";
+import { QUIET_ENV, jsonLines, lastLine, lastStringField, realHarness, stderrHint } from "./common.js";
 
 /** The provider name pi is told to use (an entry of `~/.pi/agent/models.json`). */
 export const PI_PROVIDER = "harnessrl";
@@ -42,7 +42,7 @@ interface PiAssistant {
 export function piFinished(exit: ExitInfo): { ok: boolean; detail: string } {
   const events = jsonLines(exit.stdout);
   const end = [...events].reverse().find((e) => e.type === "agent_end");
-  if (!end) return { ok: false, detail: `no agent_end event (exit ${exit.exitCode}) ${stderrHint(exit.stderr)}`.trim() };
+  if (!end) return cutAgentEnd(exit);
   const messages = Array.isArray(end.messages) ? (end.messages as PiAssistant[]) : [];
   const assistants = messages.filter((m) => m && m.role === "assistant");
   const last = assistants[assistants.length - 1];
@@ -50,6 +50,18 @@ export function piFinished(exit: ExitInfo): { ok: boolean; detail: string } {
   const turns = events.filter((e) => e.type === "turn_end").length;
   const ok = last !== undefined && stop !== "error" && stop !== "aborted";
   return { ok, detail: `agent_end (${stop}) after ${turns} turns${ok ? "" : `: ${String(last?.errorMessage ?? "no assistant message").slice(0, 200)}`}` };
+}
+
+/**
+ * `agent_end` repeats the whole conversation, so on long runs it outgrows the output tail the runner keeps and arrives
+ * cut at its start. Its end is intact: the final message's `stopReason` is the last one in stdout.
+ */
+function cutAgentEnd(exit: ExitInfo): { ok: boolean; detail: string } {
+  const line = lastLine(exit.stdout);
+  const stop = line.endsWith("]}") && !line.startsWith("{") ? lastStringField(line, "stopReason") : undefined;
+  if (stop === undefined) return { ok: false, detail: `no agent_end event (exit ${exit.exitCode}) ${stderrHint(exit.stderr)}`.trim() };
+  const ok = stop !== "error" && stop !== "aborted";
+  return { ok, detail: `agent_end (${stop}; event cut by output bounding)${ok ? "" : `: ${lastStringField(line, "errorMessage") ?? ""}`}` };
 }
 
 export const pi = realHarness({
