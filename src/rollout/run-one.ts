@@ -1,9 +1,7 @@
 import { errorMessage, isHarnessRLError } from "../core/errors.js";
 import type { HarnessDefinition } from "../harness/types.js";
 import type { Sandbox, SandboxBackend, SandboxLimits } from "../sandbox/types.js";
-import { chmod } from "node:fs/promises";
-import { join } from "node:path";
-import { installVerifier, workspaceSeedOf } from "../tasks/materialize.js";
+import { verifierFilesOf, workspaceSeedOf } from "../tasks/materialize.js";
 import type { Task } from "../tasks/task.js";
 import { parseVerifierOutput, type VerifierResult } from "../tasks/verifier-result.js";
 import { DEFAULT_SETTLE, waitSettled, type SettleOptions } from "./settle.js";
@@ -87,7 +85,7 @@ export async function runRollout(request: RolloutRequest, task: Task, harness: H
       readOnlyPaths: harness.hostPaths(),
       labels: { rollout: request.rolloutId, task: task.id, harness: harness.name },
     });
-    for (const rel of seed.executables) await chmod(join(sandbox.workspaceDir, rel), 0o755);
+    for (const rel of seed.executables) await sandbox.writeFile(rel, seed.files[rel]!, { mode: 0o755 });
     const plan = harness.launch({
       prompt: task.prompt,
       proxyOrigin: sandbox.proxyUrl ?? `http://127.0.0.1:${proxy.port}`,
@@ -114,8 +112,9 @@ export async function runRollout(request: RolloutRequest, task: Task, harness: H
     result.timings.settledAt = Date.now();
     if (!settled.settled) throw new Error(`rollout did not settle within ${settings.settle.timeoutMs} ms (calls still in flight)`);
 
-    await installVerifier(task, sandbox.workspaceDir);
-    const verify = await sandbox.exec(task.verifier.command, { timeoutMs: task.verifier.timeoutMs ?? settings.verifierTimeoutMs, stdoutLimit: 64 * 1024 });
+    // Through the sandbox, never plain fs: the agent may have planted symlinks in the workspace.
+    for (const [rel, data] of Object.entries(verifierFilesOf(task))) await sandbox.writeFile(rel, data);
+    const verify = await sandbox.exec(task.verifier.command, { proxy: false, timeoutMs: task.verifier.timeoutMs ?? settings.verifierTimeoutMs, stdoutLimit: 64 * 1024 });
     result.timings.verifiedAt = Date.now();
     const verifier: VerifierResult = verify.timedOut ? { score: 0, subscores: {}, error: "verifier timed out" } : parseVerifierOutput(verify.stdout);
     result.verifier = verifier;

@@ -60,14 +60,10 @@ const algorithmSchema = z
     max_grad_norm: z.number().min(0).default(1),
     /** Tokens per forward/backward micro-batch (gradients accumulate to one optimizer step per training step). */
     batch_tokens: z.number().int().positive().default(16_384),
-    /** PPO only. */
-    gamma: z.number().min(0).max(1).default(1),
-    lam: z.number().min(0).max(1).default(1),
+    /** PPO only: the critic's learning rate. */
     critic_lr: z.number().positive().default(1e-3),
-    /** Weight of process rewards (Harness-RL form); 0 = outcome only. */
-    process_coef: z.number().min(0).default(0),
   })
-  .default({ name: "grpo", std_normalize: true, clip_low: 0.2, clip_high: 0.28, is_mode: "truncate", tis_cap: 2, entropy_coef: 0, kl_coef: 0, loss_agg: "token-mean", lr: 1e-3, weight_decay: 0, max_grad_norm: 1, batch_tokens: 16_384, gamma: 1, lam: 1, critic_lr: 1e-3, process_coef: 0 });
+  .default({ name: "grpo", std_normalize: true, clip_low: 0.2, clip_high: 0.28, is_mode: "truncate", tis_cap: 2, entropy_coef: 0, kl_coef: 0, loss_agg: "token-mean", lr: 1e-3, weight_decay: 0, max_grad_norm: 1, batch_tokens: 16_384, critic_lr: 1e-3 });
 
 const budgetSchema = z
   .strictObject({
@@ -103,6 +99,11 @@ export const runConfigSchema = z.strictObject({
   tasks: z.strictObject({ train: z.string().min(1) }),
   warm_start: warmStartSchema.optional(),
   algorithm: algorithmSchema,
+  /**
+   * Advanced advantage options (src/advantage/config.ts: grouping, zero-variance handling, process rewards, PPO γ/λ).
+   * `algorithm.name`, `std_normalize` and `loss_agg` fill in estimator, normalizeStd and aggregation unless given here.
+   */
+  advantage: z.record(z.string(), z.unknown()).optional(),
   mode: z.enum(["sync", "async"]).default("sync"),
   /** Async mode: rollouts sampled by a policy at most this many versions behind the one being trained are used. */
   max_staleness: z.number().int().min(0).default(1),

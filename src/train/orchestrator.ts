@@ -12,7 +12,8 @@ import type { Task } from "../tasks/task.js";
 import { createTrainer } from "../trainer/index.js";
 import type { RunConfig } from "./config.js";
 import { evaluatePolicy } from "./evaluate.js";
-import { trainOnRollouts } from "./rl-step.js";
+import { advantageConfigOf, trainOnRollouts } from "./rl-step.js";
+import { writeReport } from "../report/index.js";
 import { RunDir, type RunState } from "./run-dir.js";
 import { rolloutSettings } from "./settings.js";
 import { TaskSampler } from "./task-sampler.js";
@@ -71,6 +72,8 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
       await trainer.load(config.model.dir);
       await trainer.save(run.policyDir(0), { policyVersion: 0 });
     }
+
+    if (advantageConfigOf(config).estimator === "ppo" && !state.checkpoint) await trainer.criticInit({ fromPolicy: true });
 
     let warm: Record<string, number> | null = null;
     if (config.warm_start && !state.warmStartDone) {
@@ -163,6 +166,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
         Object.assign(row, { "eval/pass1": mid.overall.passAt1, ...Object.fromEntries(Object.entries(mid.byHarness).map(([h, g]) => [`eval/pass1/${h}`, g.passAt1])) });
       }
       run.appendMetrics(row);
+      writeReport(run.root);
       progress.update(step, `reward ${row["reward/mean"].toFixed(3)} v${version}`);
       if (outOfTime()) {
         log(`time budget of ${budget.max_minutes} min reached after step ${step}`);
@@ -190,6 +194,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
       warmStart: warm,
     };
     run.writeJson("summary.json", summary);
+    writeReport(run.root);
     return summary;
   } finally {
     await stack?.close().catch(() => undefined);

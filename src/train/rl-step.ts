@@ -1,15 +1,18 @@
-import { fillAdvantages } from "../batch/advantage-slots.js";
+import { advantageMetrics, applyAdvantages, parseAdvantageConfig, type AdvantageConfig } from "../advantage/index.js";
 import type { RolloutResult } from "../rollout/types.js";
+import type { Store } from "../store/types.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 import type { Trainer } from "../trainer/types.js";
-import type { Store } from "../store/types.js";
 import { batchForRollouts } from "./batches.js";
 import type { RunConfig } from "./config.js";
-import { grpoAdvantages } from "./grpo-basic.js";
-import { microBatches, setTokenMeanWeights } from "./micro-batches.js";
+import { microBatches } from "./micro-batches.js";
 
-export interface TrainStepMetrics {
-  [key: string]: number;
+export type TrainStepMetrics = Record<string, number>;
+
+/** The advantage estimator's config for a run: `algorithm` fills estimator, std normalisation and aggregation. */
+export function advantageConfigOf(config: RunConfig): AdvantageConfig {
+  const alg = config.algorithm;
+  return parseAdvantageConfig({ estimator: alg.name, normalizeStd: alg.std_normalize, aggregation: alg.loss_agg, ...config.advantage });
 }
 
 function mean(xs: number[]): number {
@@ -17,73 +20,68 @@ function mean(xs: number[]): number {
 }
 
 /**
- * One policy update from a set of finished rollouts: trees → packed batch → GRPO advantages → clipped policy-gradient
- * loss with truncated importance sampling against the engine's logprobs → one AdamW step. Rollouts sampled by a policy
- * more than `maxStaleness` versions behind `currentVersion` are dropped (async mode).
+ * One policy update from a set of finished rollouts: trees → packed batch → advantages (tree-GRPO, or PPO with GAE
+ * along tree paths from the critic's values) → clipped policy-gradient loss with truncated importance sampling against
+ * the engine's logprobs → one AdamW step (and one critic step for PPO). Calls sampled by a policy more than
+ * `max_staleness` versions behind `currentVersion` are left out of the loss (async mode).
  */
 export async function trainOnRollouts(store: Store, results: readonly RolloutResult[], tokenizer: Tokenizer, trainer: Trainer, config: RunConfig, currentVersion: number): Promise<TrainStepMetrics> {
   const alg = config.algorithm;
-  const adv = grpoAdvantages(results, { stdNormalize: alg.std_normalize });
-  const useful = results.filter((r) => (adv.byRollout.get(r.rolloutId) ?? 0) !== 0);
-  const metrics: TrainStepMetrics = {
-    "adv/groups": adv.groups,
-    "adv/zero_variance_groups": adv.zeroVarianceGroups,
-    "adv/excluded_infra": adv.excluded,
-    "adv/mean_abs": mean([...adv.byRollout.values()].map(Math.abs)),
-  };
-  if (useful.length === 0) {
-    metrics["train/skipped"] = 1;
-    return metrics;
-  }
-  const built = batchForRollouts(store, useful, tokenizer);
-  let stale = 0;
+  const advConfig = advantageConfigOf(config);
+  const valid = results.filter((r) => r.status !== "infra_error");
+  if (valid.length === 0) return { "train/skipped": 1 };
+  const built = batchForRollouts(store, valid, tokenizer);
   let maxLag = 0;
-  for (const call of built.index.calls) {
-    const lag = call.policyVersion === null ? 0 : currentVersion - call.policyVersion;
-    maxLag = Math.max(maxLag, lag);
-  }
-  fillAdvantages(built, (slot) => {
-    const lag = slot.call.policyVersion === null ? 0 : currentVersion - slot.call.policyVersion;
-    if (lag > config.max_staleness) {
-      stale++;
-      return 0;
-    }
-    return adv.byRollout.get(slot.call.rolloutId) ?? 0;
+  for (const call of built.index.calls) if (call.policyVersion !== null) maxLag = Math.max(maxLag, currentVersion - call.policyVersion);
+  const ppo = advConfig.estimator === "ppo";
+  const values = ppo ? await trainer.criticValues(built.batch) : undefined;
+  const { stats } = applyAdvantages({
+    built,
+    results: valid,
+    config: advConfig,
+    tokenizer,
+    ...(values ? { values } : {}),
+    excludeCall: (call) => call.policyVersion !== null && currentVersion - call.policyVersion > config.max_staleness,
   });
-  setTokenMeanWeights(built.batch);
-  const stats = { loss: 0, mismatchMean: [] as number[], mismatchMax: 0, kl: [] as number[], clip: [] as number[], isLimited: [] as number[], entropy: [] as number[], tokens: 0 };
+  const metrics: TrainStepMetrics = { ...advantageMetrics(stats), "staleness/max": maxLag };
+  const fbStats = { loss: 0, tokens: 0, mismatchMean: [] as number[], mismatchMax: 0, kl: [] as number[], clip: [] as number[], isLimited: [] as number[], entropy: [] as number[] };
+  let valueLoss = 0;
   for (const mb of microBatches(built.batch, alg.batch_tokens)) {
     const fb = await trainer.forwardBackward(mb, {
       objective: "pg",
       temperature: config.sampling.temperature,
-      loss: { clipLow: alg.clip_low, clipHigh: alg.clip_high, isMode: alg.is_mode, tisCap: alg.tis_cap, entropyCoef: alg.entropy_coef, klCoef: 0 },
+      loss: { clipLow: alg.clip_low, clipHigh: alg.clip_high, isMode: alg.is_mode, tisCap: alg.tis_cap, entropyCoef: alg.entropy_coef },
     });
-    stats.loss += fb.loss;
-    stats.tokens += fb.trainableTokens;
-    stats.mismatchMean.push(fb.mismatchAbsMean);
-    stats.mismatchMax = Math.max(stats.mismatchMax, fb.mismatchAbsMax);
-    stats.kl.push(fb.klK3Mean);
-    stats.clip.push(fb.clipFraction);
-    stats.isLimited.push(fb.isLimitedFraction);
-    stats.entropy.push(fb.entropyMean);
+    fbStats.loss += fb.loss;
+    fbStats.tokens += fb.trainableTokens;
+    fbStats.mismatchMean.push(fb.mismatchAbsMean);
+    fbStats.mismatchMax = Math.max(fbStats.mismatchMax, fb.mismatchAbsMax);
+    fbStats.kl.push(fb.klK3Mean);
+    fbStats.clip.push(fb.clipFraction);
+    fbStats.isLimited.push(fb.isLimitedFraction);
+    fbStats.entropy.push(fb.entropyMean);
+    if (ppo) valueLoss += (await trainer.criticForwardBackward(mb)).valueLoss;
   }
   const opt = await trainer.optimStep({ lr: alg.lr, weightDecay: alg.weight_decay, maxGradNorm: alg.max_grad_norm });
+  if (ppo) {
+    await trainer.criticOptimStep({ lr: alg.critic_lr, maxGradNorm: alg.max_grad_norm });
+    metrics["critic/value_loss"] = valueLoss;
+  }
   Object.assign(metrics, {
-    loss: stats.loss,
-    "mismatch/mean_abs": mean(stats.mismatchMean),
-    "mismatch/max_abs": stats.mismatchMax,
-    "kl/k3": mean(stats.kl),
-    clip_frac: mean(stats.clip),
-    is_limited_frac: mean(stats.isLimited),
-    entropy: mean(stats.entropy),
+    loss: fbStats.loss,
+    "mismatch/mean_abs": mean(fbStats.mismatchMean),
+    "mismatch/max_abs": fbStats.mismatchMax,
+    "kl/k3": mean(fbStats.kl),
+    clip_frac: mean(fbStats.clip),
+    is_limited_frac: mean(fbStats.isLimited),
+    entropy: mean(fbStats.entropy),
     grad_norm: opt.gradNorm ?? 0,
     "train/skipped": opt.skipped ? 1 : 0,
-    "tokens/trainable": stats.tokens,
+    "tokens/trainable": fbStats.tokens,
     "tokens/unique": built.stats.uniqueTokens,
     "tokens/flat": built.stats.flatTokens,
+    "tokens/emitted": built.stats.emittedTokens,
     dedup_ratio: built.stats.dedupRatio,
-    "staleness/max": maxLag,
-    "staleness/dropped_tokens": stale,
   });
   return metrics;
 }
