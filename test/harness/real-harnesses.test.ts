@@ -171,7 +171,7 @@ describe("the generic command harness", () => {
 });
 
 describe("real harness CLIs that cannot reach the model end as classified crashes", () => {
-  for (const name of ["claude-code", "codex", "pi"]) {
+  for (const name of ["claude-code", "codex", "pi", "qwen-code", "openclaw"]) {
     it(`${name}: a credential the proxy rejects ends the run as harness_crash with the CLI's own error, nothing recorded`, { timeout: 10 * 60_000 }, async () => {
       const real = getHarness(name);
       await real.ensureInstalled();
