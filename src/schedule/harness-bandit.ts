@@ -77,7 +77,7 @@ export class HarnessBanditScheduler extends BaseScheduler {
     return { dim: this.config.sketch_dim, seed: this.config.sketch_seed };
   }
 
-  protected choose(): { index: number; probabilities: number[]; scores: Record<string, number> } {
+  protected choose(): { index: number; probabilities: number[]; scores?: Record<string, number> } {
     const k = this.harnesses.length;
     const unvisited = this.visits.map((n) => n === 0);
     const nUnvisited = unvisited.filter(Boolean).length;
@@ -94,7 +94,9 @@ export class HarnessBanditScheduler extends BaseScheduler {
       this.lastBonus = bonus;
     }
     const probabilities = withFloor(q, Math.min(this.config.p_min, 1 / k));
-    return { index: sampleIndex(probabilities, this.rng.next()), probabilities, scores };
+    const index = sampleIndex(probabilities, this.rng.next());
+    // During warm-up there are no scores yet (unvisited harnesses have an infinite bonus).
+    return nUnvisited > 0 ? { index, probabilities } : { index, probabilities, scores };
   }
 
   protected observe(index: number, observation: SchedulerObservation): void {

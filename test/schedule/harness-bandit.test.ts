@@ -112,7 +112,9 @@ describe("HarnessBandit against a hand-computed run", () => {
   it("tries unvisited harnesses first: they share the mass, visited ones keep only the floor", () => {
     const s = new HarnessBanditScheduler(["a", "b", "c", "d"], banditConfig({ p_min: 0.05, sketch_dim: 2 }), 3);
     s.update({ harness: "b", learnability: 5 });
-    const p = s.next(1).probabilities;
+    const warm = s.next(1);
+    expect(warm.scores).toBeUndefined();
+    const p = warm.probabilities;
     expect(p.b).toBeCloseTo(0.05, 12);
     for (const h of ["a", "c", "d"]) expect(p[h]).toBeCloseTo(0.05 + 0.8 / 3, 12);
     const noFloor = new HarnessBanditScheduler(["a", "b", "c"], banditConfig({ p_min: 0, sketch_dim: 2 }), 3);
