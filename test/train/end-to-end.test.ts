@@ -1,0 +1,93 @@
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { writeNativeSuite } from "../../src/tasks/layout-native.js";
+import type { Task } from "../../src/tasks/task.js";
+import { loadRunConfig } from "../../src/train/config.js";
+import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
+
+/**
+ * Plumbing, not learning: a freshly initialised tiny model almost never solves a real task, so every GRPO group would
+ * have zero variance and nothing would train. These tasks' verifier scores each rollout with a random number: the
+ * rewards carry no information, but they have variance, so advantages are non-zero and the whole pipeline (sandboxed
+ * harness → proxy → llama.cpp → records → trees → advantages → torch update → GGUF hot swap) must move the policy.
+ */
+function noiseTask(i: number, split: "train" | "test"): Task {
+  return {
+    id: `noise-${split}-${i}`,
+    family: "noise",
+    split,
+    prompt: `Say something about the number ${i}.`,
+    files: { "README.txt": `task ${i}\n` },
+    verifier: { files: { "score.cjs": 'process.stdout.write(JSON.stringify({ score: Math.random(), subscores: {} }) + "\\n");\n' }, command: ["node", ".harnessrl/verifier/score.cjs"] },
+    metadata: {},
+  };
+}
+
+function metrics(runDir: string): Record<string, unknown>[] {
+  return readFileSync(join(runDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)", () => {
+  let runDir: string;
+  let summary: RunSummary;
+
+  beforeAll(async () => {
+    const root = mkdtempSync(join(tmpdir(), "hrl-e2e-"));
+    const suite = join(root, "suite");
+    await writeNativeSuite([0, 1, 2].map((i) => noiseTask(i, "train")), join(suite, "train"));
+    await writeNativeSuite([0, 1].map((i) => noiseTask(i, "test")), join(suite, "test"));
+    const configPath = join(root, "run.yaml");
+    writeFileSync(
+      configPath,
+      stringify({
+        name: "e2e",
+        seed: 1,
+        model: { preset: "tiny-1m", seed: 3 },
+        engine: { kind: "llamacpp", threads: 1, sequences: 8 },
+        sampling: { temperature: 1, max_tokens: 24 },
+        rollout: { sandbox: "bwrap", concurrency: 4, max_turns: 2, timeout_s: 60, memory_mb: 1024 },
+        harnesses: ["chat-agent"],
+        tasks: { train: `dir:${join(suite, "train")}` },
+        algorithm: { name: "grpo", lr: 0.01 },
+        budget: { steps: 2, tasks_per_step: 2, samples: 3 },
+        eval: { tasks: `dir:${join(suite, "test")}`, before: true, after: true },
+      }),
+    );
+    runDir = join(root, "run");
+    summary = await runTraining(loadRunConfig(configPath), runDir, configPath, () => undefined);
+  }, 600_000);
+
+  afterAll(() => undefined);
+
+  it("runs every step and writes the run directory", () => {
+    expect(summary.steps).toBe(2);
+    expect(summary.policyVersion).toBe(2);
+    const files = readdirSync(runDir);
+    for (const f of ["config.yaml", "metrics.jsonl", "records.sqlite", "rollouts.jsonl", "state.json", "summary.json", "report.html", "eval-before.json", "eval-after.json"]) expect(files).toContain(f);
+    expect(summary.before?.byHarness["chat-agent"]).toBeTypeOf("number");
+    expect(summary.after?.byHarness["chat-agent"]).toBeTypeOf("number");
+  });
+
+  it("trains on non-zero advantages and changes the policy it serves", () => {
+    const rl = metrics(runDir).filter((m) => m.phase === "rl");
+    expect(rl).toHaveLength(2);
+    for (const m of rl) {
+      expect(m["train/skipped"]).toBe(0);
+      expect(m["tokens/trainable"] as number).toBeGreaterThan(0);
+      expect(Number.isFinite(m["mismatch/max_abs"] as number)).toBe(true);
+    }
+    const v0 = readFileSync(join(runDir, "policy", "v0000", "model.safetensors"));
+    const v2 = readFileSync(join(runDir, "policy", "v0002", "model.safetensors"));
+    expect(v0.equals(v2)).toBe(false);
+  });
+
+  it("samples every step's rollouts with the policy version it had just switched to", () => {
+    const state = JSON.parse(readFileSync(join(runDir, "state.json"), "utf8")) as { step: number; policyVersion: number };
+    expect(state).toMatchObject({ step: 2, policyVersion: 2 });
+    const rollouts = readFileSync(join(runDir, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { rolloutId: string; status: string });
+    expect(rollouts.filter((r) => r.rolloutId.startsWith("s2-")).length).toBe(6);
+  });
+});
