@@ -2,6 +2,7 @@ import type { Command } from "../command.js";
 import { doctorCommand } from "./doctor.js";
 import { evalCommand } from "./eval.js";
 import { listCommand } from "./list.js";
+import { quickstartCommand } from "./quickstart.js";
 import { rolloutCommand } from "./rollout.js";
 import { trainCommand } from "./train.js";
 import { exportCommand } from "./export.js";
@@ -13,4 +14,4 @@ import { harnessCommand } from "./harness.js";
 import { reportCommand } from "../../report/command.js";
 
 /** Every CLI subcommand, in the order `harnessrl --help` lists them. Add one import + one entry per command. */
-export const commands: Command[] = [listCommand, proxyCommand, rolloutCommand, evalCommand, trainCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand, harnessCommand, reportCommand];
+export const commands: Command[] = [quickstartCommand, listCommand, proxyCommand, rolloutCommand, evalCommand, trainCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand, harnessCommand, reportCommand];
