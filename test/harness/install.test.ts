@@ -62,3 +62,15 @@ describe("pinned npm installs", () => {
     expect(readdirSync(cache)).toEqual([]);
   });
 });
+
+describe("pinned installs that need their install script", () => {
+  it("refuses to call Claude Code installed when its install script did not place the native binary", { timeout: 300_000 }, async () => {
+    const { PINS } = await import("../../src/harness/install/pins.js");
+    const noScripts: NpmPin = { ...PINS["claude-code"], key: "claude-code-noscripts", installScripts: false };
+    const err = await installPin(noScripts).catch((e: unknown) => e);
+    expect(isHarnessRLError(err) && err.code).toBe("harness_install_incomplete");
+    expect(String((err as Error).message)).toContain("bin/claude.exe");
+    expect(isInstalled(noScripts)).toBe(false);
+    expect(readdirSync(cache)).toEqual([]);
+  });
+});

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, delimiter, join } from "node:path";
 import { z } from "zod";
 import { InfraError } from "../../core/errors.js";
@@ -85,6 +85,14 @@ export async function installPin(pin: NpmPin, options: InstallOptions = {}): Pro
     if (r.code !== 0 || !existsSync(pinPackageDirIn(scratch, pin))) {
       rmSync(scratch, { recursive: true, force: true });
       throw new InfraError("harness_install_failed", `npm install ${pin.package}@${pin.version} failed (exit ${r.code}):\n${r.output.trim()}`, { retryable: true });
+    }
+    if (pin.requires) {
+      const file = join(pinPackageDirIn(scratch, pin), pin.requires.path);
+      const size = existsSync(file) ? statSync(file).size : 0;
+      if (size < pin.requires.minBytes) {
+        rmSync(scratch, { recursive: true, force: true });
+        throw new InfraError("harness_install_incomplete", `${pin.package}@${pin.version}: ${pin.requires.path} is ${size} bytes after npm install; its install script did not run or failed (npm blocking install scripts?)\n${r.output.trim()}`);
+      }
     }
     for (const rel of pin.executables ?? []) {
       const file = join(pinPackageDirIn(scratch, pin), rel);

@@ -11,10 +11,13 @@ export interface NpmPin {
   installScripts: boolean;
   /** Files (relative to the package folder) that ship without their executable bit and must get it. */
   executables?: readonly string[];
+  /** A file (relative to the package folder) that must exist with at least this size once installed. */
+  requires?: { path: string; minBytes: number };
 }
 
 export const PINS = {
-  "claude-code": { key: "claude-code", package: "@anthropic-ai/claude-code", version: "2.1.332", installScripts: true },
+  // Its install script puts the ~400 MB native binary in place of a stub; without it (scripts blocked) nothing works.
+  "claude-code": { key: "claude-code", package: "@anthropic-ai/claude-code", version: "2.1.332", installScripts: true, requires: { path: "bin/claude.exe", minBytes: 10 * 1024 * 1024 } },
   codex: { key: "codex", package: "@openai/codex", version: "0.171.0", installScripts: false },
   // Its vendored ripgrep is packed without the executable bit (it falls back to a slow built-in grep otherwise).
   "qwen-code": { key: "qwen-code", package: "@qwen-code/qwen-code", version: "0.24.4", installScripts: false, executables: ["vendor/ripgrep/x64-linux/rg"] },
