@@ -104,6 +104,29 @@ export const runConfigSchema = z.strictObject({
    * `algorithm.name`, `std_normalize` and `loss_agg` fill in estimator, normalizeStd and aggregation unless given here.
    */
   advantage: z.record(z.string(), z.unknown()).optional(),
+  /**
+   * Mix-harness training: `mixed` — every step spans all `harnesses` (GRPO groups are (task, harness)); `single` —
+   * exactly one harness; `scheduled` — one harness per optimizer step, chosen by `scheduler` (round-robin, uniform,
+   * harness-bandit; src/schedule/config.ts).
+   */
+  mix: z.enum(["mixed", "single", "scheduled"]).default("mixed"),
+  scheduler: z.record(z.string(), z.unknown()).optional(),
+  /**
+   * Which agent roles' sampled tokens are trained (records carry the role that made each call). Default: every role
+   * ("joint"). Multi-agent central-only training: `[central]` — sub-agent calls are still served by the same engine
+   * but contribute no gradient.
+   */
+  train_roles: z.array(z.string().min(1)).min(1).optional(),
+  /** CAPO (Harness-RL): route action-token and args-token gradients to the MLP units tied to each. */
+  capo: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      /** Fraction of MLP units per layer kept in each partition. */
+      top_fraction: z.number().gt(0).max(1).default(0.25),
+      /** Re-probe the partitions every K steps (on that step's successful trajectories). */
+      reprobe_every: z.number().int().positive().default(5),
+    })
+    .optional(),
   mode: z.enum(["sync", "async"]).default("sync"),
   /** Async mode: rollouts sampled by a policy at most this many versions behind the one being trained are used. */
   max_staleness: z.number().int().min(0).default(1),
@@ -113,8 +136,14 @@ export const runConfigSchema = z.strictObject({
 
 export type RunConfig = z.infer<typeof runConfigSchema>;
 
+const checkedSchema = runConfigSchema.superRefine((c, ctx) => {
+  if (c.mix === "single" && c.harnesses.length !== 1) ctx.addIssue({ code: "custom", path: ["harnesses"], message: "mix: single needs exactly one harness" });
+  if (c.mix === "scheduled" && !c.scheduler) ctx.addIssue({ code: "custom", path: ["scheduler"], message: "mix: scheduled needs a scheduler section (name: round-robin | uniform | harness-bandit)" });
+  if (c.mix !== "scheduled" && c.scheduler) ctx.addIssue({ code: "custom", path: ["scheduler"], message: "a scheduler is only used with mix: scheduled" });
+});
+
 export function parseRunConfig(value: unknown, source = "config"): RunConfig {
-  const r = runConfigSchema.safeParse(value);
+  const r = checkedSchema.safeParse(value);
   if (!r.success) {
     const lines = r.error.issues.map((i) => `  ${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`);
     throw new UserError("invalid_config", `${source} is not a valid run config:\n${lines.join("\n")}`);

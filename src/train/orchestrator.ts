@@ -17,7 +17,16 @@ import { writeReport } from "../report/index.js";
 import { RunDir, type RunState } from "./run-dir.js";
 import { rolloutSettings } from "./settings.js";
 import { TaskSampler } from "./task-sampler.js";
+import { createScheduler, parseSchedulerConfig } from "../schedule/index.js";
 import { warmStart } from "./warm-start.js";
+
+interface Pending {
+  promise: Promise<RolloutResult[]>;
+  cursor: number;
+  startedAt: number;
+  /** The harness the scheduler picked for this step (scheduled mode). */
+  harness: string | null;
+}
 
 export interface RunSummary {
   name: string;
@@ -107,26 +116,43 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
     const trainStart = Date.now() - state.trainMs;
     const outOfTime = (): boolean => budget.max_minutes !== undefined && Date.now() - trainStart > budget.max_minutes * 60_000;
 
-    const launch = (step: number, cursor: number): { promise: Promise<RolloutResult[]>; cursor: number; startedAt: number } => {
+    // Scheduled mix-harness mode: one harness per optimizer step, picked by the scheduler (state survives resume).
+    const scheduler = config.mix === "scheduled" ? createScheduler(parseSchedulerConfig(config.scheduler), config.harnesses, config.seed) : null;
+    if (scheduler && state.scheduler !== undefined) scheduler.restore(state.scheduler);
+
+    const launch = (step: number, cursor: number): Pending => {
       const take = sampler.take(cursor, budget.tasks_per_step);
+      const choice = scheduler?.next(step) ?? null;
+      const harnesses = choice ? [choice.harness] : config.harnesses;
       const startedAt = Date.now();
       return {
-        promise: runRollouts(stack!, { tasks: take.tasks, harnesses: config.harnesses, samples: budget.samples, idPrefix: `s${step}` }, { concurrency: config.rollout.concurrency, resultsFile: run.rolloutsPath, settings: rolloutSettings(config) }),
+        promise: runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}` }, { concurrency: config.rollout.concurrency, resultsFile: run.rolloutsPath, settings: rolloutSettings(config) }),
         cursor: take.cursor,
         startedAt,
+        harness: choice?.harness ?? null,
       };
     };
 
+    let capoReady = false;
     let pending = state.step < budget.steps && !outOfTime() ? launch(state.step + 1, state.taskCursor) : null;
     while (pending && state.step < budget.steps) {
       const step = state.step + 1;
       const results = await pending.promise;
       const rolloutSeconds = (Date.now() - pending.startedAt) / 1000;
       const cursor = pending.cursor;
+      const harness = pending.harness;
       // Async: the next step's rollouts run (on the current policy) while this step trains.
       pending = config.mode === "async" && step < budget.steps && !outOfTime() ? launch(step + 1, cursor) : null;
       const t0 = Date.now();
-      const m = await trainOnRollouts(stack.store, results, tokenizer, trainer, config, state.policyVersion);
+      // CAPO partitions live in the worker; a resumed run re-probes on its first step (they are not checkpointed).
+      const capoOptions = config.capo?.enabled ? { probe: !capoReady || (step - 1) % config.capo.reprobe_every === 0, hasPartitions: capoReady } : null;
+      const trained = await trainOnRollouts(stack.store, results, tokenizer, trainer, config, state.policyVersion, { sketch: scheduler?.sketchOptions ?? null, capo: capoOptions });
+      if (trained.metrics["capo/probed"] === 1) capoReady = true;
+      const m = trained.metrics;
+      if (scheduler && harness) {
+        scheduler.update({ harness, learnability: trained.learnability, ...(trained.sketch ? { sketch: trained.sketch } : {}) });
+        Object.assign(m, scheduler.log());
+      }
       const trainSeconds = (Date.now() - t0) / 1000;
       const version = state.policyVersion + 1;
       await trainer.save(run.policyDir(version), { policyVersion: version });
@@ -136,11 +162,11 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
       if (state.checkpoint && state.checkpoint !== checkpoint) rmSync(state.checkpoint, { recursive: true, force: true });
       const previousPolicy = run.policyDir(version - 2);
       if (version - 2 > 1 && existsSync(previousPolicy)) rmSync(previousPolicy, { recursive: true, force: true });
-      state = { ...state, step, policyVersion: version, taskCursor: cursor, checkpoint, trainMs: Date.now() - trainStart };
+      state = { ...state, step, policyVersion: version, taskCursor: cursor, checkpoint, trainMs: Date.now() - trainStart, ...(scheduler ? { scheduler: scheduler.state() } : {}) };
       run.writeState(state);
 
       const byHarness: Record<string, number> = {};
-      for (const h of config.harnesses) {
+      for (const h of new Set(results.map((r) => r.harness))) {
         const own = results.filter((r) => r.harness === h && r.status !== "infra_error");
         byHarness[`pass1/${h}`] = own.length ? own.filter((r) => r.status === "ok").length / own.length : 0;
       }

@@ -9,6 +9,14 @@ import { microBatches } from "./micro-batches.js";
 
 export type TrainStepMetrics = Record<string, number>;
 
+export interface TrainStepResult {
+  metrics: TrainStepMetrics;
+  /** Mean |advantage| over the step's rollouts (HarnessBandit's learnability). */
+  learnability: number;
+  /** Sketch of the step's gradient, when asked for and a gradient existed. */
+  sketch?: Float32Array;
+}
+
 /** The advantage estimator's config for a run: `algorithm` fills estimator, std normalisation and aggregation. */
 export function advantageConfigOf(config: RunConfig): AdvantageConfig {
   const alg = config.algorithm;
@@ -25,15 +33,43 @@ function mean(xs: number[]): number {
  * the engine's logprobs → one AdamW step (and one critic step for PPO). Calls sampled by a policy more than
  * `max_staleness` versions behind `currentVersion` are left out of the loss (async mode).
  */
-export async function trainOnRollouts(store: Store, results: readonly RolloutResult[], tokenizer: Tokenizer, trainer: Trainer, config: RunConfig, currentVersion: number): Promise<TrainStepMetrics> {
+export interface TrainStepOptions {
+  sketch?: { dim: number; seed: number } | null;
+  /** CAPO: whether partitions exist already, and whether to re-probe them this step. */
+  capo?: { probe: boolean; hasPartitions: boolean } | null;
+}
+
+/**
+ * CAPO partitions come from successful trajectories: probe on this step's passing rollouts when there are any.
+ * Returns whether partitions exist after the call.
+ */
+async function capoProbe(store: Store, results: readonly RolloutResult[], tokenizer: Tokenizer, trainer: Trainer, config: RunConfig, metrics: TrainStepMetrics, had: boolean): Promise<boolean> {
+  const winners = results.filter((r) => r.status === "ok");
+  if (winners.length === 0) {
+    metrics["capo/probe_skipped"] = 1;
+    return had;
+  }
+  const probe = await trainer.capoProbe(batchForRollouts(store, winners, tokenizer).batch, { topFraction: config.capo?.top_fraction ?? 0.25 });
+  metrics["capo/units_per_layer"] = probe.unitsPerLayer;
+  metrics["capo/overlap"] = probe.overlapFraction;
+  metrics["capo/probed"] = 1;
+  return true;
+}
+
+export async function trainOnRollouts(store: Store, results: readonly RolloutResult[], tokenizer: Tokenizer, trainer: Trainer, config: RunConfig, currentVersion: number, options: TrainStepOptions = {}): Promise<TrainStepResult> {
   const alg = config.algorithm;
   const advConfig = advantageConfigOf(config);
   const valid = results.filter((r) => r.status !== "infra_error");
-  if (valid.length === 0) return { "train/skipped": 1 };
+  if (valid.length === 0) return { metrics: { "train/skipped": 1 }, learnability: 0 };
   const built = batchForRollouts(store, valid, tokenizer);
   let maxLag = 0;
   for (const call of built.index.calls) if (call.policyVersion !== null) maxLag = Math.max(maxLag, currentVersion - call.policyVersion);
   const ppo = advConfig.estimator === "ppo";
+  // Calls made by roles that are not trained (e.g. sub-agents in central-only training) leave the loss entirely.
+  const trainRoles = config.train_roles ? new Set(config.train_roles) : null;
+  const roleOf = new Map<string, string | null>();
+  if (trainRoles) for (const r of valid) for (const c of store.listCalls({ rolloutId: r.rolloutId })) roleOf.set(c.callId, c.agentRole);
+  const untrainedRole = (callId: string): boolean => trainRoles !== null && !trainRoles.has(roleOf.get(callId) ?? "main");
   const values = ppo ? await trainer.criticValues(built.batch) : undefined;
   const { stats } = applyAdvantages({
     built,
@@ -41,9 +77,16 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     config: advConfig,
     tokenizer,
     ...(values ? { values } : {}),
-    excludeCall: (call) => call.policyVersion !== null && currentVersion - call.policyVersion > config.max_staleness,
+    excludeCall: (call) => untrainedRole(call.callId) || (call.policyVersion !== null && currentVersion - call.policyVersion > config.max_staleness),
   });
   const metrics: TrainStepMetrics = { ...advantageMetrics(stats), "staleness/max": maxLag };
+  let capo = false;
+  if (options.capo) {
+    const ready = options.capo.probe ? await capoProbe(store, valid, tokenizer, trainer, config, metrics, options.capo.hasPartitions) : options.capo.hasPartitions;
+    capo = ready;
+    metrics["capo/active"] = ready ? 1 : 0;
+  }
+  const capoCos: number[] = [];
   const fbStats = { loss: 0, tokens: 0, mismatchMean: [] as number[], mismatchMax: 0, kl: [] as number[], clip: [] as number[], isLimited: [] as number[], entropy: [] as number[] };
   let valueLoss = 0;
   for (const mb of microBatches(built.batch, alg.batch_tokens)) {
@@ -51,7 +94,9 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
       objective: "pg",
       temperature: config.sampling.temperature,
       loss: { clipLow: alg.clip_low, clipHigh: alg.clip_high, isMode: alg.is_mode, tisCap: alg.tis_cap, entropyCoef: alg.entropy_coef },
+      ...(capo ? { capo: true } : {}),
     });
+    if (fb.capoGradCosine !== undefined) capoCos.push(fb.capoGradCosine);
     fbStats.loss += fb.loss;
     fbStats.tokens += fb.trainableTokens;
     fbStats.mismatchMean.push(fb.mismatchAbsMean);
@@ -62,7 +107,10 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     fbStats.entropy.push(fb.entropyMean);
     if (ppo) valueLoss += (await trainer.criticForwardBackward(mb)).valueLoss;
   }
-  const opt = await trainer.optimStep({ lr: alg.lr, weightDecay: alg.weight_decay, maxGradNorm: alg.max_grad_norm });
+  // The sketch must see the accumulated gradient, so it is taken before the optimizer step clears it.
+  const sketch = options.sketch && stats.tokenMeanAbsAdvantage > 0 ? (await trainer.gradSketch(options.sketch)).sketch : undefined;
+  const opt = await trainer.optimStep({ lr: alg.lr, weightDecay: alg.weight_decay, maxGradNorm: alg.max_grad_norm, ...(capo ? { capo: true } : {}) });
+  if (capoCos.length) metrics["capo/grad_cosine"] = mean(capoCos);
   if (ppo) {
     await trainer.criticOptimStep({ lr: alg.critic_lr, maxGradNorm: alg.max_grad_norm });
     metrics["critic/value_loss"] = valueLoss;
@@ -83,5 +131,5 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     "tokens/emitted": built.stats.emittedTokens,
     dedup_ratio: built.stats.dedupRatio,
   });
-  return metrics;
+  return { metrics, learnability: stats.meanAbsAdvantage, ...(sketch ? { sketch } : {}) };
 }

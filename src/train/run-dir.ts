@@ -17,6 +17,8 @@ export interface RunState {
   startedAt: number;
   /** Training wall time accumulated over all sessions of this run (ms). */
   trainMs: number;
+  /** The harness scheduler's state (scheduled mix-harness mode). */
+  scheduler?: unknown;
 }
 
 /** The layout of a run directory and its small persistent files. Writes are atomic (write + rename). */
