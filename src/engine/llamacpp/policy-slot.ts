@@ -5,8 +5,8 @@ import { llamaRuntime } from "./runtime.js";
 import type { LlamaCppOptions } from "./options.js";
 
 /**
- * One loaded policy version: a llama.cpp model, one context with N sequences (requests on different sequences are
- * decoded in the same batch), and a pool that hands out sequences. A free sequence keeps its KV cache, and the pool
+ * One loaded policy version: a llama.cpp model, N sequences (by default each in its own context; optionally all in one
+ * context, decoded in one batch), and a pool that hands out sequences. A free sequence keeps its KV cache, and the pool
  * picks the one sharing the longest prefix with the new prompt, so a harness's growing conversation only evaluates
  * its new tokens. Retiring a slot lets in-flight requests finish before the model is disposed.
  */
@@ -21,10 +21,10 @@ export class PolicySlot {
     readonly version: number,
     readonly ggufFile: string,
     private readonly model: LlamaModel,
-    private readonly context: LlamaContext,
+    private readonly contexts: readonly LlamaContext[],
     private readonly ownsFile: boolean,
   ) {
-    for (let i = 0; i < context.totalSequences; i++) this.free.push(context.getSequence());
+    for (const context of contexts) for (let i = 0; i < context.totalSequences; i++) this.free.push(context.getSequence());
   }
 
   static async load(ggufFile: string, version: number, options: LlamaCppOptions, contextSize: number, ownsFile: boolean): Promise<PolicySlot> {
@@ -32,16 +32,25 @@ export class PolicySlot {
     let model: LlamaModel | undefined;
     try {
       model = await llama.loadModel({ modelPath: ggufFile, gpuLayers: 0, defaultContextFlashAttention: options.flashAttention });
-      const context = await model.createContext({
-        sequences: options.sequences,
-        contextSize,
-        threads: options.threads,
-        flashAttention: options.flashAttention,
-        experimentalKvCacheKeyType: options.kvType,
-        experimentalKvCacheValueType: options.kvType,
-        failedCreationRemedy: false,
-      });
-      return new PolicySlot(version, ggufFile, model, context, ownsFile);
+      const m = model;
+      // Isolated: one context per sequence, so no decode batch ever mixes sequences (see LlamaCppOptions.batch).
+      const perContext = options.batch === "shared" ? options.sequences : 1;
+      const count = options.batch === "shared" ? 1 : options.sequences;
+      const contexts: LlamaContext[] = [];
+      for (let i = 0; i < count; i++) {
+        contexts.push(
+          await m.createContext({
+            sequences: perContext,
+            contextSize,
+            threads: options.threads,
+            flashAttention: options.flashAttention,
+            experimentalKvCacheKeyType: options.kvType,
+            experimentalKvCacheValueType: options.kvType,
+            failedCreationRemedy: false,
+          }),
+        );
+      }
+      return new PolicySlot(version, ggufFile, model, contexts, ownsFile);
     } catch (e) {
       await model?.dispose();
       throw new EngineError("llamacpp_load_failed", `llama.cpp could not load ${ggufFile}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
@@ -50,7 +59,7 @@ export class PolicySlot {
 
   /** Tokens one sequence can hold. */
   get contextSize(): number {
-    return this.context.contextSize;
+    return (this.contexts[0] as LlamaContext).contextSize;
   }
 
   /**
@@ -121,7 +130,7 @@ export class PolicySlot {
   dispose(): Promise<void> {
     this.retired = true;
     this.disposed ??= (async () => {
-      await this.context.dispose().catch(() => undefined);
+      for (const context of this.contexts) await context.dispose().catch(() => undefined);
       await this.model.dispose().catch(() => undefined);
       if (this.ownsFile) rmSync(this.ggufFile, { force: true });
     })();
