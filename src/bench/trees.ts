@@ -16,17 +16,9 @@ import { buildBatch } from "../batch/build.js";
 import type { CallRecord } from "../store/records.js";
 import { ICR_SCHEMA_VERSION } from "../store/records.js";
 import { buildForests } from "../trees/forest.js";
+import { mulberry32 } from "../core/random.js";
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = mulberry32;
 
 function tokens(r: () => number, n: number): number[] {
   // Packed (not holey) arrays, like records decoded from the store.

@@ -1,15 +1,9 @@
+import { mulberry32 } from "../core/random.js";
 import type { Task } from "../tasks/task.js";
 
-/** A deterministic permutation (splitmix32-seeded Fisher–Yates): the same seed gives the same order on every machine. */
+/** A deterministic permutation (Fisher–Yates with the shared seeded PRNG): same seed, same order on every machine. */
 function permutation(n: number, seed: number): number[] {
-  let s = seed >>> 0;
-  const next = (): number => {
-    s = (s + 0x9e3779b9) >>> 0;
-    let z = s;
-    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b) >>> 0;
-    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
-    return ((z ^ (z >>> 16)) >>> 0) / 2 ** 32;
-  };
+  const next = mulberry32(seed);
   const order = Array.from({ length: n }, (_, i) => i);
   for (let i = n - 1; i > 0; i--) {
     const j = Math.floor(next() * (i + 1));

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { z } from "zod";
+import { mulberry32 } from "../../src/core/random.js";
 
 /**
  * Local stand-ins for a vLLM and an SGLang server (no GPU server runs here). They reproduce the documented request
@@ -30,16 +31,7 @@ export interface FakeServer {
   close(): Promise<void>;
 }
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 /** Inverse-CDF draw: the first id whose cumulative (unnormalised) mass reaches u. */
 function draw(scaled: readonly number[], max: number, u: number): number {

@@ -5,6 +5,7 @@ import { newId } from "../../src/core/ids.js";
 import type { HistoryPlanner, PromptPlan } from "../../src/history/types.js";
 import { ICR_SCHEMA_VERSION, type CallRecord } from "../../src/store/records.js";
 import type { Store } from "../../src/store/types.js";
+import { mulberry32 } from "../../src/core/random.js";
 
 /**
  * Plays the proxy's part around the planner: plan → a "model" samples the given turn (rendered exactly as the template
@@ -95,14 +96,5 @@ export function toolResults(assistant: ChatMessage, result: (name: string, i: nu
   return (assistant.toolCalls ?? []).map((c, i) => ({ role: "tool", content: result(c.name, i), toolCallId: c.id }));
 }
 
-/** A small deterministic PRNG (mulberry32) for generated sessions. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small deterministic PRNG for generated data (the shared mulberry32). */
+export const rng = mulberry32;

@@ -7,6 +7,7 @@ import { parseAssistantOutput } from "../../src/chat/parse-output.js";
 import type { BreakKind, CallRecord } from "../../src/store/records.js";
 import { ICR_SCHEMA_VERSION } from "../../src/store/records.js";
 import { ByteTokenizer } from "../../src/tokenizer/bytes.js";
+import { mulberry32 } from "../../src/core/random.js";
 
 export const tok = new ByteTokenizer();
 
@@ -169,17 +170,8 @@ export function strippedReasoningSession(): CallRecord[] {
   return [t1, t2];
 }
 
-/** A mulberry32 PRNG: randomised sessions must be reproducible from their seed. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small deterministic PRNG for generated data (the shared mulberry32). */
+export const rng = mulberry32;
 
 /**
  * A random session: each new call extends a random earlier call, retries one, or starts a rewritten history that
