@@ -85,8 +85,22 @@ function baseRecord(ctx: ProxyContext, adapter: ProtocolAdapter, s: CallState): 
 }
 
 function writeRecord(ctx: ProxyContext, record: CallRecord): void {
+  persistRecord(ctx, record);
+  afterRecord(ctx, record);
+}
+
+/** The durable part: the record is committed before the response's final bytes leave. */
+function persistRecord(ctx: ProxyContext, record: CallRecord): void {
   record.timings.recordedAt = Date.now();
   ctx.store.insertCall(record);
+}
+
+/**
+ * The in-memory part, run right after the answer is written: the harness cannot send a request that builds on this
+ * answer before it has received it, and that request is handled in a later tick, so the planner still learns the call
+ * first — without the answer waiting for it.
+ */
+function afterRecord(ctx: ProxyContext, record: CallRecord): void {
   if (record.status === "ok") ctx.planner.remember(record);
   if (ctx.onRecord) {
     try {
@@ -241,10 +255,11 @@ async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: Prot
     record.logprobs = result.logprobs;
     record.policyVersion = result.policyVersion;
     record.finishReason = result.finishReason;
-    writeRecord(ctx, record);
+    persistRecord(ctx, record);
 
     if (live.stream) live.stream.end(reply);
     else sendJson(res, 200, body, headers);
+    afterRecord(ctx, record);
   } catch (e) {
     if (!live.stream) throw e;
     live.stream.fail(toProtocolError(adapter.protocol, e));
