@@ -118,7 +118,7 @@ function afterRecord(ctx: ProxyContext, record: CallRecord): void {
  */
 export async function handleModelCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: ProtocolAdapter<R>, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const receivedAt = Date.now();
-  const session = ctx.sessions.authenticate(req.headers);
+  const session = ctx.sessions.forAgent(ctx.sessions.authenticate(req.headers), req.headers);
   // In flight from the moment it is attributed, so a rollout never looks settled while a call is being read.
   ctx.sessions.begin(session.sessionId);
   try {

@@ -20,6 +20,12 @@ export interface IssuedSession {
   apiKey: string;
 }
 
+function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const v = headers[name];
+  const s = Array.isArray(v) ? v[0] : v;
+  return s && s.trim() !== "" ? s.trim() : undefined;
+}
+
 /** Credentials a request presents: the bearer token and the x-api-key header, whichever the harness uses. */
 export function presentedCredentials(headers: IncomingHttpHeaders): string[] {
   const out: string[] = [];
@@ -48,6 +54,7 @@ export class SessionRegistry {
   /** Positive lookups only: sessions never change once issued. */
   private readonly byCredential = new Map<string, SessionInfo>();
   private readonly inFlight = new Map<string, number>();
+  private readonly children = new Map<string, SessionInfo>();
 
   constructor(
     private readonly store: Store,
@@ -88,6 +95,37 @@ export class SessionRegistry {
         ? "no credential: send the session's API key as `Authorization: Bearer <key>` or `x-api-key: <key>`"
         : "unknown credential: this proxy only accepts API keys it issued for a session",
     );
+  }
+
+  /**
+   * Sub-agents get sessions of their own: a request that names the call which spawned it (`x-harnessrl-parent-call`)
+   * is attributed to a child session of the credential's session, one per `x-harnessrl-agent-id` (or per spawning call
+   * when the harness gives no id). Each sub-agent conversation is then planned token-exactly on its own, and linked to
+   * its parent session and spawning call. The child has no credential of its own: it is reached only through its parent.
+   */
+  forAgent(session: SessionInfo, headers: IncomingHttpHeaders): SessionInfo {
+    const parentCall = headerValue(headers, "x-harnessrl-parent-call");
+    if (!parentCall) return session;
+    const agent = (headerValue(headers, "x-harnessrl-agent-id") ?? parentCall).replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 64);
+    const childId = `${session.sessionId}~${agent}`;
+    const known = this.children.get(childId) ?? this.store.getSession(childId);
+    if (known) {
+      this.children.set(childId, known);
+      return known;
+    }
+    const child: SessionInfo = {
+      sessionId: childId,
+      rolloutId: session.rolloutId,
+      harness: session.harness,
+      agentRole: headerValue(headers, "x-harnessrl-agent-role") ?? "subagent",
+      parentSessionId: session.sessionId,
+      spawnedByCallId: parentCall,
+      createdAt: Date.now(),
+      metadata: { agentId: agent },
+    };
+    this.store.createSession(child, newSecret("hrlchild"));
+    this.children.set(childId, child);
+    return child;
   }
 
   private lookup(credential: string): SessionInfo | null {

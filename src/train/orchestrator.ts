@@ -1,5 +1,6 @@
 import { copyFileSync, existsSync, readFileSync, rmSync } from "node:fs";
 import { defaultCodec } from "../chat/codec.js";
+import { newId } from "../core/ids.js";
 import { Progress } from "../core/progress.js";
 import { isHotSwappable } from "../engine/types.js";
 import type { EvalSummary } from "../eval/metrics.js";
@@ -120,13 +121,15 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
     const scheduler = config.mix === "scheduled" ? createScheduler(parseSchedulerConfig(config.scheduler), config.harnesses, config.seed) : null;
     if (scheduler && state.scheduler !== undefined) scheduler.restore(state.scheduler);
 
+    // A step redone after a crash must not mix its new rollouts with the interrupted attempt's records.
+    const attempt = newId("a", 6).slice(2);
     const launch = (step: number, cursor: number): Pending => {
       const take = sampler.take(cursor, budget.tasks_per_step);
       const choice = scheduler?.next(step) ?? null;
       const harnesses = choice ? [choice.harness] : config.harnesses;
       const startedAt = Date.now();
       return {
-        promise: runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}` }, { concurrency: config.rollout.concurrency, resultsFile: run.rolloutsPath, settings: rolloutSettings(config) }),
+        promise: runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}` }, { concurrency: config.rollout.concurrency, resultsFile: run.rolloutsPath, settings: rolloutSettings(config) }),
         cursor: take.cursor,
         startedAt,
         harness: choice?.harness ?? null,

@@ -108,7 +108,9 @@ describe("proxy: Anthropic Messages through the official @anthropic-ai/sdk clien
       { model: "policy", max_tokens: 50, messages: [{ role: "user", content: "hi" }] },
       { headers: { "x-claude-code-session-id": "cc-123", "x-harnessrl-agent-role": "subagent", "x-harnessrl-parent-call": "call_parent" } },
     );
-    const [rec] = p.calls(sessionId);
+    // A request naming its spawning call belongs to a sub-agent: it is recorded in a child session of its own.
+    expect(p.calls(sessionId)).toEqual([]);
+    const [rec] = p.calls(`${sessionId}~call_parent`);
     expect(rec?.agentId).toBe("cc-123");
     expect(rec?.agentRole).toBe("subagent");
     expect(rec?.spawnedByCallId).toBe("call_parent");

@@ -54,6 +54,17 @@ describe("oracle engine through every built-in harness in bwrap sandboxes", () =
     expect(subs.length).toBeGreaterThan(0);
     expect(subs.every((c) => c.spawnedByCallId !== null)).toBe(true);
     expect(new Set(subs.map((c) => c.agentId)).size).toBeGreaterThan(1);
+    // Each sub-agent has a session of its own, a child of the central agent's session in the same rollout.
+    for (const c of subs) {
+      const own = stack.store.getSession(c.sessionId);
+      const centralCall = central.find((k) => k.agentRole === "central" && k.rolloutId === c.rolloutId);
+      expect(own?.parentSessionId).toBe(centralCall?.sessionId);
+      expect(own?.rolloutId).toBe(c.rolloutId);
+    }
+    // Within its own session a sub-agent's second call extends its first token-exactly (no new-root break).
+    const followUps = subs.filter((c) => c.parentCallId !== null);
+    expect(followUps.length).toBeGreaterThan(0);
+    expect(followUps.every((c) => c.break === null)).toBe(true);
   });
 
   it("the compacting harness really compacts: a compaction break in its records", () => {

@@ -89,5 +89,6 @@ describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)"
     expect(state).toMatchObject({ step: 2, policyVersion: 2 });
     const rollouts = readFileSync(join(runDir, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { rolloutId: string; status: string });
     expect(rollouts.filter((r) => r.rolloutId.startsWith("s2-")).length).toBe(6);
+    expect(rollouts.filter((r) => r.rolloutId.startsWith("s1-")).length).toBe(6);
   });
 });
