@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { InfraError } from "../../core/errors.js";
 import type { Protocol } from "../../store/records.js";
+import { harnessrlEnv } from "../launch-env.js";
 import type { ExitInfo, HarnessDefinition, LaunchContext, LaunchPlan, OracleProfile } from "../types.js";
 
 /**
@@ -51,14 +52,7 @@ function builtin(name: string, summary: string, protocol: Protocol, oracle: Orac
     launch(ctx: LaunchContext): LaunchPlan {
       return {
         argv: [process.execPath, script],
-        env: {
-          HARNESSRL_BASE_URL: ctx.proxyOrigin,
-          HARNESSRL_API_KEY: ctx.apiKey,
-          HARNESSRL_MODEL: ctx.model,
-          HARNESSRL_PROMPT: ctx.prompt,
-          HARNESSRL_MAX_TURNS: String(ctx.maxTurns),
-          HARNESSRL_MAX_TOKENS: String(ctx.maxTokens),
-        },
+        env: harnessrlEnv(ctx),
         homeFiles: {},
       };
     },

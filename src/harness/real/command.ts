@@ -4,6 +4,7 @@ import { z } from "zod";
 import { UserError } from "../../core/errors.js";
 import type { Protocol } from "../../store/records.js";
 import type { ExitInfo, HarnessDefinition, LaunchContext } from "../types.js";
+import { harnessrlEnv } from "../launch-env.js";
 import { QUIET_ENV, stderrHint } from "./common.js";
 
 /**
@@ -54,12 +55,7 @@ export function proxyEnv(ctx: LaunchContext): Record<string, string> {
     ANTHROPIC_API_KEY: ctx.apiKey,
     ANTHROPIC_AUTH_TOKEN: ctx.apiKey,
     ANTHROPIC_MODEL: ctx.model,
-    HARNESSRL_BASE_URL: ctx.proxyOrigin,
-    HARNESSRL_API_KEY: ctx.apiKey,
-    HARNESSRL_MODEL: ctx.model,
-    HARNESSRL_PROMPT: ctx.prompt,
-    HARNESSRL_MAX_TURNS: String(ctx.maxTurns),
-    HARNESSRL_MAX_TOKENS: String(ctx.maxTokens),
+    ...harnessrlEnv(ctx),
   };
 }
 
