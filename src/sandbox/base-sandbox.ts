@@ -17,6 +17,17 @@ export function sandboxDirs(stateDir: string): SandboxDirs {
   return { stateDir, workspaceDir: join(stateDir, "workspace"), homeDir: join(stateDir, "home") };
 }
 
+/** Starts a freshly built sandbox; one that fails to start is destroyed (nothing left behind) and the error rethrown. */
+export async function startOrDestroy<S extends { start(): Promise<void>; destroy(): Promise<void> }>(sandbox: S): Promise<S> {
+  try {
+    await sandbox.start();
+  } catch (e) {
+    await sandbox.destroy().catch(() => undefined);
+    throw e;
+  }
+  return sandbox;
+}
+
 /** What every backend shares: option checks, the wall-clock budget, confined file access, idempotent destroy. */
 export abstract class BaseSandbox implements Sandbox {
   abstract readonly backend: string;

@@ -6,7 +6,7 @@ import { delimiter, dirname, join, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { InfraError, UserError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
-import { BaseSandbox, sandboxDirs } from "../base-sandbox.js";
+import { BaseSandbox, sandboxDirs, startOrDestroy } from "../base-sandbox.js";
 import type { SandboxDirs } from "../base-sandbox.js";
 import { HostBridge } from "../bridge-host.js";
 import { SandboxCgroup, detectCgroups, prepareParents } from "../cgroups.js";
@@ -297,13 +297,7 @@ export class BwrapBackend implements SandboxBackend {
     const cgroup = SandboxCgroup.forSandbox(this.ctx.layout, id, options.limits.cpuShares !== undefined);
     const sandbox = new BwrapSandbox(id, sandboxDirs(join(this.ctx.stateRoot, id)), this.ctx, options, cgroup, (s) => this.sandboxes.delete(s));
     this.sandboxes.add(sandbox);
-    try {
-      await sandbox.start();
-    } catch (e) {
-      await sandbox.destroy().catch(() => undefined);
-      throw e;
-    }
-    return sandbox;
+    return startOrDestroy(sandbox);
   }
 
   reapOrphans(): Promise<ReapReport> {

@@ -2,7 +2,7 @@ import { rmSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
 import { newId } from "../../core/ids.js";
-import { BaseSandbox, sandboxDirs } from "../base-sandbox.js";
+import { BaseSandbox, sandboxDirs, startOrDestroy } from "../base-sandbox.js";
 import type { SandboxDirs } from "../base-sandbox.js";
 import { onExitCleanup } from "../exit-cleanup.js";
 import { validateCreateOptions } from "../options.js";
@@ -140,13 +140,7 @@ export class LocalUnsafeBackend implements SandboxBackend {
     const id = newId("sbx");
     const sandbox = new LocalSandbox(id, sandboxDirs(join(this.stateRoot, id)), options, (s) => this.sandboxes.delete(s));
     this.sandboxes.add(sandbox);
-    try {
-      await sandbox.start();
-    } catch (e) {
-      await sandbox.destroy().catch(() => undefined);
-      throw e;
-    }
-    return sandbox;
+    return startOrDestroy(sandbox);
   }
 
   reapOrphans(): Promise<ReapReport> {
