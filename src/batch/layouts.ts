@@ -118,6 +118,21 @@ function writeGroup(w: RowWriter, g: Group, rowIndex: number, lookup: CallLookup
   return shared;
 }
 
+const ROOT_KEY_TOKENS = 512;
+
+function rootKey(g: Group): Int32Array {
+  const first = g.paths[0]?.path.nodes[0];
+  if (first === undefined) return new Int32Array(0);
+  const node = g.tree.nodes[first] as TreeNode;
+  return Int32Array.from(node.src.slice(node.start, Math.min(node.end, node.start + ROOT_KEY_TOKENS)));
+}
+
+function compareKeys(a: Int32Array, b: Int32Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return (a[i] as number) - (b[i] as number);
+  return a.length - b.length;
+}
+
 /**
  * Tree-packed: each unique token of a session tree once, with parent pointers and depth positions, several trees per
  * row first-fit up to `budget` tokens; with `shareRoots`, trees in a row also share identical root context (system
@@ -131,6 +146,12 @@ export function treeLayout(inputs: readonly TreeUnitInput[], lookup: CallLookup,
     const g = groupPaths(input, budget);
     groups.push(...g.groups);
     oversizePaths += g.oversize;
+  }
+  // Trees that start with the same context (one harness's system prompt, one task's prompt) go next to each other,
+  // so first-fit puts them in the same row where their root tokens are shared. The sort is stable: deterministic.
+  if (shareRoots) {
+    const keys = new Map(groups.map((g) => [g, rootKey(g)]));
+    groups.sort((a, b) => compareKeys(keys.get(a) as Int32Array, keys.get(b) as Int32Array));
   }
   const writers: RowWriter[] = [];
   let sharedRootTokens = 0;

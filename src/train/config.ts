@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { UserError, errorMessage } from "../core/errors.js";
+import { lrScheduleSchema } from "./lr-schedule.js";
 
 /**
  * One YAML file describes a run. Every field has a default that suits the tiny CPU presets; unknown keys are errors
@@ -42,6 +43,9 @@ const warmStartSchema = z.strictObject({
   lr: z.number().positive().default(3e-3),
   /** Tokens per optimizer step (rows are packed trees). */
   batch_tokens: z.number().int().positive().default(8192),
+  lr_schedule: lrScheduleSchema,
+  /** Stop after this many seconds of SFT (at an optimizer-step boundary); the schedule still spans every epoch. */
+  max_seconds: z.number().positive().optional(),
 });
 
 const algorithmSchema = z
@@ -56,6 +60,7 @@ const algorithmSchema = z
     kl_coef: z.number().min(0).default(0),
     loss_agg: z.enum(["token-mean", "sequence-mean", "prompt-equal"]).default("token-mean"),
     lr: z.number().positive().default(1e-3),
+    lr_schedule: lrScheduleSchema,
     weight_decay: z.number().min(0).default(0),
     max_grad_norm: z.number().min(0).default(1),
     /** Tokens per forward/backward micro-batch (gradients accumulate to one optimizer step per training step). */
@@ -63,7 +68,7 @@ const algorithmSchema = z
     /** PPO only: the critic's learning rate. */
     critic_lr: z.number().positive().default(1e-3),
   })
-  .default({ name: "grpo", std_normalize: true, clip_low: 0.2, clip_high: 0.28, is_mode: "truncate", tis_cap: 2, entropy_coef: 0, kl_coef: 0, loss_agg: "token-mean", lr: 1e-3, weight_decay: 0, max_grad_norm: 1, batch_tokens: 16_384, critic_lr: 1e-3 });
+  .default({ name: "grpo", std_normalize: true, clip_low: 0.2, clip_high: 0.28, is_mode: "truncate", tis_cap: 2, entropy_coef: 0, kl_coef: 0, loss_agg: "token-mean", lr: 1e-3, lr_schedule: { warmup_steps: 0, decay: "constant", min_ratio: 0.1 }, weight_decay: 0, max_grad_norm: 1, batch_tokens: 16_384, critic_lr: 1e-3 });
 
 const budgetSchema = z
   .strictObject({

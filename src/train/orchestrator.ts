@@ -149,7 +149,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
       const t0 = Date.now();
       // CAPO partitions live in the worker; a resumed run re-probes on its first step (they are not checkpointed).
       const capoOptions = config.capo?.enabled ? { probe: !capoReady || (step - 1) % config.capo.reprobe_every === 0, hasPartitions: capoReady } : null;
-      const trained = await trainOnRollouts(stack.store, results, tokenizer, trainer, config, state.policyVersion, { sketch: scheduler?.sketchOptions ?? null, capo: capoOptions });
+      const trained = await trainOnRollouts(stack.store, results, tokenizer, trainer, config, state.policyVersion, { sketch: scheduler?.sketchOptions ?? null, capo: capoOptions, step });
       if (trained.metrics["capo/probed"] === 1) capoReady = true;
       const m = trained.metrics;
       if (scheduler && harness) {

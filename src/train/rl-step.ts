@@ -5,6 +5,7 @@ import type { Tokenizer } from "../tokenizer/types.js";
 import type { Trainer } from "../trainer/types.js";
 import { batchForRollouts } from "./batches.js";
 import type { RunConfig } from "./config.js";
+import { lrAt } from "./lr-schedule.js";
 import { microBatches } from "./micro-batches.js";
 
 export type TrainStepMetrics = Record<string, number>;
@@ -37,6 +38,8 @@ export interface TrainStepOptions {
   sketch?: { dim: number; seed: number } | null;
   /** CAPO: whether partitions exist already, and whether to re-probe them this step. */
   capo?: { probe: boolean; hasPartitions: boolean } | null;
+  /** The optimizer step (1-based) for the learning-rate schedule. */
+  step?: number;
 }
 
 /**
@@ -109,7 +112,9 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
   }
   // The sketch must see the accumulated gradient, so it is taken before the optimizer step clears it.
   const sketch = options.sketch && stats.tokenMeanAbsAdvantage > 0 ? (await trainer.gradSketch(options.sketch)).sketch : undefined;
-  const opt = await trainer.optimStep({ lr: alg.lr, weightDecay: alg.weight_decay, maxGradNorm: alg.max_grad_norm, ...(capo ? { capo: true } : {}) });
+  const lr = lrAt(alg.lr, alg.lr_schedule, options.step ?? 1, config.budget.steps);
+  metrics.lr = lr;
+  const opt = await trainer.optimStep({ lr, weightDecay: alg.weight_decay, maxGradNorm: alg.max_grad_norm, ...(capo ? { capo: true } : {}) });
   if (capoCos.length) metrics["capo/grad_cosine"] = mean(capoCos);
   if (ppo) {
     await trainer.criticOptimStep({ lr: alg.critic_lr, maxGradNorm: alg.max_grad_norm });

@@ -1,11 +1,13 @@
 import { defaultCodec } from "../chat/codec.js";
 import { Progress } from "../core/progress.js";
+import { mulberry32 } from "../core/random.js";
 import { RolloutStack } from "../rollout/stack.js";
 import { runRollouts } from "../rollout/runner.js";
 import { loadSuite } from "../tasks/registry.js";
 import type { Trainer } from "../trainer/types.js";
 import { batchForRollouts } from "./batches.js";
 import type { RunConfig } from "./config.js";
+import { lrAt } from "./lr-schedule.js";
 import { microBatches, setTokenMeanWeights } from "./micro-batches.js";
 import type { RunDir } from "./run-dir.js";
 import { rolloutSettings } from "./settings.js";
@@ -50,21 +52,31 @@ export async function warmStart(config: RunConfig, run: RunDir, trainer: Trainer
     await stack.close().catch(() => undefined);
   }
   const rows = built.batch.rows;
+  // Optimizer steps per epoch are fixed by the rows, so the schedule can span all epochs up front.
+  const perEpoch = microBatches({ ...built.batch, rows }, ws.batch_tokens).length;
+  const total = perEpoch * ws.epochs;
+  const deadline = ws.max_seconds === undefined ? Infinity : Date.now() + ws.max_seconds * 1000;
+  const random = mulberry32(config.seed ^ 0x5f7);
   let steps = 0;
   let nll = Number.NaN;
-  const progress = new Progress("sft", ws.epochs);
-  for (let epoch = 0; epoch < ws.epochs; epoch++) {
-    // A fixed rotation per epoch instead of a shuffle keeps runs reproducible without extra state.
-    const order = rows.map((_, i) => (i + epoch * 7) % rows.length);
+  const progress = new Progress("sft", total);
+  for (let epoch = 0; epoch < ws.epochs && Date.now() < deadline; epoch++) {
+    // A seeded shuffle per epoch: rows of different demonstrations meet in different optimizer steps.
+    const order = rows.map((_, i) => i);
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [order[i], order[j]] = [order[j] as number, order[i] as number];
+    }
     const shuffled = { ...built.batch, rows: order.map((i) => rows[i]!) };
     for (const mb of microBatches(shuffled, ws.batch_tokens)) {
+      if (Date.now() >= deadline) break;
       setTokenMeanWeights(mb);
       const fb = await trainer.forwardBackward(mb, { objective: "sft" });
-      await trainer.optimStep({ lr: ws.lr, maxGradNorm: 1 });
-      nll = fb.nllMean;
       steps++;
+      await trainer.optimStep({ lr: lrAt(ws.lr, ws.lr_schedule, steps, total), maxGradNorm: 1 });
+      nll = fb.nllMean;
+      progress.update(steps, `epoch ${epoch + 1}/${ws.epochs} nll ${nll.toFixed(3)}`);
     }
-    progress.update(epoch + 1, `nll ${nll.toFixed(3)}`);
   }
   return { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, steps, finalNll: nll, wallMs: Date.now() - started };
 }

@@ -7,7 +7,7 @@ softmax in float32, cos/sin computed in float32 and cast to the activation dtype
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, Optional, Union
 
 import torch
 import torch.nn.functional as F
@@ -15,9 +15,13 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from .config import ModelConfig
+from .segments import SegmentPlan, segment_attention
 
+AttentionMask = Union[torch.Tensor, SegmentPlan]
 HAS_SDPA: bool = hasattr(F, "scaled_dot_product_attention")
 EAGER_QUERY_BLOCK = 1024
+# "auto": segment attention over packed trees (segments.py) in the worker's batched paths, SDPA/eager where a dense
+# mask is given. "eager"/"sdpa" force the dense-mask path everywhere (kept for parity tests and accelerators).
 ATTENTION_IMPLS = ("auto", "eager", "sdpa")
 
 
@@ -75,8 +79,9 @@ class Attention(nn.Module):
         self.q_norm: Optional[RMSNorm] = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
         self.k_norm: Optional[RMSNorm] = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor, use_sdpa: bool) -> torch.Tensor:
-        """`mask` is [B, 1, N, N]: boolean (True = attend) for SDPA, an additive bias (0 / dtype min) for eager."""
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: AttentionMask, use_sdpa: bool) -> torch.Tensor:
+        """`mask` is [B, 1, N, N]: boolean (True = attend) for SDPA, an additive bias (0 / dtype min) for eager; or a
+        SegmentPlan over B = 1 concatenated rows (segments.py)."""
         b, n, _ = x.shape
         q = self.q_proj(x).view(b, n, self.num_heads, self.head_dim)
         k = self.k_proj(x).view(b, n, self.num_kv_heads, self.head_dim)
@@ -92,7 +97,9 @@ class Attention(nn.Module):
             # Query head h reads key/value head h // rep (HF repeat_kv order).
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
-        if use_sdpa:
+        if isinstance(mask, SegmentPlan):
+            out = segment_attention(q[0], k[0], v[0], mask, self.head_dim ** -0.5)[None]
+        elif use_sdpa:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         else:
             # Query blocks bound the transient [B, heads, block, N] score tensors on long rows; results are identical.
@@ -125,7 +132,7 @@ class DecoderLayer(nn.Module):
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor, use_sdpa: bool) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: AttentionMask, use_sdpa: bool) -> torch.Tensor:
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, use_sdpa)
         return x + self.mlp(self.post_attention_layernorm(x))
 
@@ -180,6 +187,18 @@ class CausalLM(nn.Module):
             else:
                 x = layer(x, cos, sin, attn_mask, sdpa)
         return self.model.norm(x)
+
+    def hidden_states_planned(self, input_ids: torch.Tensor, positions: torch.Tensor, plan: SegmentPlan) -> torch.Tensor:
+        """Final-norm hidden states [T, H] for rows concatenated into token ids [T] and positions [T], attention
+        restricted to each token's tree path by `plan` (segments.py) instead of a dense mask."""
+        x = self.model.embed_tokens(input_ids[None])
+        cos, sin = self.model.rotary_emb(positions[None], x.dtype)
+        for layer in self.model.layers:
+            if self.gradient_checkpointing and torch.is_grad_enabled():
+                x = checkpoint(layer, x, cos, sin, plan, False, use_reentrant=False)
+            else:
+                x = layer(x, cos, sin, plan, False)
+        return self.model.norm(x)[0]
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return F.linear(hidden, self.output_weight())

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 
 from .errors import bad_request
 from .model import CausalLM
+from .segments import plan_segments
 
 
 @dataclass
@@ -161,15 +162,46 @@ def score_tokens(
     return logprobs, entropy
 
 
-def forward_micro_batches(model: CausalLM, rows: Sequence[PackedRow], token_budget: int) -> Iterator[Tuple[List[int], torch.Tensor]]:
-    """Runs the model over rows in padded micro-batches; yields (row indices, hidden states [B, N, H]).
+def packed_micro_batches(lengths: Sequence[int], token_budget: int) -> List[List[int]]:
+    """Groups row indices in order so that the rows' total tokens stay within the budget (one row always fits)."""
+    groups: List[List[int]] = []
+    current: List[int] = []
+    used = 0
+    for i, n in enumerate(lengths):
+        if current and used + n > token_budget:
+            groups.append(current)
+            current, used = [], 0
+        current.append(i)
+        used += n
+    if current:
+        groups.append(current)
+    return groups
 
-    Training ops backpropagate each micro-batch before the next is computed, so memory stays bounded by the budget.
+
+def forward_micro_batches(model: CausalLM, rows: Sequence[PackedRow], token_budget: int) -> Iterator[Tuple[List[int], List[torch.Tensor]]]:
+    """Runs the model over rows in micro-batches; yields (row indices, hidden states [N_i, H] per row).
+
+    With `attention="auto"` rows are concatenated without padding and attention follows each token's tree path
+    (segments.py); "eager"/"sdpa" pad rows and use a dense [B, N, N] ancestor mask. Training ops backpropagate each
+    micro-batch before the next is computed, so memory stays bounded by the budget.
     """
     device = next(model.parameters()).device
+    if model.attention == "auto":
+        for group in packed_micro_batches([r.length for r in rows], token_budget):
+            chosen = [rows[i] for i in group]
+            plan = plan_segments([r.parent for r in chosen])
+            if plan.total == 0:
+                yield group, [torch.zeros(0, model.config.hidden_size, device=device) for _ in chosen]
+                continue
+            ids = torch.cat([r.tokens for r in chosen]).long().to(device)
+            pos = torch.cat([r.positions for r in chosen]).long().to(device)
+            hidden = model.hidden_states_planned(ids, pos, plan)
+            yield group, list(torch.split(hidden, [r.length for r in chosen]))
+        return
     for group in micro_batches([r.length for r in rows], token_budget):
         ids, pos, mask = pad_batch([rows[i] for i in group], device)
-        yield group, model.hidden_states(ids, pos, mask)
+        hidden = model.hidden_states(ids, pos, mask)
+        yield group, [hidden[b, : rows[i].length] for b, i in enumerate(group)]
 
 
 def packed_scores(
@@ -186,6 +218,6 @@ def packed_scores(
     out_ent: List[Optional[torch.Tensor]] = [None] * len(rows)
     for group, hidden in forward_micro_batches(model, rows, token_budget):
         for b, i in enumerate(group):
-            lp, ent = score_tokens(model, hidden[b, : rows[i].length], rows[i], temperature, with_entropy=with_entropy)
+            lp, ent = score_tokens(model, hidden[b], rows[i], temperature, with_entropy=with_entropy)
             out_lp[i], out_ent[i] = lp, ent
     return TokenScores([t for t in out_lp if t is not None], [t for t in out_ent if t is not None])

@@ -63,7 +63,7 @@ def critic_values(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor
     with torch.no_grad():
         for group, hidden in forward_micro_batches(cs.critic.trunk, rows, state.settings.token_budget):
             for b, i in enumerate(group):
-                out[i] = cs.critic.values(hidden[b, : rows[i].length], rows[i]).float().cpu()
+                out[i] = cs.critic.values(hidden[b], rows[i]).float().cpu()
     values = torch.cat([t for t in out if t is not None]) if rows else torch.zeros(0)
     return Reply({"rows": len(rows)}, {"values": values})
 
@@ -95,7 +95,7 @@ def critic_forward_backward(state: WorkerState, args: Args, frames: Dict[str, to
         losses = []
         for b, i in enumerate(group):
             sl = slice(starts[i], starts[i] + rows[i].length)
-            v = cs.critic.values(hidden[b, : rows[i].length], rows[i])
+            v = cs.critic.values(hidden[b], rows[i])
             values_out[sl] = v.detach().float().cpu()
             mask = trainable[sl].to(device).to(torch.bool)
             target = returns[sl].to(device)

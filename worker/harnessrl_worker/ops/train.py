@@ -92,7 +92,9 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
         capo = CapoAccumulator.start(state, model, frame(frames, "action_mask", torch.uint8), frame(frames, "args_mask", torch.uint8), total)
     model.train()
     threshold = state.settings.grad_checkpoint_tokens
-    model.gradient_checkpointing = threshold > 0 and any(rows[i].length >= threshold for i in active)
+    # Attention memory grows with the row (dense mask) or with the longest path (segment attention).
+    extent = (lambda r: int(r.positions.max()) + 1 if r.length else 0) if model.attention == "auto" else (lambda r: r.length)
+    model.gradient_checkpointing = threshold > 0 and any(extent(rows[i]) >= threshold for i in active)
     try:
         for group, hidden in forward_micro_batches(model, [rows[i] for i in active], state.settings.token_budget):
             losses: List[torch.Tensor] = []
@@ -100,7 +102,7 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
             for b, k in enumerate(group):
                 i = active[k]
                 sl = slice(starts[i], starts[i] + rows[i].length)
-                lp, ent = score_tokens(model, hidden[b, : rows[i].length], rows[i], temperature, with_entropy=True)
+                lp, ent = score_tokens(model, hidden[b], rows[i], temperature, with_entropy=True)
                 logprobs_out[sl] = lp.detach().float().cpu()
                 weights, train = per_token["loss_weights"][sl].to(device), per_token["trainable"][sl].to(device)
                 tl: TokenLoss

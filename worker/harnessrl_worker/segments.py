@@ -1,0 +1,104 @@
+"""Segment attention: exact attention over packed prefix trees without an [N, N] mask.
+
+A packed row (packed.py) is cut into segments: maximal runs of consecutive tokens where each token's parent is the
+token just before it. Every token of a segment sees the same ancestors (the path to the segment's first parent) plus
+the segment's own earlier tokens, so one segment is one dense attention block: queries = the segment, keys = its
+ancestor path followed by itself, causal only on the second part.
+
+Cost is Σ |segment| × (|ancestors| + |segment|) instead of N² per row, and no padding: a shared system prompt in a
+row of many rollouts is computed once and only read as keys by every continuation. This is what makes large
+tree-packed rows cheaper than flat rows on CPU, where the masked dense [N, N] path spends most of its time on
+masked-out scores.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Sequence, Tuple
+
+import torch
+
+
+@dataclass
+class Segment:
+    start: int  # first token, index into the concatenated micro-batch
+    end: int  # one past the last token
+    keys: torch.Tensor  # int64 [ancestors + own]: indices into the concatenated micro-batch
+    ancestors: int  # number of leading keys that are ancestors (visible to every query)
+
+
+@dataclass
+class SegmentPlan:
+    total: int
+    segments: List[Segment]
+    # Additive causal biases keyed by (ancestors, length), shared between segments and layers.
+    biases: Dict[Tuple[int, int], torch.Tensor]
+
+    def bias(self, seg: Segment, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        length = seg.end - seg.start
+        key = (seg.ancestors, length)
+        b = self.biases.get(key)
+        if b is None or b.dtype != dtype or b.device != device:
+            causal = torch.ones(length, length, dtype=torch.bool, device=device).triu_(1)
+            b = torch.zeros(length, seg.ancestors + length, dtype=dtype, device=device)
+            b[:, seg.ancestors :].masked_fill_(causal, torch.finfo(dtype).min)
+            self.biases[key] = b
+        return b
+
+
+def plan_segments(parents: Sequence[torch.Tensor]) -> SegmentPlan:
+    """Plans the rows (parent pointers per row, parent[i] < i or -1) as they lie concatenated in one micro-batch."""
+    segments: List[Segment] = []
+    offset = 0
+    for parent in parents:
+        n = int(parent.shape[0])
+        if n == 0:
+            continue
+        p = parent.tolist()
+        starts = [i for i in range(n) if i == 0 or p[i] != i - 1]
+        ends = starts[1:] + [n]
+        # seg_of[i]: which segment (local index) token i belongs to; ranges[s]: the key ranges of segment s's path.
+        seg_of = [0] * n
+        paths: List[List[Tuple[int, int]]] = []
+        for s, (a, b) in enumerate(zip(starts, ends)):
+            for i in range(a, b):
+                seg_of[i] = s
+            parent_token = p[a]
+            if parent_token < 0:
+                path: List[Tuple[int, int]] = []
+            else:
+                ps = seg_of[parent_token]
+                # The parent's own path, then its segment up to and including the parent token.
+                path = paths[ps] + [(starts[ps], parent_token + 1)]
+            paths.append(path)
+            ancestors = sum(hi - lo for lo, hi in path)
+            ranges = path + [(a, b)]
+            keys = torch.cat([torch.arange(lo + offset, hi + offset) for lo, hi in ranges])
+            segments.append(Segment(a + offset, b + offset, keys, ancestors))
+        offset += n
+    return SegmentPlan(offset, segments, {})
+
+
+# Long segments are computed in query blocks: each block reads keys only up to its own last token, which skips the
+# scores above the causal diagonal and bounds the transient [heads, block, keys] tensors.
+QUERY_BLOCK = 512
+
+
+def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: SegmentPlan, scale: float) -> torch.Tensor:
+    """q [heads, T, d], k/v [heads, T, d] (key/value heads already repeated) → [heads, T, d]; exact per segment."""
+    outs: List[torch.Tensor] = []
+    softmax_dtype = torch.promote_types(q.dtype, torch.float32)
+    for seg in plan.segments:
+        if seg.ancestors == 0:
+            ks, vs = k[:, seg.start : seg.end], v[:, seg.start : seg.end]
+        else:
+            idx = seg.keys.to(q.device)
+            ks, vs = k.index_select(1, idx), v.index_select(1, idx)
+        bias = plan.bias(seg, q.dtype, q.device)
+        length = seg.end - seg.start
+        for s in range(0, length, QUERY_BLOCK):
+            e = min(s + QUERY_BLOCK, length)
+            width = seg.ancestors + e
+            scores = torch.matmul(q[:, seg.start + s : seg.start + e], ks[:, :width].transpose(-1, -2)) * scale + bias[s:e, :width]
+            probs = torch.softmax(scores, dim=-1, dtype=softmax_dtype).to(q.dtype)
+            outs.append(torch.matmul(probs, vs[:, :width]))
+    return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
