@@ -7,6 +7,7 @@ import { batchForRollouts } from "./batches.js";
 import type { RunConfig } from "./config.js";
 import { lrAt } from "./lr-schedule.js";
 import { microBatches } from "./micro-batches.js";
+import { untrainedRoleFilter } from "./train-roles.js";
 
 export type TrainStepMetrics = Record<string, number>;
 
@@ -69,10 +70,7 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
   for (const call of built.index.calls) if (call.policyVersion !== null) maxLag = Math.max(maxLag, currentVersion - call.policyVersion);
   const ppo = advConfig.estimator === "ppo";
   // Calls made by roles that are not trained (e.g. sub-agents in central-only training) leave the loss entirely.
-  const trainRoles = config.train_roles ? new Set(config.train_roles) : null;
-  const roleOf = new Map<string, string | null>();
-  if (trainRoles) for (const r of valid) for (const c of store.listCalls({ rolloutId: r.rolloutId })) roleOf.set(c.callId, c.agentRole);
-  const untrainedRole = (callId: string): boolean => trainRoles !== null && !trainRoles.has(roleOf.get(callId) ?? "main");
+  const untrainedRole = untrainedRoleFilter(store, valid.map((r) => r.rolloutId), config.train_roles);
   const values = ppo ? await trainer.criticValues(built.batch) : undefined;
   const { stats } = applyAdvantages({
     built,
@@ -80,7 +78,7 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     config: advConfig,
     tokenizer,
     ...(values ? { values } : {}),
-    excludeCall: (call) => untrainedRole(call.callId) || (call.policyVersion !== null && currentVersion - call.policyVersion > config.max_staleness),
+    excludeCall: (call) => untrainedRole?.(call) === true || (call.policyVersion !== null && currentVersion - call.policyVersion > config.max_staleness),
   });
   const metrics: TrainStepMetrics = { ...advantageMetrics(stats), "staleness/max": maxLag };
   let capo = false;
