@@ -74,8 +74,10 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
   const trainer = await createTrainer(config.trainer, { threads: 2 });
   let stack: RolloutStack | null = null;
   try {
+    // CAPO partitions travel in the checkpoint: a resumed run keeps the re-probe schedule of an uninterrupted one.
+    let capoRestored = false;
     // Model: a checkpoint when resuming, else the latest policy, else a fresh preset.
-    if (state.checkpoint) await trainer.loadCheckpoint(state.checkpoint);
+    if (state.checkpoint) capoRestored = (await trainer.loadCheckpoint(state.checkpoint)).hasCapoMasks;
     else if (existsSync(run.policyDir(state.policyVersion))) await trainer.load(run.policyDir(state.policyVersion));
     else if ("preset" in config.model) await trainer.init({ preset: config.model.preset, seed: config.model.seed, out: run.policyDir(0), ...(config.model.model_type ? { modelType: config.model.model_type } : {}) });
     else {
@@ -136,7 +138,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
       };
     };
 
-    let capoReady = false;
+    let capoReady = capoRestored;
     let pending = state.step < budget.steps && !outOfTime() ? launch(state.step + 1, state.taskCursor) : null;
     while (pending && state.step < budget.steps) {
       const step = state.step + 1;
@@ -147,7 +149,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
       // Async: the next step's rollouts run (on the current policy) while this step trains.
       pending = config.mode === "async" && step < budget.steps && !outOfTime() ? launch(step + 1, cursor) : null;
       const t0 = Date.now();
-      // CAPO partitions live in the worker; a resumed run re-probes on its first step (they are not checkpointed).
+      // CAPO partitions live in the worker (and in its checkpoints); probe when there are none or on schedule.
       const capoOptions = config.capo?.enabled ? { probe: !capoReady || (step - 1) % config.capo.reprobe_every === 0, hasPartitions: capoReady } : null;
       const trained = await trainOnRollouts(stack.store, results, tokenizer, trainer, config, state.policyVersion, { sketch: scheduler?.sketchOptions ?? null, capo: capoOptions, step });
       if (trained.metrics["capo/probed"] === 1) capoReady = true;

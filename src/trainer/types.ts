@@ -189,6 +189,8 @@ export interface CheckpointInfo {
   optimizerSteps: number;
   /** Whether the checkpoint holds a PPO critic (weights and optimizer), restored with it. */
   hasCritic: boolean;
+  /** Whether the checkpoint holds CAPO partitions (restored with it, so a resumed run need not re-probe). */
+  hasCapoMasks: boolean;
   /** The caller's JSON stored with the checkpoint (schedule position, data cursor, …). */
   extra: unknown;
 }

@@ -14,7 +14,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import torch
 
-from .errors import bad_request
+from .errors import bad_request, invalid_model
 from .model import CausalLM
 from .packed import PackedRow, micro_batches, pad_batch
 
@@ -26,6 +26,31 @@ class CapoMasks:
     action_units: List[torch.Tensor]
     args_units: List[torch.Tensor]
     top_fraction: float
+
+    def to_tensors(self, prefix: str) -> Dict[str, torch.Tensor]:
+        """The unit masks as uint8 tensors `<prefix>action.<layer>` / `<prefix>args.<layer>` (for checkpoints)."""
+        out: Dict[str, torch.Tensor] = {}
+        for i, (a, g) in enumerate(zip(self.action_units, self.args_units)):
+            out[f"{prefix}action.{i}"] = a.detach().cpu().to(torch.uint8)
+            out[f"{prefix}args.{i}"] = g.detach().cpu().to(torch.uint8)
+        return out
+
+    @staticmethod
+    def from_tensors(tensors: Dict[str, torch.Tensor], prefix: str, top_fraction: float, model: CausalLM) -> "CapoMasks":
+        """Rebuilds masks saved by to_tensors; they must fit the model (one mask per layer, one entry per MLP unit)."""
+        layers = list(model.model.layers)
+        action: List[torch.Tensor] = []
+        args: List[torch.Tensor] = []
+        for i, layer in enumerate(layers):
+            units = layer.mlp.up_proj.out_features
+            for key, out in (("action", action), ("args", args)):
+                t = tensors.get(f"{prefix}{key}.{i}")
+                if t is None or tuple(t.shape) != (units,):
+                    raise invalid_model(f"CAPO {key} mask of layer {i} is missing or does not have {units} units")
+                out.append(t.to(torch.bool).clone())
+        if sum(1 for k in tensors if k.startswith(prefix)) != 2 * len(layers):
+            raise invalid_model(f"CAPO masks do not match the model's {len(layers)} layers")
+        return CapoMasks(action, args, top_fraction)
 
     def param_masks(self, model: CausalLM, which: str) -> Dict[str, torch.Tensor]:
         """Elementwise masks for the MLP weights of one partition ("action", "args" or "union"), keyed by HF name."""

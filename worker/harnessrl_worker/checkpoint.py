@@ -4,11 +4,14 @@ Layout (all inside the checkpoint directory):
   config.json, model.safetensors, tokenizer files  — an ordinary model directory (engines can serve it)
   optimizer.safetensors  — per parameter `<hf name>.<state key>` (AdamW: step, exp_avg, exp_avg_sq), plus `rng.cpu`
                            and `rng.cuda.<i>` generator states
-  trainer_state.json     — {"format": 1, "optimizer_steps", "param_groups": [...], "critic": {...} | null,
-                           "extra": <caller's JSON>}
+                           and, when CAPO partitions exist, `capo.action.<layer>` / `capo.args.<layer>` unit masks
+                           (uint8 [intermediate_size]): a CAPO step is only reproducible with the same partitions
+  trainer_state.json     — {"format": 2, "optimizer_steps", "param_groups": [...], "critic": {...} | null,
+                           "capo": {"top_fraction"} | null, "extra": <caller's JSON>}
   critic/                — the PPO critic's weights when one exists (its AdamW state is in optimizer.safetensors
                            under `critic.<name>.<key>`)
 The caller's `extra` carries what only it knows (LR schedule position, data cursor, run step).
+Format 1 (before CAPO masks were saved) still loads, as a checkpoint without partitions.
 """
 from __future__ import annotations
 
@@ -21,15 +24,18 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from . import safetensors as st
+from .capo import CapoMasks
 from .errors import invalid_model, not_found
 from .critic import Critic, load_critic, save_critic
 from .modeldir import LoadedModel, load_model_dir, save_model_dir
 
-FORMAT = 1
+FORMAT = 2
+READABLE_FORMATS = (1, 2)
 STATE_FILE = "trainer_state.json"
 OPTIM_FILE = "optimizer.safetensors"
 CRITIC_DIR = "critic"
 CRITIC_PREFIX = "critic."
+CAPO_PREFIX = "capo."
 
 
 @dataclass
@@ -57,7 +63,7 @@ def export_optimizer(module: torch.nn.Module, optimizer: Optional[torch.optim.Op
     return tensors, groups
 
 
-def save_checkpoint(loaded: LoadedModel, policy_opt: OptimizerSnapshot, out: Path, extra: Any, critic: Optional[Tuple[Critic, OptimizerSnapshot]] = None) -> None:
+def save_checkpoint(loaded: LoadedModel, policy_opt: OptimizerSnapshot, out: Path, extra: Any, critic: Optional[Tuple[Critic, OptimizerSnapshot]] = None, capo: Optional[CapoMasks] = None) -> None:
     save_model_dir(loaded, out)
     tensors: Dict[str, torch.Tensor] = {"rng.cpu": torch.get_rng_state()}
     if torch.cuda.is_available():
@@ -72,8 +78,12 @@ def save_checkpoint(loaded: LoadedModel, policy_opt: OptimizerSnapshot, out: Pat
         critic_tensors, critic_groups = export_optimizer(module, snap.optimizer, CRITIC_PREFIX)
         tensors.update(critic_tensors)
         critic_state = {"optimizer_steps": snap.steps, "param_groups": critic_groups}
+    capo_state: Optional[Dict[str, Any]] = None
+    if capo is not None:
+        tensors.update(capo.to_tensors(CAPO_PREFIX))
+        capo_state = {"top_fraction": capo.top_fraction}
     st.save_file(tensors, out / OPTIM_FILE)
-    state = {"format": FORMAT, "optimizer_steps": policy_opt.steps, "param_groups": groups, "critic": critic_state, "extra": extra}
+    state = {"format": FORMAT, "optimizer_steps": policy_opt.steps, "param_groups": groups, "critic": critic_state, "capo": capo_state, "extra": extra}
     tmp = out / f"{STATE_FILE}.tmp{os.getpid()}"
     tmp.write_text(json.dumps(state, indent=2) + "\n", "utf-8")
     os.replace(tmp, out / STATE_FILE)
@@ -84,7 +94,7 @@ def read_state(directory: Path) -> Dict[str, Any]:
     if not path.exists():
         raise not_found(f"{directory}: no {STATE_FILE} (not a training checkpoint)")
     state = json.loads(path.read_text("utf-8"))
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
+    if not isinstance(state, dict) or state.get("format") not in READABLE_FORMATS:
         raise invalid_model(f"{path}: unsupported checkpoint format")
     return state
 
@@ -115,6 +125,7 @@ class Restored:
     policy_opt: OptimizerSnapshot
     critic: Optional[Tuple[Critic, OptimizerSnapshot]]
     extra: Any
+    capo: Optional[CapoMasks] = None
 
 
 def load_checkpoint(directory: Path, device: torch.device, dtype_name: str = "float32") -> Restored:
@@ -128,10 +139,14 @@ def load_checkpoint(directory: Path, device: torch.device, dtype_name: str = "fl
         module = load_critic(directory / CRITIC_DIR, device)
         opt = restore_optimizer(module, critic_state.get("param_groups") or [], tensors, CRITIC_PREFIX)
         critic = (module, OptimizerSnapshot(opt, int(critic_state.get("optimizer_steps", 0))))
+    capo: Optional[CapoMasks] = None
+    capo_state = state.get("capo")
+    if isinstance(capo_state, dict):
+        capo = CapoMasks.from_tensors({k: v for k, v in tensors.items() if k.startswith(CAPO_PREFIX)}, CAPO_PREFIX, float(capo_state.get("top_fraction", 0.25)), loaded.model)
     if "rng.cpu" in tensors:
         torch.set_rng_state(tensors["rng.cpu"])
     if torch.cuda.is_available():
         cuda_states = [tensors[k] for k in sorted(k for k in tensors if k.startswith("rng.cuda."))]
         if cuda_states and len(cuda_states) == torch.cuda.device_count():
             torch.cuda.set_rng_state_all(cuda_states)
-    return Restored(loaded, policy_opt, critic, state.get("extra"))
+    return Restored(loaded, policy_opt, critic, state.get("extra"), capo)

@@ -1,6 +1,7 @@
 """Checkpoints: saving mid-training and resuming in a fresh worker state reproduces the next step bit for bit."""
 from __future__ import annotations
 
+import json
 import tempfile
 import unittest
 from pathlib import Path
@@ -8,6 +9,7 @@ from typing import Dict
 
 import torch
 
+from harnessrl_worker import safetensors as st
 from harnessrl_worker.model import CausalLM, init_weights
 from harnessrl_worker.modeldir import load_model_dir
 from harnessrl_worker.server import handle
@@ -30,6 +32,23 @@ def step(state: WorkerState, seed: int) -> None:
     lengths, frames = training_frames(seed)
     call(state, "forward_backward", {"row_lengths": lengths, "loss": {"tis_cap": 1.5}}, frames)
     call(state, "optim_step", {"lr": 0.003, "weight_decay": 0.01, "max_grad_norm": 0.5})
+
+
+def capo_frames() -> tuple[list[int], Dict[str, torch.Tensor]]:
+    """Two rows whose tokens 4-6 are an action (tool name) and 7-12 its arguments."""
+    gen = torch.Generator().manual_seed(9)
+    rows = [flat_row(torch.randint(0, 61, (14,), generator=gen).tolist()) for _ in range(2)]
+    n = 28
+    frames = batch_frames(rows, {"old_logprobs": [-2.0] * n, "advantages": torch.linspace(-1, 1, n).tolist(), "loss_weights": [1.0 / n] * n}, ([0] * 4 + [1] * 9 + [0]) * 2)
+    frames["action_mask"] = torch.tensor(([0] * 4 + [1] * 3 + [0] * 7) * 2, dtype=torch.uint8)
+    frames["args_mask"] = torch.tensor(([0] * 7 + [1] * 6 + [0]) * 2, dtype=torch.uint8)
+    return [14, 14], frames
+
+
+def capo_step(state: WorkerState) -> None:
+    lengths, frames = capo_frames()
+    call(state, "forward_backward", {"row_lengths": lengths, "capo": True}, frames)
+    call(state, "optim_step", {"lr": 0.01, "weight_decay": 0.1, "capo": True})
 
 
 class CheckpointTest(unittest.TestCase):
@@ -89,6 +108,77 @@ class CheckpointTest(unittest.TestCase):
             got = fresh.extensions["critic"].critic.state_dict()
             for k, v in expected.items():
                 self.assertTrue(torch.equal(got[k], v), k)
+
+    def test_resume_keeps_the_capo_partitions_and_the_masked_step_exactly(self) -> None:
+        model = CausalLM(small_config("qwen3"))
+        init_weights(model, 3, std=0.3)
+        state = make_state(model)
+        lengths, frames = capo_frames()
+        call(state, "capo_probe", {"row_lengths": lengths, "top_fraction": 0.25}, frames)
+        capo_step(state)
+        with tempfile.TemporaryDirectory() as tmp:
+            saved, _ = call(state, "checkpoint_save", {"dir": tmp})
+            self.assertTrue(saved["capo"])
+            capo_step(state)
+            expected = {k: v.clone() for k, v in state.require_model().model.state_dict().items()}
+            masks = state.extensions["capo"]
+            fresh = WorkerState(WorkerSettings(device=torch.device("cpu"), threads=1))
+            resumed, _ = call(fresh, "checkpoint_load", {"dir": tmp})
+            self.assertTrue(resumed["capo"])
+            got_masks = fresh.extensions["capo"]
+            self.assertEqual(got_masks.top_fraction, 0.25)
+            for a, b in zip(masks.action_units + masks.args_units, got_masks.action_units + got_masks.args_units):
+                self.assertTrue(torch.equal(a, b))
+            capo_step(fresh)  # no re-probe: the restored partitions drive the masked step
+            got = fresh.require_model().model.state_dict()
+            for k, v in expected.items():
+                self.assertTrue(torch.equal(got[k], v), k)
+            # Other partitions (a re-probe with another fraction) give other weights: the comparison can fail.
+            other = WorkerState(WorkerSettings(device=torch.device("cpu"), threads=1))
+            call(other, "checkpoint_load", {"dir": tmp})
+            call(other, "capo_probe", {"row_lengths": lengths, "top_fraction": 0.5}, frames)
+            capo_step(other)
+            self.assertFalse(all(torch.equal(other.require_model().model.state_dict()[k], v) for k, v in expected.items()))
+
+    def test_a_checkpoint_without_partitions_leaves_none_behind(self) -> None:
+        model = CausalLM(small_config("qwen3"))
+        init_weights(model, 3, std=0.3)
+        state = make_state(model)
+        with tempfile.TemporaryDirectory() as tmp:
+            plain = Path(tmp) / "plain"
+            saved, _ = call(state, "checkpoint_save", {"dir": str(plain)})
+            self.assertFalse(saved["capo"])
+            lengths, frames = capo_frames()
+            call(state, "capo_probe", {"row_lengths": lengths}, frames)
+            # Loading it replaces the partitions of the weights held before: a CAPO step now asks for a probe.
+            resumed, _ = call(state, "checkpoint_load", {"dir": str(plain)})
+            self.assertFalse(resumed["capo"])
+            body, _ = handle(state, {"id": 1, "op": "forward_backward", "args": {"row_lengths": lengths, "capo": True}}, frames)
+            self.assertEqual(body["error"]["code"], "no_capo_masks")
+            # A format-1 checkpoint (written before partitions were saved) still loads, without partitions.
+            meta = plain / "trainer_state.json"
+            old = json.loads(meta.read_text("utf-8"))
+            old["format"] = 1
+            del old["capo"]
+            meta.write_text(json.dumps(old), "utf-8")
+            resumed, _ = call(WorkerState(WorkerSettings(device=torch.device("cpu"), threads=1)), "checkpoint_load", {"dir": str(plain)})
+            self.assertFalse(resumed["capo"])
+
+    def test_partitions_that_do_not_fit_the_model_are_a_clear_error(self) -> None:
+        model = CausalLM(small_config("qwen3"))
+        init_weights(model, 3, std=0.3)
+        state = make_state(model)
+        lengths, frames = capo_frames()
+        call(state, "capo_probe", {"row_lengths": lengths}, frames)
+        with tempfile.TemporaryDirectory() as tmp:
+            call(state, "checkpoint_save", {"dir": tmp})
+            optim = Path(tmp) / "optimizer.safetensors"
+            tensors = st.load_file(optim)
+            tensors["capo.args.1"] = tensors["capo.args.1"][:-1]
+            st.save_file(tensors, optim)
+            body, _ = handle(WorkerState(WorkerSettings(device=torch.device("cpu"), threads=1)), {"id": 1, "op": "checkpoint_load", "args": {"dir": tmp}}, {})
+            self.assertEqual(body["error"]["code"], "invalid_model")
+            self.assertIn("layer 1", body["error"]["message"])
 
     def test_rng_state_is_restored(self) -> None:
         state = make_state(CausalLM(small_config()))

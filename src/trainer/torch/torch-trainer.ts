@@ -84,8 +84,9 @@ function modelInfo(reply: WorkerReply, op: string): LoadedModelInfo {
 }
 
 function checkpointInfo(reply: WorkerReply, op: string): CheckpointInfo {
-  const r = parseReply(z.object({ optimizer_steps: z.number().int(), critic: z.boolean(), extra: z.unknown().optional() }).loose(), reply, op);
-  return { model: modelInfo(reply, op), optimizerSteps: r.optimizer_steps, hasCritic: r.critic, extra: r.extra ?? null };
+  // `capo` is absent from workers that predate CAPO checkpoints: no partitions then.
+  const r = parseReply(z.object({ optimizer_steps: z.number().int(), critic: z.boolean(), capo: z.boolean().optional(), extra: z.unknown().optional() }).loose(), reply, op);
+  return { model: modelInfo(reply, op), optimizerSteps: r.optimizer_steps, hasCritic: r.critic, hasCapoMasks: r.capo ?? false, extra: r.extra ?? null };
 }
 
 /** The "torch" trainer: a local `python3 -m harnessrl_worker` process driven over the stdio protocol. */
