@@ -31,6 +31,7 @@ def init(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) -> Rep
     loaded = init_model_dir(args.req_str("preset"), args.req_int("seed"), out, args.opt_str("model_type"), args.opt_str("chat_template"))
     loaded.model.to(state.settings.device).eval()
     state.loaded = loaded
+    forget_policy_state(state)
     return Reply(describe(loaded))
 
 
@@ -39,7 +40,14 @@ def load(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) -> Rep
     """Loads `dir` (tiny or real HF Qwen2/Qwen3). dtype: float32 (default) | bfloat16 | float16 | auto."""
     loaded = load_model_dir(Path(args.req_str("dir")), state.settings.device, args.opt_str("dtype", "float32") or "float32", args.opt_str("attention", "auto") or "auto")
     state.loaded = loaded
+    forget_policy_state(state)
     return Reply(describe(loaded))
+
+
+def forget_policy_state(state: WorkerState) -> None:
+    """CAPO partitions belong to the model they were probed on; a newly loaded policy must not inherit them (same
+    shapes would silently mask the wrong units). The optimizer already restarts per model (ops/train.py)."""
+    state.extensions.pop("capo", None)
 
 
 @op("save")
