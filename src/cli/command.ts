@@ -5,4 +5,6 @@ export interface Command {
   /** Usage text shown by `harnessrl <name> --help`. */
   usage: string;
   run(argv: string[]): Promise<number>;
+  /** The command installs its own SIGINT/SIGTERM handling (e.g. the proxy drains); otherwise main.ts exits on them. */
+  handlesSignals?: boolean;
 }

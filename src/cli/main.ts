@@ -23,7 +23,23 @@ async function main(argv: string[]): Promise<number> {
     console.log(command.usage);
     return 0;
   }
+  if (!command.handlesSignals) exitOnSignals(command.name);
   return command.run(rest);
+}
+
+/**
+ * Ctrl-C / SIGTERM stop a long command (train, quickstart, rollout) now. Libraries add signal listeners of their own
+ * (so Node's default "terminate" no longer applies); exiting runs the sandboxes' exit cleanups, and runs resume from
+ * their last completed step.
+ */
+function exitOnSignals(name: string): void {
+  const codes = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 } as const;
+  for (const sig of Object.keys(codes) as (keyof typeof codes)[]) {
+    process.once(sig, () => {
+      console.error(`harnessrl ${name}: ${sig}, stopping`);
+      process.exit(codes[sig]);
+    });
+  }
 }
 
 main(process.argv.slice(2)).then(

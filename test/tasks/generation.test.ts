@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { arithFamily } from "../../src/tasks/families/arith.js";
+import { calcfileFamily } from "../../src/tasks/families/calcfile.js";
 import { filesFamily } from "../../src/tasks/families/files.js";
 import { lookupFamily } from "../../src/tasks/families/lookup.js";
 import { builtinTaskById, loadSuite } from "../../src/tasks/registry.js";
@@ -91,5 +92,35 @@ describe("built-in task generation", () => {
     expect(mix.tasks.map((t) => t.family)).toEqual(["arith", "files", "lookup", "arith", "files", "lookup", "arith", "files", "lookup"]);
     expect(mix.tasks.every((t) => t.split === "train")).toBe(true);
     expect(mix.tasks[3]).toEqual(arithFamily.generate("train", 2, 1));
+  });
+});
+
+describe("calcfile: the first rung of tool arithmetic", () => {
+  it("test phrasings are whole sentences never used in train, built from parts that train also uses", async () => {
+    const family = calcfileFamily;
+    expect(family.templates.train.length).toBeGreaterThan(40);
+    expect(family.templates.test.length).toBeGreaterThan(10);
+    expect(family.templates.test.filter((t) => family.templates.train.includes(t))).toEqual([]);
+    const train = (await loadSuite("calcfile:train?n=400&seed=1")).tasks;
+    const test = (await loadSuite("calcfile:test?n=100&seed=1")).tasks;
+    const trainPrompts = new Set(train.map((t) => t.prompt.replace(/\b\w+\.txt\b/g, "F")));
+    for (const t of test) expect(trainPrompts.has(t.prompt.replace(/\b\w+\.txt\b/g, "F"))).toBe(false);
+    // Every opening, tool phrase and closing of a test sentence also occurs in some train sentence.
+    const parts = (id: string): string[] => /o(\d)t(\d)c(\d)/.exec(id)!.slice(1).map((d, i) => `${"otc"[i]}${d}`);
+    const trainParts = new Set(family.templates.train.flatMap(parts));
+    for (const id of family.templates.test) for (const p of parts(id)) expect(trainParts.has(p)).toBe(true);
+    const trainEntities = entitiesOf(train);
+    expect([...entitiesOf(test)].filter((e) => trainEntities.has(e))).toEqual([]);
+  });
+
+  it("the prompt names the input and output files; the input file holds the expression; the oracle is one command", async () => {
+    for (const t of (await loadSuite("calcfile:test?n=30&seed=5")).tasks) {
+      const [input, output] = [Object.keys(t.files).find((f) => f !== "calc")!, t.metadata.answerFile!];
+      expect(t.prompt).toContain(input);
+      expect(t.prompt).toContain(output);
+      expect(t.files[input]).toBe(`${t.metadata.expression}\n`);
+      expect(t.metadata.oracle?.steps).toEqual([{ kind: "run", command: `./calc "$(cat ${input})" > ${output}` }]);
+      expect(t.metadata.oracle?.answer).toBeUndefined();
+    }
   });
 });

@@ -116,6 +116,7 @@ async function run(argv: string[]): Promise<number> {
 
 export const proxyCommand: Command = {
   name: "proxy",
+  handlesSignals: true,
   summary: "serve the policy to harnesses (OpenAI + Anthropic APIs) and record every call token-exactly",
   usage,
   run,
