@@ -63,12 +63,18 @@ const algorithmSchema = z
     lr_schedule: lrScheduleSchema,
     weight_decay: z.number().min(0).default(0),
     max_grad_norm: z.number().min(0).default(1),
-    /** Tokens per forward/backward micro-batch (gradients accumulate to one optimizer step per training step). */
+    /**
+     * Optimizer steps per training step: the batch's rows are split into this many minibatches of about equal
+     * trainable tokens, each with its own AdamW step (PPO-style; the clip and importance weights keep later
+     * minibatches tied to the sampling policy). 1 = one step on the whole batch.
+     */
+    minibatches: z.number().int().positive().default(1),
+    /** Tokens per forward/backward micro-batch (gradients accumulate within a minibatch). */
     batch_tokens: z.number().int().positive().default(16_384),
     /** PPO only: the critic's learning rate. */
     critic_lr: z.number().positive().default(1e-3),
   })
-  .default({ name: "grpo", std_normalize: true, clip_low: 0.2, clip_high: 0.28, is_mode: "truncate", tis_cap: 2, entropy_coef: 0, kl_coef: 0, loss_agg: "token-mean", lr: 1e-3, lr_schedule: { warmup_steps: 0, decay: "constant", min_ratio: 0.1 }, weight_decay: 0, max_grad_norm: 1, batch_tokens: 16_384, critic_lr: 1e-3 });
+  .default({ name: "grpo", std_normalize: true, clip_low: 0.2, clip_high: 0.28, is_mode: "truncate", tis_cap: 2, entropy_coef: 0, kl_coef: 0, loss_agg: "token-mean", lr: 1e-3, lr_schedule: { warmup_steps: 0, decay: "constant", min_ratio: 0.1 }, weight_decay: 0, max_grad_norm: 1, minibatches: 1, batch_tokens: 16_384, critic_lr: 1e-3 });
 
 const budgetSchema = z
   .strictObject({

@@ -2,11 +2,11 @@ import { advantageMetrics, applyAdvantages, parseAdvantageConfig, type Advantage
 import type { RolloutResult } from "../rollout/types.js";
 import type { Store } from "../store/types.js";
 import type { Tokenizer } from "../tokenizer/types.js";
-import type { Trainer } from "../trainer/types.js";
+import type { OptimStepResult, Trainer } from "../trainer/types.js";
 import { batchForRollouts } from "./batches.js";
 import type { RunConfig } from "./config.js";
 import { lrAt } from "./lr-schedule.js";
-import { microBatches } from "./micro-batches.js";
+import { microBatches, splitMinibatches } from "./micro-batches.js";
 import { untrainedRoleFilter } from "./train-roles.js";
 
 export type TrainStepMetrics = Record<string, number>;
@@ -32,7 +32,7 @@ function mean(xs: number[]): number {
 /**
  * One policy update from a set of finished rollouts: trees → packed batch → advantages (tree-GRPO, or PPO with GAE
  * along tree paths from the critic's values) → clipped policy-gradient loss with truncated importance sampling against
- * the engine's logprobs → one AdamW step (and one critic step for PPO). Calls sampled by a policy more than
+ * the engine's logprobs → one AdamW step per minibatch (`algorithm.minibatches`; and one critic step each for PPO). Calls sampled by a policy more than
  * `max_staleness` versions behind `currentVersion` are left out of the loss (async mode).
  */
 export interface TrainStepOptions {
@@ -90,34 +90,42 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
   const capoCos: number[] = [];
   const fbStats = { loss: 0, tokens: 0, mismatchMean: [] as number[], mismatchMax: 0, kl: [] as number[], clip: [] as number[], isLimited: [] as number[], entropy: [] as number[] };
   let valueLoss = 0;
-  for (const mb of microBatches(built.batch, alg.batch_tokens)) {
-    const fb = await trainer.forwardBackward(mb, {
-      objective: "pg",
-      temperature: config.sampling.temperature,
-      loss: { clipLow: alg.clip_low, clipHigh: alg.clip_high, isMode: alg.is_mode, tisCap: alg.tis_cap, entropyCoef: alg.entropy_coef },
-      ...(capo ? { capo: true } : {}),
-    });
-    if (fb.capoGradCosine !== undefined) capoCos.push(fb.capoGradCosine);
-    fbStats.loss += fb.loss;
-    fbStats.tokens += fb.trainableTokens;
-    fbStats.mismatchMean.push(fb.mismatchAbsMean);
-    fbStats.mismatchMax = Math.max(fbStats.mismatchMax, fb.mismatchAbsMax);
-    fbStats.kl.push(fb.klK3Mean);
-    fbStats.clip.push(fb.clipFraction);
-    fbStats.isLimited.push(fb.isLimitedFraction);
-    fbStats.entropy.push(fb.entropyMean);
-    if (ppo) valueLoss += (await trainer.criticForwardBackward(mb)).valueLoss;
-  }
-  // The sketch must see the accumulated gradient, so it is taken before the optimizer step clears it.
-  const sketch = options.sketch && stats.tokenMeanAbsAdvantage > 0 ? (await trainer.gradSketch(options.sketch)).sketch : undefined;
+  let sketch: Float32Array | undefined;
+  let opt: OptimStepResult | null = null;
   const lr = lrAt(alg.lr, alg.lr_schedule, options.step ?? 1, config.budget.steps);
   metrics.lr = lr;
-  const opt = await trainer.optimStep({ lr, weightDecay: alg.weight_decay, maxGradNorm: alg.max_grad_norm, ...(capo ? { capo: true } : {}) });
-  if (capoCos.length) metrics["capo/grad_cosine"] = mean(capoCos);
-  if (ppo) {
-    await trainer.criticOptimStep({ lr: alg.critic_lr, maxGradNorm: alg.max_grad_norm });
-    metrics["critic/value_loss"] = valueLoss;
+  const minibatches = splitMinibatches(built.batch, alg.minibatches);
+  for (const [k, minibatch] of minibatches.entries()) {
+    for (const mb of microBatches(minibatch, alg.batch_tokens)) {
+      const fb = await trainer.forwardBackward(mb, {
+        objective: "pg",
+        temperature: config.sampling.temperature,
+        loss: { clipLow: alg.clip_low, clipHigh: alg.clip_high, isMode: alg.is_mode, tisCap: alg.tis_cap, entropyCoef: alg.entropy_coef },
+        ...(capo ? { capo: true } : {}),
+      });
+      if (fb.capoGradCosine !== undefined) capoCos.push(fb.capoGradCosine);
+      fbStats.loss += fb.loss / minibatches.length;
+      fbStats.tokens += fb.trainableTokens;
+      // Engine/trainer mismatch is only meaningful before this step's first update moves the policy.
+      if (k === 0) {
+        fbStats.mismatchMean.push(fb.mismatchAbsMean);
+        fbStats.mismatchMax = Math.max(fbStats.mismatchMax, fb.mismatchAbsMax);
+      }
+      fbStats.kl.push(fb.klK3Mean);
+      fbStats.clip.push(fb.clipFraction);
+      fbStats.isLimited.push(fb.isLimitedFraction);
+      fbStats.entropy.push(fb.entropyMean);
+      if (ppo) valueLoss += (await trainer.criticForwardBackward(mb)).valueLoss;
+    }
+    // The sketch must see the accumulated gradient, so it is taken before the optimizer step clears it (with several
+    // minibatches: the first one's, i.e. the gradient at the policy that sampled the batch).
+    if (k === 0 && options.sketch && stats.tokenMeanAbsAdvantage > 0) sketch = (await trainer.gradSketch(options.sketch)).sketch;
+    opt = await trainer.optimStep({ lr, weightDecay: alg.weight_decay, maxGradNorm: alg.max_grad_norm, ...(capo ? { capo: true } : {}) });
+    if (ppo) await trainer.criticOptimStep({ lr: alg.critic_lr, maxGradNorm: alg.max_grad_norm });
   }
+  if (ppo) metrics["critic/value_loss"] = valueLoss;
+  metrics["train/minibatches"] = minibatches.length;
+  if (capoCos.length) metrics["capo/grad_cosine"] = mean(capoCos);
   Object.assign(metrics, {
     loss: fbStats.loss,
     "mismatch/mean_abs": mean(fbStats.mismatchMean),
@@ -126,8 +134,8 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     clip_frac: mean(fbStats.clip),
     is_limited_frac: mean(fbStats.isLimited),
     entropy: mean(fbStats.entropy),
-    grad_norm: opt.gradNorm ?? 0,
-    "train/skipped": opt.skipped ? 1 : 0,
+    grad_norm: opt?.gradNorm ?? 0,
+    "train/skipped": opt?.skipped ? 1 : 0,
     "tokens/trainable": fbStats.tokens,
     "tokens/unique": built.stats.uniqueTokens,
     "tokens/flat": built.stats.flatTokens,
