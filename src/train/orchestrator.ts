@@ -1,4 +1,5 @@
 import { copyFileSync, existsSync, readFileSync, rmSync } from "node:fs";
+import { resolve } from "node:path";
 import { defaultCodec } from "../chat/codec.js";
 import { newId } from "../core/ids.js";
 import { Progress } from "../core/progress.js";
@@ -81,7 +82,8 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
     else if (existsSync(run.policyDir(state.policyVersion))) await trainer.load(run.policyDir(state.policyVersion));
     else if ("preset" in config.model) await trainer.init({ preset: config.model.preset, seed: config.model.seed, out: run.policyDir(0), ...(config.model.model_type ? { modelType: config.model.model_type } : {}) });
     else {
-      await trainer.load(config.model.dir);
+      // The worker runs in its own directory: hand it an absolute path.
+      await trainer.load(resolve(config.model.dir));
       await trainer.save(run.policyDir(0), { policyVersion: 0 });
     }
 
