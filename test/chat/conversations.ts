@@ -1,16 +1,7 @@
 import type { ChatMessage, ToolSpec } from "../../src/chat/types.js";
 
-/** Deterministic PRNG for reproducible random conversations. */
-export function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic PRNG for reproducible random conversations (the project's seeded PRNG). */
+export { mulberry32 as rng } from "../../src/core/random.js";
 
 const WORDS = ["ls", "the file", "é", "😀", "中文", "\n", "  ", "\"quoted\"", "back\\slash", "<b>", "tab\t", "x", "{json}", "[1]", "\u2028", ""];
 

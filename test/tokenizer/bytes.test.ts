@@ -1,19 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { mulberry32 as rng } from "../../src/core/random.js";
 import { BYTE_SPECIAL_TOKENS, BYTE_VOCAB_SIZE, ByteTokenizer } from "../../src/tokenizer/bytes.js";
 import { StreamDecoder } from "../../src/tokenizer/stream-decoder.js";
 import { decodeUtf8WithOffsets } from "../../src/tokenizer/utf8.js";
-
-/** Small deterministic PRNG so property tests are reproducible. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const PIECES = ["a", "Z", " ", "\n", "<", "|", ">", "é", "€", "😀", "中", "<|im_end|>", "<|im_start|>", "<tool_call>", "</tool_call>", "<think>", "<|im_", "</", "\ud800"];
 
