@@ -1,9 +1,9 @@
 import { ANSWER_FILE, fill, taskId, type TaskFamily } from "../family.js";
 import { drawFor } from "../holdout.js";
 import { Rng } from "../prng.js";
-import { CALC_PROGRAM } from "../programs/calc.js";
-import { ARITH_VERIFIER } from "../programs/verifiers.js";
-import { VERIFIER_DIR, type Split, type Task } from "../task.js";
+import { CALC_FILE } from "../programs/calc.js";
+import { arithVerifier } from "../programs/verifiers.js";
+import type { Split, Task } from "../task.js";
 
 /**
  * Tool arithmetic: compute an expression with `./calc` and write the number to answer.txt; exact-match reward.
@@ -56,11 +56,8 @@ function generate(split: Split, seed: number, index: number): Task {
     family: "arith",
     split,
     prompt,
-    files: { calc: { content: CALC_PROGRAM, encoding: "utf8", executable: true } },
-    verifier: {
-      files: { "verify.cjs": ARITH_VERIFIER, "expected.json": JSON.stringify({ answer, answerFile: ANSWER_FILE }) },
-      command: ["node", `${VERIFIER_DIR}/verify.cjs`],
-    },
+    files: { calc: CALC_FILE },
+    verifier: arithVerifier(answer, ANSWER_FILE),
     metadata: {
       template,
       shape: shape.name,

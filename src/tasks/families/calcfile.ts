@@ -1,9 +1,9 @@
 import { fill, taskId, type TaskFamily } from "../family.js";
 import { drawFor, splitOf } from "../holdout.js";
 import { Rng } from "../prng.js";
-import { CALC_PROGRAM } from "../programs/calc.js";
-import { ARITH_VERIFIER } from "../programs/verifiers.js";
-import { VERIFIER_DIR, type Split, type Task } from "../task.js";
+import { CALC_FILE } from "../programs/calc.js";
+import { arithVerifier } from "../programs/verifiers.js";
+import type { Split, Task } from "../task.js";
 
 /**
  * Tool arithmetic at the first rung of difficulty, for models trained from scratch: the expression is in a file whose
@@ -82,11 +82,8 @@ function generate(split: Split, seed: number, index: number): Task {
     family: "calcfile",
     split,
     prompt: fill(templates[template]!, { in: input, out: output }),
-    files: { calc: { content: CALC_PROGRAM, encoding: "utf8", executable: true }, [input]: `${expr}\n` },
-    verifier: {
-      files: { "verify.cjs": ARITH_VERIFIER, "expected.json": JSON.stringify({ answer, answerFile: output }) },
-      command: ["node", `${VERIFIER_DIR}/verify.cjs`],
-    },
+    files: { calc: CALC_FILE, [input]: `${expr}\n` },
+    verifier: arithVerifier(answer, output),
     metadata: {
       template,
       shape: shape.name,

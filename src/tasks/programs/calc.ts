@@ -99,3 +99,6 @@ try {
   process.exit(1);
 }
 `;
+
+/** The `calc` tool as a workspace file (arith, calcfile). */
+export const CALC_FILE = { content: CALC_PROGRAM, encoding: "utf8", executable: true } as const;

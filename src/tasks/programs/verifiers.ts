@@ -1,3 +1,4 @@
+import { VERIFIER_DIR, type VerifierSpec } from "../task.js";
 import { VERIFIER_PRELUDE } from "./prelude.js";
 
 /**
@@ -42,6 +43,14 @@ run(() => {
   emit(exact, { exact: exact, calc_used: used, calc_calls: calls }, raw === null ? "no " + exp.answerFile : undefined);
 });
 `;
+
+/** The arith verifier for one task: exact match of `answerFile` (trimmed) against `answer`. */
+export function arithVerifier(answer: string, answerFile: string): VerifierSpec {
+  return {
+    files: { "verify.cjs": ARITH_VERIFIER, "expected.json": JSON.stringify({ answer, answerFile }) },
+    command: ["node", `${VERIFIER_DIR}/verify.cjs`],
+  };
+}
 
 /**
  * lookup: token F1 of answer.txt against the gold answer. Sub-scores: `f1`, `exact` (normalised equality),
