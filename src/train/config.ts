@@ -10,7 +10,10 @@ import { lrScheduleSchema } from "./lr-schedule.js";
  */
 const modelSchema = z.union([
   z.strictObject({ preset: z.string().min(1), seed: z.number().int().default(0), model_type: z.enum(["qwen2", "qwen3"]).optional() }),
+  /** A model directory: weights only, so training starts with a fresh optimizer (warm the lr up: `lr_schedule`). */
   z.strictObject({ dir: z.string().min(1) }),
+  /** Another run's trainer checkpoint (e.g. its warm start, `checkpoints/step-0000`): weights, optimizer, critic, RNG. */
+  z.strictObject({ checkpoint: z.string().min(1) }),
 ]);
 
 const engineSchema = z

@@ -75,19 +75,31 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
   const trainer = await createTrainer(config.trainer, { threads: 2 });
   let stack: RolloutStack | null = null;
   try {
-    // CAPO partitions travel in the checkpoint: a resumed run keeps the re-probe schedule of an uninterrupted one.
+    // CAPO partitions and the PPO critic travel in checkpoints: a resumed run keeps the re-probe schedule and the
+    // critic of an uninterrupted one.
     let capoRestored = false;
-    // Model: a checkpoint when resuming, else the latest policy, else a fresh preset.
-    if (state.checkpoint) capoRestored = (await trainer.loadCheckpoint(state.checkpoint)).hasCapoMasks;
+    let criticReady = false;
+    // Model: a checkpoint when resuming, else the latest policy, else the configured start.
+    if (state.checkpoint) ({ hasCapoMasks: capoRestored, hasCritic: criticReady } = await trainer.loadCheckpoint(state.checkpoint));
     else if (existsSync(run.policyDir(state.policyVersion))) await trainer.load(run.policyDir(state.policyVersion));
     else if ("preset" in config.model) await trainer.init({ preset: config.model.preset, seed: config.model.seed, out: run.policyDir(0), ...(config.model.model_type ? { modelType: config.model.model_type } : {}) });
-    else {
+    else if ("checkpoint" in config.model) {
+      // Continue from another run's state, optimizer included: a fresh AdamW's first steps move every weight by about
+      // the learning rate, which a warm-started policy may not survive at an RL rate tuned on continued moments.
+      ({ hasCapoMasks: capoRestored, hasCritic: criticReady } = await trainer.loadCheckpoint(resolve(config.model.checkpoint)));
+      await trainer.save(run.policyDir(0), { policyVersion: 0 });
+    } else {
       // The worker runs in its own directory: hand it an absolute path.
       await trainer.load(resolve(config.model.dir));
       await trainer.save(run.policyDir(0), { policyVersion: 0 });
     }
 
-    if (advantageConfigOf(config).estimator === "ppo" && !state.checkpoint) await trainer.criticInit({ fromPolicy: true });
+    // PPO's critic starts as a copy of the policy's trunk, after the warm start so that it inherits what SFT learned.
+    const initCritic = async (): Promise<void> => {
+      if (advantageConfigOf(config).estimator !== "ppo" || criticReady) return;
+      await trainer.criticInit({ fromPolicy: true });
+      criticReady = true;
+    };
 
     let warm: Record<string, number> | null = null;
     if (config.warm_start && !state.warmStartDone) {
@@ -95,10 +107,17 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
       warm = { ...report };
       state = { ...state, policyVersion: state.policyVersion + 1, warmStartDone: true };
       await trainer.save(run.policyDir(state.policyVersion), { policyVersion: state.policyVersion });
+      await initCritic();
+      // With its optimizer state: a run resumed here continues exactly, and other runs can start from it (`model.checkpoint`).
+      const checkpoint = run.checkpointDir(0);
+      await trainer.saveCheckpoint(checkpoint, { policyVersion: state.policyVersion, extra: { step: 0, cursor: state.taskCursor } });
+      state = { ...state, checkpoint };
       run.appendMetrics({ phase: "warm_start", step: 0, policy_version: state.policyVersion, ...report });
       run.writeState(state);
       log(`warm start: ${report.steps} SFT steps on ${report.trainableTokens} demonstration tokens, final NLL ${report.finalNll.toFixed(3)}`);
     }
+
+    await initCritic();
 
     stack = await RolloutStack.open({ engine: engineSpec(config, run.policyDir(state.policyVersion)), store: run.storeSpec, sandbox: config.rollout.sandbox, sampling: { temperature: config.sampling.temperature, maxTokens: config.sampling.max_tokens } });
     const engine = stack.engine;

@@ -1,0 +1,94 @@
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { writeNativeSuite } from "../../src/tasks/layout-native.js";
+import type { Task } from "../../src/tasks/task.js";
+import { loadRunConfig } from "../../src/train/config.js";
+import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
+
+/** Random-score tasks (as in end-to-end.test.ts): rewards with variance, so GRPO always has something to train on. */
+function noiseTask(i: number): Task {
+  return {
+    id: `noise-${i}`,
+    family: "noise",
+    split: "train",
+    prompt: `Say something about the number ${i}.`,
+    files: { "README.txt": `task ${i}\n` },
+    verifier: { files: { "score.cjs": 'process.stdout.write(JSON.stringify({ score: Math.random(), subscores: {} }) + "\\n");\n' }, command: ["node", ".harnessrl/verifier/score.cjs"] },
+    metadata: {},
+  };
+}
+
+const common = {
+  seed: 2,
+  engine: { kind: "llamacpp", threads: 1, sequences: 4 },
+  sampling: { temperature: 1, max_tokens: 24 },
+  rollout: { sandbox: "bwrap", concurrency: 4, max_turns: 2, timeout_s: 60, memory_mb: 1024 },
+  harnesses: ["chat-agent"],
+};
+
+/** A safetensors file's tensor data (the header's metadata carries the policy version, which differs by design). */
+function tensorData(path: string): Buffer {
+  const bytes = readFileSync(path);
+  return bytes.subarray(8 + Number(bytes.readBigUInt64LE(0)));
+}
+
+function trainerState(checkpoint: string): { optimizer_steps: number } {
+  return JSON.parse(readFileSync(join(checkpoint, "trainer_state.json"), "utf8")) as { optimizer_steps: number };
+}
+
+describe("a warm start ends in a checkpoint that resumes and that other runs start from", () => {
+  let warmDir: string;
+  let fromDir: string;
+  let fromSummary: RunSummary;
+
+  beforeAll(async () => {
+    const root = mkdtempSync(join(tmpdir(), "hrl-ckpt-start-"));
+    const suite = join(root, "suite");
+    await writeNativeSuite([0, 1].map(noiseTask), suite);
+    const write = (name: string, config: object): string => {
+      const path = join(root, `${name}.yaml`);
+      writeFileSync(path, stringify({ name, ...common, tasks: { train: `dir:${suite}` }, ...config }));
+      return path;
+    };
+    // Run 1: SFT on two oracle demonstrations, no RL.
+    const warmConfig = write("warm", {
+      model: { preset: "tiny-1m", seed: 5 },
+      warm_start: { demos: "calcfile:train?n=2&seed=4", epochs: 2, lr: 0.003, batch_tokens: 2048 },
+      budget: { steps: 0, tasks_per_step: 2, samples: 2 },
+    });
+    warmDir = join(root, "warm");
+    await runTraining(loadRunConfig(warmConfig), warmDir, warmConfig, () => undefined);
+    // Run 2: one GRPO step from run 1's warm-start checkpoint.
+    const fromConfig = write("from", {
+      model: { checkpoint: join(warmDir, "checkpoints", "step-0000") },
+      algorithm: { name: "grpo", lr: 0.001 },
+      budget: { steps: 1, tasks_per_step: 2, samples: 2 },
+    });
+    fromDir = join(root, "from");
+    fromSummary = await runTraining(loadRunConfig(fromConfig), fromDir, fromConfig, () => undefined);
+  }, 600_000);
+
+  it("records the warm-start checkpoint, optimizer state included, as the run's resume point", () => {
+    const state = JSON.parse(readFileSync(join(warmDir, "state.json"), "utf8")) as { warmStartDone: boolean; checkpoint: string | null; policyVersion: number };
+    expect(state.warmStartDone).toBe(true);
+    expect(state.policyVersion).toBe(1);
+    expect(state.checkpoint).toBe(join(warmDir, "checkpoints", "step-0000"));
+    const sft = JSON.parse(readFileSync(join(warmDir, "metrics.jsonl"), "utf8").trim().split("\n")[0] ?? "{}") as { steps: number };
+    expect(sft.steps).toBeGreaterThan(0);
+    expect(trainerState(join(warmDir, "checkpoints", "step-0000")).optimizer_steps).toBe(sft.steps);
+  });
+
+  it("starts another run from that checkpoint with its weights and its optimizer's moments", () => {
+    expect(fromSummary.steps).toBe(1);
+    // The new run's policy v0 is the warm-started policy, bit for bit.
+    const warmWeights = tensorData(join(warmDir, "policy", "v0001", "model.safetensors"));
+    expect(tensorData(join(fromDir, "policy", "v0000", "model.safetensors")).equals(warmWeights)).toBe(true);
+    // AdamW continued: its step count carries on from the SFT steps instead of restarting at 1.
+    const warmSteps = trainerState(join(warmDir, "checkpoints", "step-0000")).optimizer_steps;
+    expect(existsSync(join(fromDir, "checkpoints", "step-0001"))).toBe(true);
+    expect(trainerState(join(fromDir, "checkpoints", "step-0001")).optimizer_steps).toBe(warmSteps + 1);
+  });
+});
