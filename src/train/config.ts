@@ -20,10 +20,11 @@ const engineSchema = z
   .strictObject({
     kind: z.enum(["llamacpp", "vllm", "sglang"]).default("llamacpp"),
     url: z.string().url().optional(),
-    threads: z.number().int().positive().default(2),
+    /** llama.cpp threads per sequence; default: the engine's (cores − 1), since harness processes share the CPU. */
+    threads: z.number().int().positive().optional(),
     sequences: z.number().int().positive().default(16),
   })
-  .default({ kind: "llamacpp", threads: 2, sequences: 16 });
+  .default({ kind: "llamacpp", sequences: 16 });
 
 const samplingSchema = z
   .strictObject({ temperature: z.number().positive().default(1), max_tokens: z.number().int().positive().default(128) })

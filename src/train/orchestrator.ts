@@ -12,6 +12,7 @@ import type { RolloutResult } from "../rollout/types.js";
 import { loadSuite } from "../tasks/registry.js";
 import type { Task } from "../tasks/task.js";
 import { createTrainer } from "../trainer/index.js";
+import type { Trainer } from "../trainer/types.js";
 import type { RunConfig } from "./config.js";
 import { evaluatePolicy } from "./evaluate.js";
 import { advantageConfigOf, trainOnRollouts } from "./rl-step.js";
@@ -54,7 +55,7 @@ function passTable(s: EvalSummary): PassTable {
 
 function engineSpec(config: RunConfig, modelDir: string): string {
   const e = config.engine;
-  if (e.kind === "llamacpp") return `llamacpp:${modelDir}?threads=${e.threads}&sequences=${e.sequences}`;
+  if (e.kind === "llamacpp") return `llamacpp:${modelDir}?${e.threads === undefined ? "" : `threads=${e.threads}&`}sequences=${e.sequences}`;
   return `${e.kind}:${e.url ?? ""}?model_dir=${encodeURIComponent(modelDir)}`;
 }
 
@@ -74,6 +75,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
 
   const trainer = await createTrainer(config.trainer, { threads: 2 });
   let stack: RolloutStack | null = null;
+  let reference: Trainer | null = null;
   try {
     // CAPO partitions and the PPO critic travel in checkpoints: a resumed run keeps the re-probe schedule and the
     // critic of an uninterrupted one.
@@ -159,6 +161,14 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
       };
     };
 
+    // KL regularisation is to the policy RL started from (after the warm start), held by a second worker.
+    const referenceVersion = state.referenceVersion ?? state.policyVersion;
+    state = { ...state, referenceVersion };
+    if (config.algorithm.kl_coef > 0 && state.step < budget.steps) {
+      reference = await createTrainer(config.trainer, { threads: 1 });
+      await reference.load(run.policyDir(referenceVersion));
+    }
+
     let capoReady = capoRestored;
     let pending = state.step < budget.steps && !outOfTime() ? launch(state.step + 1, state.taskCursor) : null;
     while (pending && state.step < budget.steps) {
@@ -172,7 +182,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
       const t0 = Date.now();
       // CAPO partitions live in the worker (and in its checkpoints); probe when there are none or on schedule.
       const capoOptions = config.capo?.enabled ? { probe: !capoReady || (step - 1) % config.capo.reprobe_every === 0, hasPartitions: capoReady } : null;
-      const trained = await trainOnRollouts(stack.store, results, tokenizer, trainer, config, state.policyVersion, { sketch: scheduler?.sketchOptions ?? null, capo: capoOptions, step });
+      const trained = await trainOnRollouts(stack.store, results, tokenizer, trainer, config, state.policyVersion, { sketch: scheduler?.sketchOptions ?? null, capo: capoOptions, step, reference });
       if (trained.metrics["capo/probed"] === 1) capoReady = true;
       const m = trained.metrics;
       if (scheduler && harness) {
@@ -187,7 +197,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
       await trainer.saveCheckpoint(checkpoint, { policyVersion: version, extra: { step, cursor } });
       if (state.checkpoint && state.checkpoint !== checkpoint) rmSync(state.checkpoint, { recursive: true, force: true });
       const previousPolicy = run.policyDir(version - 2);
-      if (version - 2 > 1 && existsSync(previousPolicy)) rmSync(previousPolicy, { recursive: true, force: true });
+      if (version - 2 > 1 && version - 2 !== referenceVersion && existsSync(previousPolicy)) rmSync(previousPolicy, { recursive: true, force: true });
       state = { ...state, step, policyVersion: version, taskCursor: cursor, checkpoint, trainMs: Date.now() - trainStart, ...(scheduler ? { scheduler: scheduler.state() } : {}) };
       run.writeState(state);
 
@@ -250,6 +260,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
     return summary;
   } finally {
     await stack?.close().catch(() => undefined);
+    await reference?.close().catch(() => undefined);
     await trainer.close().catch(() => undefined);
   }
 }

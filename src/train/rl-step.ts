@@ -41,6 +41,8 @@ export interface TrainStepOptions {
   capo?: { probe: boolean; hasPartitions: boolean } | null;
   /** The optimizer step (1-based) for the learning-rate schedule. */
   step?: number;
+  /** The reference policy (the one RL started from), loaded in its own trainer, for `algorithm.kl_coef`. */
+  reference?: Trainer | null;
 }
 
 /**
@@ -88,7 +90,9 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     metrics["capo/active"] = ready ? 1 : 0;
   }
   const capoCos: number[] = [];
-  const fbStats = { loss: 0, tokens: 0, mismatchMean: [] as number[], mismatchMax: 0, kl: [] as number[], clip: [] as number[], isLimited: [] as number[], entropy: [] as number[] };
+  const fbStats = { loss: 0, tokens: 0, mismatchMean: [] as number[], mismatchMax: 0, kl: [] as number[], refKl: [] as number[], clip: [] as number[], isLimited: [] as number[], entropy: [] as number[] };
+  const reference = alg.kl_coef > 0 ? options.reference : null;
+  if (alg.kl_coef > 0 && !reference) throw new Error("algorithm.kl_coef > 0 needs the reference policy's trainer");
   let valueLoss = 0;
   let sketch: Float32Array | undefined;
   let opt: OptimStepResult | null = null;
@@ -97,12 +101,16 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
   const minibatches = splitMinibatches(built.batch, alg.minibatches);
   for (const [k, minibatch] of minibatches.entries()) {
     for (const mb of microBatches(minibatch, alg.batch_tokens)) {
+      // KL to the reference is scored on exactly the tokens of this micro-batch, by the reference's own weights.
+      const ref = reference ? await reference.logprobs(mb, { temperature: config.sampling.temperature, entropy: false }) : null;
       const fb = await trainer.forwardBackward(mb, {
         objective: "pg",
         temperature: config.sampling.temperature,
-        loss: { clipLow: alg.clip_low, clipHigh: alg.clip_high, isMode: alg.is_mode, tisCap: alg.tis_cap, entropyCoef: alg.entropy_coef },
+        loss: { clipLow: alg.clip_low, clipHigh: alg.clip_high, isMode: alg.is_mode, tisCap: alg.tis_cap, entropyCoef: alg.entropy_coef, ...(ref ? { klCoef: alg.kl_coef } : {}) },
+        ...(ref ? { refLogprobs: ref.logprobs } : {}),
         ...(capo ? { capo: true } : {}),
       });
+      if (ref) fbStats.refKl.push(fb.refKlMean);
       if (fb.capoGradCosine !== undefined) capoCos.push(fb.capoGradCosine);
       fbStats.loss += fb.loss / minibatches.length;
       fbStats.tokens += fb.trainableTokens;
@@ -131,6 +139,7 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     "mismatch/mean_abs": mean(fbStats.mismatchMean),
     "mismatch/max_abs": fbStats.mismatchMax,
     "kl/k3": mean(fbStats.kl),
+    ...(fbStats.refKl.length ? { "kl/ref": mean(fbStats.refKl) } : {}),
     clip_frac: mean(fbStats.clip),
     is_limited_frac: mean(fbStats.isLimited),
     entropy: mean(fbStats.entropy),

@@ -19,6 +19,8 @@ export interface RunState {
   trainMs: number;
   /** The harness scheduler's state (scheduled mix-harness mode). */
   scheduler?: unknown;
+  /** The policy version RL started from: the reference of `algorithm.kl_coef` (its directory is kept). */
+  referenceVersion?: number;
 }
 
 /** The layout of a run directory and its small persistent files. Writes are atomic (write + rename). */

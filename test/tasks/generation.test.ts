@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { arithFamily } from "../../src/tasks/families/arith.js";
-import { calcfileFamily } from "../../src/tasks/families/calcfile.js";
+import { calcfileFamily, calcrunFamily } from "../../src/tasks/families/calcfile.js";
 import { filesFamily } from "../../src/tasks/families/files.js";
 import { lookupFamily } from "../../src/tasks/families/lookup.js";
 import { builtinTaskById, loadSuite } from "../../src/tasks/registry.js";
@@ -122,5 +122,21 @@ describe("calcfile: the first rung of tool arithmetic", () => {
       expect(t.metadata.oracle?.steps).toEqual([{ kind: "run", command: `./calc "$(cat ${input})" > ${output}` }]);
       expect(t.metadata.oracle?.answer).toBeUndefined();
     }
+  });
+});
+
+describe("calcrun: calcfile's prompts, one output name", () => {
+  it("shares calcfile's phrasing split, always names answer.txt, and regenerates from its id", async () => {
+    expect(calcrunFamily.templates).toEqual(calcfileFamily.templates);
+    const tasks = [...(await loadSuite("calcrun:train?n=60&seed=2")).tasks, ...(await loadSuite("calcrun:test?n=30&seed=2")).tasks];
+    for (const t of tasks) {
+      expect(t.family).toBe("calcrun");
+      expect(t.metadata.answerFile).toBe("answer.txt");
+      expect(t.prompt).toContain("answer.txt");
+      expect(t.metadata.oracle?.steps).toEqual([{ kind: "run", command: './calc "$(cat expr.txt)" > answer.txt' }]);
+      expect(builtinTaskById(t.id)).toEqual(t);
+    }
+    // Phrasings still vary: the policy must produce the same call from sentences it never saw.
+    expect(new Set(tasks.map((t) => t.metadata.template)).size).toBeGreaterThan(30);
   });
 });

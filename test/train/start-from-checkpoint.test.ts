@@ -61,11 +61,11 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
     });
     warmDir = join(root, "warm");
     await runTraining(loadRunConfig(warmConfig), warmDir, warmConfig, () => undefined);
-    // Run 2: one GRPO step from run 1's warm-start checkpoint.
+    // Run 2: two GRPO steps (with a KL penalty to the starting policy) from run 1's warm-start checkpoint.
     const fromConfig = write("from", {
       model: { checkpoint: join(warmDir, "checkpoints", "step-0000") },
-      algorithm: { name: "grpo", lr: 0.001 },
-      budget: { steps: 1, tasks_per_step: 2, samples: 2 },
+      algorithm: { name: "grpo", lr: 0.001, kl_coef: 0.1 },
+      budget: { steps: 2, tasks_per_step: 2, samples: 2 },
     });
     fromDir = join(root, "from");
     fromSummary = await runTraining(loadRunConfig(fromConfig), fromDir, fromConfig, () => undefined);
@@ -82,13 +82,25 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
   });
 
   it("starts another run from that checkpoint with its weights and its optimizer's moments", () => {
-    expect(fromSummary.steps).toBe(1);
+    expect(fromSummary.steps).toBe(2);
     // The new run's policy v0 is the warm-started policy, bit for bit.
     const warmWeights = tensorData(join(warmDir, "policy", "v0001", "model.safetensors"));
     expect(tensorData(join(fromDir, "policy", "v0000", "model.safetensors")).equals(warmWeights)).toBe(true);
     // AdamW continued: its step count carries on from the SFT steps instead of restarting at 1.
     const warmSteps = trainerState(join(warmDir, "checkpoints", "step-0000")).optimizer_steps;
-    expect(existsSync(join(fromDir, "checkpoints", "step-0001"))).toBe(true);
-    expect(trainerState(join(fromDir, "checkpoints", "step-0001")).optimizer_steps).toBe(warmSteps + 1);
+    expect(existsSync(join(fromDir, "checkpoints", "step-0002"))).toBe(true);
+    expect(trainerState(join(fromDir, "checkpoints", "step-0002")).optimizer_steps).toBe(warmSteps + 2);
+  });
+
+  it("regularises towards the policy it started from: KL 0 at the first step, positive once the policy moved", () => {
+    const state = JSON.parse(readFileSync(join(fromDir, "state.json"), "utf8")) as { referenceVersion?: number };
+    expect(state.referenceVersion).toBe(0);
+    expect(existsSync(join(fromDir, "policy", "v0000", "model.safetensors"))).toBe(true);
+    const rl = readFileSync(join(fromDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { phase: string; "kl/ref"?: number }).filter((m) => m.phase === "rl");
+    expect(rl).toHaveLength(2);
+    // Step 1 trains the reference itself (two workers, same weights: float noise only); step 2 a policy one update away.
+    expect(rl[0]?.["kl/ref"]).toBeLessThan(1e-6);
+    expect(rl[1]?.["kl/ref"]).toBeGreaterThan(1e-6);
+    expect(rl[1]?.["kl/ref"]).toBeLessThan(0.5);
   });
 });

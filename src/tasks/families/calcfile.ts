@@ -65,43 +65,60 @@ const SHAPES: { name: string; render(a: number, b: number): string; value(a: big
   { name: "mul", render: (a, b) => `${a} * ${b}`, value: (a, b) => a * b },
 ];
 
-function generate(split: Split, seed: number, index: number): Task {
-  const rng = Rng.from("calcfile", split, seed, index);
-  const shape = rng.pick(SHAPES);
-  const taken = new Set<string>();
-  const a = drawFor(rng, split, "operand", taken, (r) => r.int(100, 9999));
-  const b = drawFor(rng, split, "operand", taken, (r) => r.int(10, 999));
-  const expr = shape.render(a, b);
-  const answer = shape.value(BigInt(a), BigInt(b)).toString();
-  const input = rng.pick([...CALCFILE_INPUTS]);
-  const output = rng.pick([...CALCFILE_OUTPUTS]);
-  const templates = TEMPLATES[split];
-  const template = rng.pick(Object.keys(templates).sort());
-  return {
-    id: taskId("calcfile", split, seed, index),
-    family: "calcfile",
-    split,
-    prompt: fill(templates[template]!, { in: input, out: output }),
-    files: { calc: CALC_FILE, [input]: `${expr}\n` },
-    verifier: arithVerifier(answer, output),
-    metadata: {
-      template,
-      shape: shape.name,
-      difficulty: 1,
-      answer,
-      answerFile: output,
-      entities: [String(a), String(b)],
-      expression: expr,
-      // No `answer` for the oracle's final message: the reward is the file, and a final message quoting the number
-      // would teach copying that this rung deliberately leaves out.
-      oracle: { steps: [{ kind: "run", command: `./calc "$(cat ${input})" > ${output}` }] },
-    },
+function generator(family: string, outputs: readonly string[]): (split: Split, seed: number, index: number) => Task {
+  return (split, seed, index) => {
+    const rng = Rng.from(family, split, seed, index);
+    const shape = rng.pick(SHAPES);
+    const taken = new Set<string>();
+    const a = drawFor(rng, split, "operand", taken, (r) => r.int(100, 9999));
+    const b = drawFor(rng, split, "operand", taken, (r) => r.int(10, 999));
+    const expr = shape.render(a, b);
+    const answer = shape.value(BigInt(a), BigInt(b)).toString();
+    const input = rng.pick([...CALCFILE_INPUTS]);
+    const output = rng.pick([...outputs]);
+    const templates = TEMPLATES[split];
+    const template = rng.pick(Object.keys(templates).sort());
+    return {
+      id: taskId(family, split, seed, index),
+      family,
+      split,
+      prompt: fill(templates[template]!, { in: input, out: output }),
+      files: { calc: CALC_FILE, [input]: `${expr}\n` },
+      verifier: arithVerifier(answer, output),
+      metadata: {
+        template,
+        shape: shape.name,
+        difficulty: 1,
+        answer,
+        answerFile: output,
+        entities: [String(a), String(b)],
+        expression: expr,
+        // No `answer` for the oracle's final message: the reward is the file, and a final message quoting the number
+        // would teach copying that this rung deliberately leaves out.
+        oracle: { steps: [{ kind: "run", command: `./calc "$(cat ${input})" > ${output}` }] },
+      },
+    };
   };
 }
+
+const templates = { train: Object.keys(TEMPLATES.train), test: Object.keys(TEMPLATES.test) };
 
 export const calcfileFamily: TaskFamily = {
   name: "calcfile",
   summary: "tool arithmetic, first rung: the expression is in a named file, the result goes to a named file (one tool call)",
-  templates: { train: Object.keys(TEMPLATES.train), test: Object.keys(TEMPLATES.test) },
-  generate,
+  templates,
+  generate: generator("calcfile", CALCFILE_OUTPUTS),
+};
+
+/**
+ * The rung below: the same prompts, always naming answer.txt, so the right tool call is one fixed string per harness
+ * whatever the phrasing. What it measures is whether the policy produces that call reliably when sampling at
+ * temperature 1 on phrasings it never saw; the quickstart's task, because a ~1M model warm-started for a few minutes
+ * does not learn to read the output name in `calcfile` (its choice among the three stays at chance; docs/training.md).
+ */
+export const calcrunFamily: TaskFamily = {
+  name: "calcrun",
+  summary: "tool arithmetic, rung zero: calcfile's prompts with one output name (answer.txt), i.e. one fixed tool call",
+  templates,
+  generate: generator("calcrun", ["answer.txt"]),
 };
