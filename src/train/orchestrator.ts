@@ -85,14 +85,13 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
     if (state.checkpoint) ({ hasCapoMasks: capoRestored, hasCritic: criticReady } = await trainer.loadCheckpoint(state.checkpoint));
     else if (existsSync(run.policyDir(state.policyVersion))) await trainer.load(run.policyDir(state.policyVersion));
     else if ("preset" in config.model) await trainer.init({ preset: config.model.preset, seed: config.model.seed, out: run.policyDir(0), ...(config.model.model_type ? { modelType: config.model.model_type } : {}) });
-    else if ("checkpoint" in config.model) {
-      // Continue from another run's state, optimizer included: a fresh AdamW's first steps move every weight by about
-      // the learning rate, which a warm-started policy may not survive at an RL rate tuned on continued moments.
-      ({ hasCapoMasks: capoRestored, hasCritic: criticReady } = await trainer.loadCheckpoint(resolve(config.model.checkpoint)));
-      await trainer.save(run.policyDir(0), { policyVersion: 0 });
-    } else {
-      // The worker runs in its own directory: hand it an absolute path.
-      await trainer.load(resolve(config.model.dir));
+    else {
+      // The worker runs in its own directory: hand it absolute paths.
+      if ("checkpoint" in config.model) {
+        // Continue from another run's state, optimizer included: a fresh AdamW's first steps move every weight by
+        // about the learning rate, which a warm-started policy may not survive at an RL rate tuned on continued moments.
+        ({ hasCapoMasks: capoRestored, hasCritic: criticReady } = await trainer.loadCheckpoint(resolve(config.model.checkpoint)));
+      } else await trainer.load(resolve(config.model.dir));
       await trainer.save(run.policyDir(0), { policyVersion: 0 });
     }
 
