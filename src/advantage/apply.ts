@@ -129,6 +129,10 @@ export function applyAdvantages(input: ApplyAdvantagesInput): ApplyAdvantagesRes
     if (config.ppo.whiten) whiten(adv, trained);
   }
 
+  if (config.negativeScale !== 1) {
+    for (let u = 0; u < adv.length; u++) if (trained(u) && (adv[u] as number) < 0) adv[u] = (adv[u] as number) * config.negativeScale;
+  }
+
   const weights = uniqueTokenWeights(built, table, config.aggregation, trained, config.sumNormalizer);
   let lossWeightSum = 0;
   built.batch.rows.forEach((row, r) => {

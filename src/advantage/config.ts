@@ -46,6 +46,13 @@ export const AdvantageConfigSchema = z.strictObject({
   zeroVariance: z.enum(["keep", "drop"]).default("keep"),
   /** Groups with a single valid member: no baseline exists, advantage 0; `keep` or `drop` as above. */
   singletons: z.enum(["keep", "drop"]).default("keep"),
+  /**
+   * Multiplies every negative token advantage (after normalisation, whitening and process terms); 1 = the plain
+   * estimator. Below 1 the update leans towards imitating the group's successes (positive/negative sample
+   * reweighting): when most of a group succeeds, its few failures are long low-probability tails whose large
+   * ∇log π otherwise dominates the step and can spread mass off the successful path (docs/algorithms.md).
+   */
+  negativeScale: z.number().min(0).max(1).default(1),
   aggregation: z.enum(AGGREGATIONS).default("token-mean"),
   /** token-sum only: divide by this constant (Dr. GRPO's fixed normaliser); 1 = plain sum. */
   sumNormalizer: z.number().positive().default(1),

@@ -19,6 +19,12 @@ export interface GroupMetrics {
   infraErrors: number;
   tasks: number;
   passAt1: number;
+  /**
+   * Standard error of passAt1: the sample std of the per-(task, harness) pass rates over √groups. It is what the
+   * number's noise is when the same policy is evaluated again on other draws; compare two evaluations by their
+   * difference over √(se₁² + se₂²).
+   */
+  passAt1Stderr: number;
   passAtK: number;
   k: number;
   meanScore: number;
@@ -54,18 +60,23 @@ export function groupMetrics(results: readonly RolloutResult[], k: number, passT
   }
   let p1 = 0;
   let pk = 0;
+  const rates: number[] = [];
   for (const list of byTask.values()) {
     const c = list.filter((r) => r.score >= passThreshold).length;
+    rates.push(c / list.length);
     p1 += c / list.length;
     pk += passAtK(list.length, c, k);
   }
   const groups = byTask.size;
+  const mean = groups ? p1 / groups : 0;
+  const variance = groups > 1 ? rates.reduce((s, v) => s + (v - mean) ** 2, 0) / (groups - 1) : 0;
   const f1s = valid.map(f1Of).filter((v): v is number => v !== null);
   return {
     rollouts: results.length,
     infraErrors: results.length - valid.length,
     tasks: new Set(valid.map((r) => r.taskId)).size,
-    passAt1: groups ? p1 / groups : 0,
+    passAt1: mean,
+    passAt1Stderr: groups > 1 ? Math.sqrt(variance / groups) : 0,
     passAtK: groups ? pk / groups : 0,
     k,
     meanScore: valid.length ? valid.reduce((s, r) => s + r.score, 0) / valid.length : 0,

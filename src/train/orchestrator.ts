@@ -40,17 +40,36 @@ export interface RunSummary {
   trainSeconds: number;
   before: PassTable | null;
   after: PassTable | null;
+  delta: PassDelta | null;
   warmStart: Record<string, number> | null;
 }
 
 export interface PassTable {
   overall: number;
+  /** Standard error of `overall` (see GroupMetrics.passAt1Stderr). */
+  overallStderr: number;
+  /** Rollouts the evaluation ran (tasks × harnesses × samples). */
+  rollouts: number;
   byHarness: Record<string, number>;
   meanScore: number;
 }
 
+/** after − before on held-out pass@1, with the standard error of the difference of two independent evaluations. */
+export interface PassDelta {
+  overall: number;
+  stderr: number;
+  /** overall / stderr: how many standard errors the change is. */
+  z: number;
+}
+
 function passTable(s: EvalSummary): PassTable {
-  return { overall: s.overall.passAt1, meanScore: s.overall.meanScore, byHarness: Object.fromEntries(Object.entries(s.byHarness).map(([h, m]) => [h, m.passAt1])) };
+  return { overall: s.overall.passAt1, overallStderr: s.overall.passAt1Stderr, rollouts: s.overall.rollouts, meanScore: s.overall.meanScore, byHarness: Object.fromEntries(Object.entries(s.byHarness).map(([h, m]) => [h, m.passAt1])) };
+}
+
+export function passDelta(before: PassTable, after: PassTable): PassDelta {
+  const overall = after.overall - before.overall;
+  const stderr = Math.sqrt(before.overallStderr ** 2 + after.overallStderr ** 2);
+  return { overall, stderr, z: stderr > 0 ? overall / stderr : 0 };
 }
 
 function engineSpec(config: RunConfig, modelDir: string): string {
@@ -252,6 +271,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
       trainSeconds: state.trainMs / 1000,
       before: before ? passTable(before) : null,
       after: after ? passTable(after) : null,
+      delta: before && after ? passDelta(passTable(before), passTable(after)) : null,
       warmStart: warm,
     };
     run.writeJson("summary.json", summary);

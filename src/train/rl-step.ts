@@ -98,16 +98,26 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
   let opt: OptimStepResult | null = null;
   const lr = lrAt(alg.lr, alg.lr_schedule, options.step ?? 1, config.budget.steps);
   metrics.lr = lr;
-  const minibatches = splitMinibatches(built.batch, alg.minibatches);
-  for (const [k, minibatch] of minibatches.entries()) {
-    for (const mb of microBatches(minibatch, alg.batch_tokens)) {
+  const minibatches = splitMinibatches(built.batch, alg.minibatches).map((m) => [...microBatches(m, alg.batch_tokens)]);
+  // Minibatches after the first are trained after the policy has moved: their PPO anchor (proxLogprobs) is the policy
+  // that sampled the batch, scored before any update, so the clip bounds the whole step as a trust region.
+  const prox: Float32Array[][][] = [];
+  for (const micro of minibatches.slice(1)) {
+    const scored: Float32Array[][] = [];
+    for (const mb of micro) scored.push((await trainer.logprobs(mb, { temperature: config.sampling.temperature, entropy: false })).logprobs);
+    prox.push(scored);
+  }
+  for (const [k, micro] of minibatches.entries()) {
+    for (const [j, mb] of micro.entries()) {
       // KL to the reference is scored on exactly the tokens of this micro-batch, by the reference's own weights.
       const ref = reference ? await reference.logprobs(mb, { temperature: config.sampling.temperature, entropy: false }) : null;
+      const anchor = k > 0 ? prox[k - 1]?.[j] : undefined;
       const fb = await trainer.forwardBackward(mb, {
         objective: "pg",
         temperature: config.sampling.temperature,
         loss: { clipLow: alg.clip_low, clipHigh: alg.clip_high, isMode: alg.is_mode, tisCap: alg.tis_cap, entropyCoef: alg.entropy_coef, ...(ref ? { klCoef: alg.kl_coef } : {}) },
         ...(ref ? { refLogprobs: ref.logprobs } : {}),
+        ...(anchor ? { proxLogprobs: anchor } : {}),
         ...(capo ? { capo: true } : {}),
       });
       if (ref) fbStats.refKl.push(fb.refKlMean);

@@ -79,6 +79,20 @@ describe.each(["tree", "flat", "tree-split"] as const)("GRPO over trees, %s layo
     });
   });
 
+  it("negativeScale shrinks only negative advantages; weights and positive advantages are untouched", () => {
+    const { view, out } = run(layout, { negativeScale: 0.25 });
+    const w = 1 / 18;
+    expectTokens(view, {
+      ...tokens("r1", A, w, { a: 2, b1: 2, b2: 1 }),
+      ...tokens("r2", -0.25 * A, w, lin(2)),
+      ...tokens("r4", 0, w, lin(1)),
+      ...tokens("r5", 0, w, lin(1)),
+      ...tokens("r6", 0, w, lin(1)),
+      ...excluded,
+    });
+    expect(out.stats.lossWeightSum).toBeCloseTo(1, 5);
+  });
+
   it("Dr. GRPO: centred without std, token-sum over a constant normaliser", () => {
     const { view, out } = run(layout, { normalizeStd: false, aggregation: "token-sum", sumNormalizer: 10 });
     expectTokens(view, {

@@ -56,4 +56,13 @@ describe("eval summary", () => {
     expect(s.byFamily.arith?.passAt1).toBe(1);
     expect(s.byFamily.arith?.f1).toBeNull();
   });
+
+  it("pass@1's standard error is the sample std of the per-(task, harness) rates over √groups", () => {
+    // Group rates 1, 0.5, 0 → mean 0.5, sample variance 0.25, se √(0.25 / 3).
+    const rs = [result("a", "h", 1), result("b", "h", 1), result("b", "h", 0), result("c", "h", 0)];
+    const g = groupMetrics(rs, 1);
+    expect(g.passAt1).toBeCloseTo(0.5, 12);
+    expect(g.passAt1Stderr).toBeCloseTo(Math.sqrt(0.25 / 3), 12);
+    expect(groupMetrics(rs.slice(0, 1), 1).passAt1Stderr).toBe(0);
+  });
 });

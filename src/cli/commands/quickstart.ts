@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadRunConfig } from "../../train/config.js";
-import { runTraining, type PassTable } from "../../train/orchestrator.js";
+import { runTraining, type PassDelta, type PassTable } from "../../train/orchestrator.js";
 import { parseOptions } from "../args.js";
 import type { Command } from "../command.js";
 
@@ -22,7 +22,11 @@ function defaultConfig(): string {
 function line(label: string, t: PassTable | null): string {
   if (!t) return `${label}: -`;
   const per = Object.entries(t.byHarness).map(([h, v]) => `${h} ${(100 * v).toFixed(1)}%`).join(", ");
-  return `${label}: ${(100 * t.overall).toFixed(1)}% (${per})`;
+  return `${label}: ${(100 * t.overall).toFixed(1)}% ± ${(100 * t.overallStderr).toFixed(1)} (${t.rollouts} rollouts; ${per})`;
+}
+
+function deltaLine(d: PassDelta): string {
+  return `  change: ${d.overall >= 0 ? "+" : ""}${(100 * d.overall).toFixed(1)} points ± ${(100 * d.stderr).toFixed(1)} (${d.z.toFixed(1)} standard errors)`;
 }
 
 export const quickstartCommand: Command = {
@@ -36,7 +40,7 @@ export const quickstartCommand: Command = {
     const runDir = resolve(values["run-dir"] ?? join("runs", config.name));
     console.error(`harnessrl quickstart → ${runDir}`);
     const s = await runTraining(config, runDir, configPath);
-    console.log([`held-out pass@1 (${config.eval?.tasks ?? "no eval"}):`, `  ${line("warm start", s.before)}`, `  ${line("after RL  ", s.after)}`, `steps ${s.steps}, wall ${(s.wallSeconds / 60).toFixed(1)} min`, `report: ${join(runDir, "report.html")}`, `summary: ${join(runDir, "summary.json")}`].join("\n"));
+    console.log([`held-out pass@1 (${config.eval?.tasks ?? "no eval"}):`, `  ${line("warm start", s.before)}`, `  ${line("after RL  ", s.after)}`, ...(s.delta ? [deltaLine(s.delta)] : []), `steps ${s.steps}, wall ${(s.wallSeconds / 60).toFixed(1)} min`, `report: ${join(runDir, "report.html")}`, `summary: ${join(runDir, "summary.json")}`].join("\n"));
     return 0;
   },
 };

@@ -1,0 +1,107 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { PackedBatch } from "../../src/batch/types.js";
+import "../../src/harness/index.js";
+import { RolloutStack } from "../../src/rollout/stack.js";
+import { runRollouts } from "../../src/rollout/runner.js";
+import type { RolloutResult } from "../../src/rollout/types.js";
+import { loadSuite } from "../../src/tasks/registry.js";
+import { parseRunConfig } from "../../src/train/config.js";
+import { trainOnRollouts } from "../../src/train/rl-step.js";
+import { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
+import type { ForwardBackwardOptions } from "../../src/trainer/types.js";
+
+interface Event {
+  op: "logprobs" | "forwardBackward" | "optimStep";
+  batch?: PackedBatch;
+  options?: ForwardBackwardOptions;
+  logprobs?: Float32Array[];
+}
+
+/**
+ * With several minibatches per RL step, minibatches after the first are trained after the policy has already moved.
+ * Their PPO anchor must be the policy that sampled the batch (scored before any update), or the clip bounds nothing.
+ * Real rollouts (oracle engine, bwrap, capture proxy) and the real torch worker; the trainer is observed, not replaced.
+ */
+describe("minibatches > 1: later minibatches are anchored to the pre-update policy", () => {
+  let stack: RolloutStack;
+  let results: RolloutResult[];
+  let trainer: TorchTrainer;
+  let dir: string;
+
+  beforeAll(async () => {
+    stack = await RolloutStack.open({ engine: "oracle", store: "memory", sandbox: "bwrap" });
+    const tasks = (await loadSuite("calcrun:train?n=4&seed=5")).tasks;
+    const ran = await runRollouts(stack, { tasks, harnesses: ["chat-agent", "resp-agent"], samples: 2, idPrefix: "anchor" }, { concurrency: 4 });
+    results = ran.map((r) => ({ ...r, score: r.sample === 0 ? 1 : 0 }));
+    dir = mkdtempSync(join(tmpdir(), "hrl-anchor-"));
+    trainer = await TorchTrainer.start({ threads: 1 });
+    await trainer.init({ preset: "tiny-1m", seed: 3, out: join(dir, "m") });
+  }, 300_000);
+
+  afterAll(async () => {
+    await trainer?.close();
+    await stack?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("scores minibatch 2 before the first optimizer step and passes those logprobs as its proxLogprobs", async () => {
+    const events: Event[] = [];
+    const observed = new Proxy(trainer, {
+      get(target, prop, receiver) {
+        const value: unknown = Reflect.get(target, prop, receiver);
+        if (typeof value !== "function") return value;
+        if (prop === "logprobs") {
+          return async (batch: PackedBatch, options?: Parameters<TorchTrainer["logprobs"]>[1]) => {
+            const out = await target.logprobs(batch, options);
+            events.push({ op: "logprobs", batch, logprobs: out.logprobs });
+            return out;
+          };
+        }
+        if (prop === "forwardBackward") {
+          return (batch: PackedBatch, options?: ForwardBackwardOptions) => {
+            events.push({ op: "forwardBackward", batch, ...(options ? { options } : {}) });
+            return target.forwardBackward(batch, options);
+          };
+        }
+        if (prop === "optimStep") {
+          return (...args: Parameters<TorchTrainer["optimStep"]>) => {
+            events.push({ op: "optimStep" });
+            return target.optimStep(...args);
+          };
+        }
+        return (value as (...a: unknown[]) => unknown).bind(target);
+      },
+    });
+    const config = parseRunConfig({
+      name: "anchor",
+      model: { preset: "tiny-1m" },
+      harnesses: ["chat-agent", "resp-agent"],
+      tasks: { train: "calcrun:train" },
+      algorithm: { name: "grpo", lr: 0.05, minibatches: 2, batch_tokens: 1_000_000 },
+      budget: { steps: 1, tasks_per_step: 4, samples: 2 },
+    });
+    const out = await trainOnRollouts(stack.store, results, stack.engine.tokenizer, observed, config, 0, { step: 1 });
+    expect(out.metrics["train/minibatches"]).toBe(2);
+
+    const ops = events.map((e) => e.op);
+    expect(ops).toEqual(["logprobs", "forwardBackward", "optimStep", "forwardBackward", "optimStep"]);
+    const [scored, first, , second] = events as [Event, Event, Event, Event];
+    expect(first.options?.proxLogprobs).toBeUndefined();
+    expect(second.batch).toBe(scored.batch);
+    expect(second.options?.proxLogprobs).toBe(scored.logprobs);
+
+    // The first update moved the policy, so the anchor differs from the policy the second minibatch is trained at.
+    const after = await trainer.logprobs(scored.batch as PackedBatch, { temperature: 1, entropy: false });
+    let moved = 0;
+    scored.batch?.rows.forEach((row, r) => {
+      for (let i = 0; i < row.tokens.length; i++) {
+        if (row.trainable[i] !== 1) continue;
+        moved = Math.max(moved, Math.abs((after.logprobs[r]?.[i] ?? 0) - (scored.logprobs?.[r]?.[i] ?? 0)));
+      }
+    });
+    expect(moved).toBeGreaterThan(1e-3);
+  }, 300_000);
+});
