@@ -69,6 +69,10 @@ describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)"
     for (const f of ["config.yaml", "metrics.jsonl", "records.sqlite", "rollouts.jsonl", "state.json", "summary.json", "report.html", "eval-before.json", "eval-after.json"]) expect(files).toContain(f);
     expect(summary.before?.byHarness["chat-agent"]).toBeTypeOf("number");
     expect(summary.after?.byHarness["chat-agent"]).toBeTypeOf("number");
+    // The change comes with the standard error of a difference of two independent evaluations.
+    expect(summary.delta?.overall).toBeCloseTo((summary.after?.overall ?? NaN) - (summary.before?.overall ?? NaN), 12);
+    expect(summary.delta?.stderr).toBeCloseTo(Math.hypot(summary.before?.overallStderr ?? NaN, summary.after?.overallStderr ?? NaN), 12);
+    expect(Number.isFinite(summary.delta?.z)).toBe(true);
   });
 
   it("trains on non-zero advantages and changes the policy it serves", () => {
