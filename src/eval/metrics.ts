@@ -58,17 +58,15 @@ export function groupMetrics(results: readonly RolloutResult[], k: number, passT
     list.push(r);
     byTask.set(key, list);
   }
-  let p1 = 0;
   let pk = 0;
   const rates: number[] = [];
   for (const list of byTask.values()) {
     const c = list.filter((r) => r.score >= passThreshold).length;
     rates.push(c / list.length);
-    p1 += c / list.length;
     pk += passAtK(list.length, c, k);
   }
   const groups = byTask.size;
-  const mean = groups ? p1 / groups : 0;
+  const mean = groups ? rates.reduce((s, v) => s + v, 0) / groups : 0;
   const variance = groups > 1 ? rates.reduce((s, v) => s + (v - mean) ** 2, 0) / (groups - 1) : 0;
   const f1s = valid.map(f1Of).filter((v): v is number => v !== null);
   return {

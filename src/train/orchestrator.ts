@@ -262,6 +262,8 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
       run.writeJson("eval-after.json", after);
       log(`held-out pass@1 after RL: ${(100 * after.overall.passAt1).toFixed(1)}%`);
     }
+    const beforeTable = before ? passTable(before) : null;
+    const afterTable = after ? passTable(after) : null;
     const summary: RunSummary = {
       name: config.name,
       runDir: run.root,
@@ -269,9 +271,9 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
       policyVersion: state.policyVersion,
       wallSeconds: (Date.now() - started) / 1000,
       trainSeconds: state.trainMs / 1000,
-      before: before ? passTable(before) : null,
-      after: after ? passTable(after) : null,
-      delta: before && after ? passDelta(passTable(before), passTable(after)) : null,
+      before: beforeTable,
+      after: afterTable,
+      delta: beforeTable && afterTable ? passDelta(beforeTable, afterTable) : null,
       warmStart: warm,
     };
     run.writeJson("summary.json", summary);

@@ -101,16 +101,17 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
   const minibatches = splitMinibatches(built.batch, alg.minibatches).map((m) => [...microBatches(m, alg.batch_tokens)]);
   // Minibatches after the first are trained after the policy has moved: their PPO anchor (proxLogprobs) is the policy
   // that sampled the batch, scored before any update, so the clip bounds the whole step as a trust region.
+  const scoring = { temperature: config.sampling.temperature, entropy: false };
   const prox: Float32Array[][][] = [];
   for (const micro of minibatches.slice(1)) {
     const scored: Float32Array[][] = [];
-    for (const mb of micro) scored.push((await trainer.logprobs(mb, { temperature: config.sampling.temperature, entropy: false })).logprobs);
+    for (const mb of micro) scored.push((await trainer.logprobs(mb, scoring)).logprobs);
     prox.push(scored);
   }
   for (const [k, micro] of minibatches.entries()) {
     for (const [j, mb] of micro.entries()) {
       // KL to the reference is scored on exactly the tokens of this micro-batch, by the reference's own weights.
-      const ref = reference ? await reference.logprobs(mb, { temperature: config.sampling.temperature, entropy: false }) : null;
+      const ref = reference ? await reference.logprobs(mb, scoring) : null;
       const anchor = k > 0 ? prox[k - 1]?.[j] : undefined;
       const fb = await trainer.forwardBackward(mb, {
         objective: "pg",

@@ -1,17 +1,10 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PackedBatch } from "../../src/batch/types.js";
-import "../../src/harness/index.js";
-import { RolloutStack } from "../../src/rollout/stack.js";
-import { runRollouts } from "../../src/rollout/runner.js";
-import type { RolloutResult } from "../../src/rollout/types.js";
-import { loadSuite } from "../../src/tasks/registry.js";
 import { parseRunConfig } from "../../src/train/config.js";
 import { trainOnRollouts } from "../../src/train/rl-step.js";
-import { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
+import type { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
 import type { ForwardBackwardOptions } from "../../src/trainer/types.js";
+import { openOracleFixture, type OracleFixture } from "./oracle-fixture.js";
 
 interface Event {
   op: "logprobs" | "forwardBackward" | "optimStep";
@@ -26,28 +19,18 @@ interface Event {
  * Real rollouts (oracle engine, bwrap, capture proxy) and the real torch worker; the trainer is observed, not replaced.
  */
 describe("minibatches > 1: later minibatches are anchored to the pre-update policy", () => {
-  let stack: RolloutStack;
-  let results: RolloutResult[];
-  let trainer: TorchTrainer;
-  let dir: string;
+  let fx: OracleFixture;
 
   beforeAll(async () => {
-    stack = await RolloutStack.open({ engine: "oracle", store: "memory", sandbox: "bwrap" });
-    const tasks = (await loadSuite("calcrun:train?n=4&seed=5")).tasks;
-    const ran = await runRollouts(stack, { tasks, harnesses: ["chat-agent", "resp-agent"], samples: 2, idPrefix: "anchor" }, { concurrency: 4 });
-    results = ran.map((r) => ({ ...r, score: r.sample === 0 ? 1 : 0 }));
-    dir = mkdtempSync(join(tmpdir(), "hrl-anchor-"));
-    trainer = await TorchTrainer.start({ threads: 1 });
-    await trainer.init({ preset: "tiny-1m", seed: 3, out: join(dir, "m") });
+    fx = await openOracleFixture({ suite: "calcrun:train?n=4&seed=5", harnesses: ["chat-agent", "resp-agent"], samples: 2, idPrefix: "anchor", otherScore: 0, trainerSeed: 3 });
   }, 300_000);
 
   afterAll(async () => {
-    await trainer?.close();
-    await stack?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await fx?.close();
   });
 
   it("scores minibatch 2 before the first optimizer step and passes those logprobs as its proxLogprobs", async () => {
+    const { stack, results, trainer } = fx;
     const events: Event[] = [];
     const observed = new Proxy(trainer, {
       get(target, prop, receiver) {

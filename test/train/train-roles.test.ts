@@ -1,20 +1,15 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyAdvantages, parseAdvantageConfig } from "../../src/advantage/index.js";
 import type { BuiltBatch } from "../../src/batch/batch-index.js";
 import type { PackedBatch } from "../../src/batch/types.js";
-import "../../src/harness/index.js";
-import { RolloutStack } from "../../src/rollout/stack.js";
-import { runRollouts } from "../../src/rollout/runner.js";
+import type { RolloutStack } from "../../src/rollout/stack.js";
 import type { RolloutResult } from "../../src/rollout/types.js";
-import { loadSuite } from "../../src/tasks/registry.js";
 import { batchForRollouts } from "../../src/train/batches.js";
 import { parseRunConfig } from "../../src/train/config.js";
 import { trainOnRollouts } from "../../src/train/rl-step.js";
 import { untrainedRoleFilter } from "../../src/train/train-roles.js";
-import { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
+import type { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
+import { openOracleFixture, type OracleFixture } from "./oracle-fixture.js";
 
 const SUB_ROLES = new Set(["researcher", "worker"]);
 const SKETCH = { dim: 4096, seed: 7 };
@@ -31,26 +26,19 @@ interface SampledToken {
  * The rollouts are real (oracle engine, bwrap sandboxes, capture proxy); the gradients come from the real torch worker.
  */
 describe("central-only vs joint training on central-agent rollouts", () => {
+  let fx: OracleFixture;
   let stack: RolloutStack;
   let results: RolloutResult[];
   let trainer: TorchTrainer;
-  let dir: string;
 
   beforeAll(async () => {
-    stack = await RolloutStack.open({ engine: "oracle", store: "memory", sandbox: "bwrap" });
-    const tasks = (await loadSuite("lookup:train?n=2&seed=3")).tasks;
-    const ran = await runRollouts(stack, { tasks, harnesses: ["central-agent"], samples: 2, idPrefix: "roles" }, { concurrency: 4 });
     // The oracle solves every task; rewards that differ within each group give non-zero GRPO advantages.
-    results = ran.map((r) => ({ ...r, score: r.sample === 0 ? 1 : 0.25 }));
-    dir = mkdtempSync(join(tmpdir(), "hrl-roles-"));
-    trainer = await TorchTrainer.start({ threads: 1 });
-    await trainer.init({ preset: "tiny-1m", seed: 4, out: join(dir, "m") });
+    fx = await openOracleFixture({ suite: "lookup:train?n=2&seed=3", harnesses: ["central-agent"], samples: 2, idPrefix: "roles", otherScore: 0.25, trainerSeed: 4 });
+    ({ stack, results, trainer } = fx);
   }, 300_000);
 
   afterAll(async () => {
-    await trainer?.close();
-    await stack?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
+    await fx?.close();
   });
 
   /** The batch with advantages applied, training only `trainRoles` (every role when undefined). */
