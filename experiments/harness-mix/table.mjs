@@ -1,18 +1,33 @@
-// Prints the mix-harness results table from the four arms' eval-before/after files (markdown).
+// Prints the mix-harness results table (markdown) from the four arms' eval-before/after files, plus pooled rows.
 import { readFileSync } from "node:fs";
 
 const arms = ["single", "mixed", "round-robin", "harness-bandit"];
-const harnesses = ["chat-agent", "resp-agent", "claw-agent", "central-agent"];
+const RL = ["chat-agent", "resp-agent", "central-agent"];
+const HELD_OUT = "claw-agent";
+const harnesses = [...RL, HELD_OUT];
 const pct = (v) => (v === undefined ? "–" : `${(100 * v).toFixed(1)}`);
-const lines = [`| arm | ${harnesses.map((h) => `${h}${h === "central-agent" ? " (held out)" : ""}`).join(" | ")} | chat + resp + claw mean | steps |`, `| --- |${harnesses.map(() => " --- |").join("")} --- | --- |`];
+const load = (arm, which) => JSON.parse(readFileSync(`runs/exp-mix-${arm}/eval-${which}.json`, "utf8"));
+const meanOf = (e, hs) => hs.reduce((s, h) => s + (e.byHarness[h]?.passAt1 ?? 0), 0) / hs.length;
+const lines = [
+  `| arm | ${harnesses.map((h) => (h === HELD_OUT ? `${h} (held out of RL)` : h)).join(" | ")} | RL harnesses' mean | steps | harnesses trained (steps) |`,
+  `| --- |${harnesses.map(() => " --- |").join("")} --- | --- | --- |`,
+];
+const pooledBefore = Object.fromEntries(harnesses.map((h) => [h, 0]));
 for (const arm of arms) {
-  const dir = `runs/exp-mix-${arm}`;
-  const before = JSON.parse(readFileSync(`${dir}/eval-before.json`, "utf8"));
-  const after = JSON.parse(readFileSync(`${dir}/eval-after.json`, "utf8"));
-  const summary = JSON.parse(readFileSync(`${dir}/summary.json`, "utf8"));
+  const before = load(arm, "before");
+  const after = load(arm, "after");
+  const summary = JSON.parse(readFileSync(`runs/exp-mix-${arm}/summary.json`, "utf8"));
+  const metrics = readFileSync(`runs/exp-mix-${arm}/metrics.jsonl`, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const visits = {};
+  for (const m of metrics) {
+    if (typeof m.step !== "number" || m.step < 1) continue;
+    // The harnesses a step sampled through report their pass rate in it.
+    const hs = RL.filter((h) => typeof m[`pass1/${h}`] === "number");
+    for (const h of hs) visits[h] = (visits[h] ?? 0) + 1;
+  }
+  for (const h of harnesses) pooledBefore[h] += (before.byHarness[h]?.passAt1 ?? 0) / arms.length;
   const cells = harnesses.map((h) => `${pct(before.byHarness[h]?.passAt1)} → ${pct(after.byHarness[h]?.passAt1)}`);
-  const trained = ["chat-agent", "resp-agent", "claw-agent"].filter((h) => after.byHarness[h]);
-  const meanOf = (e) => trained.reduce((s, h) => s + (e.byHarness[h]?.passAt1 ?? 0), 0) / trained.length;
-  lines.push(`| ${arm} | ${cells.join(" | ")} | ${pct(meanOf(before))} → ${pct(meanOf(after))} | ${summary.steps} |`);
+  lines.push(`| ${arm} | ${cells.join(" | ")} | ${pct(meanOf(before, RL))} → ${pct(meanOf(after, RL))} | ${summary.steps} | ${Object.entries(visits).map(([h, n]) => `${h} ${n}`).join(", ") || "–"} |`);
 }
+lines.push(`| warm start, pooled over the four "before" evaluations | ${harnesses.map((h) => pct(pooledBefore[h])).join(" | ")} | ${pct(RL.reduce((s, h) => s + pooledBefore[h], 0) / RL.length)} | 0 | |`);
 console.log(lines.join("\n"));
