@@ -2,14 +2,15 @@
 import { readFileSync } from "node:fs";
 
 const arms = ["single", "mixed", "round-robin", "harness-bandit"];
-const RL = ["chat-agent", "resp-agent", "central-agent"];
-const HELD_OUT = "claw-agent";
-const harnesses = [...RL, HELD_OUT];
+const RL = ["chat-agent", "resp-agent"];
+// claw-agent: in the warm start's demonstrations, never sampled by RL; central-agent: never trained on at all.
+const HELD_OUT = ["claw-agent", "central-agent"];
+const harnesses = [...RL, ...HELD_OUT];
 const pct = (v) => (v === undefined ? "–" : `${(100 * v).toFixed(1)}`);
 const load = (arm, which) => JSON.parse(readFileSync(`runs/exp-mix-${arm}/eval-${which}.json`, "utf8"));
 const meanOf = (e, hs) => hs.reduce((s, h) => s + (e.byHarness[h]?.passAt1 ?? 0), 0) / hs.length;
 const lines = [
-  `| arm | ${harnesses.map((h) => (h === HELD_OUT ? `${h} (held out of RL)` : h)).join(" | ")} | RL harnesses' mean | steps | harnesses trained (steps) |`,
+  `| arm | ${harnesses.map((h) => (HELD_OUT.includes(h) ? `${h} (held out)` : h)).join(" | ")} | RL harnesses' mean | steps | harnesses trained (steps) |`,
   `| --- |${harnesses.map(() => " --- |").join("")} --- | --- | --- |`,
 ];
 const pooledBefore = Object.fromEntries(harnesses.map((h) => [h, 0]));
