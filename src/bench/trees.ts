@@ -16,6 +16,7 @@ import { buildBatch } from "../batch/build.js";
 import type { CallRecord } from "../store/records.js";
 import { ICR_SCHEMA_VERSION } from "../store/records.js";
 import { buildForests } from "../trees/forest.js";
+import { dedupStats, round3 as round } from "./dedup.js";
 import { mulberry32 } from "../core/random.js";
 
 const prng = mulberry32;
@@ -103,22 +104,6 @@ function mib(n: number): number {
   return Math.round((n / 2 ** 20) * 10) / 10;
 }
 
-function dedup(records: CallRecord[]): Record<string, number> {
-  const forests = buildForests(records);
-  const tree = buildBatch(forests, { layout: "tree", tokenBudget: 1 << 20, filter: { deadLeaves: false, maxBranches: null } });
-  const perCall = records.reduce((n, c) => n + c.promptTokens.length + c.completionTokens.length, 0);
-  return {
-    calls: records.length,
-    paths: tree.stats.paths,
-    perCallTokens: perCall,
-    flatTokens: tree.stats.flatTokens,
-    treeTokens: tree.stats.emittedTokens,
-    sharedRootTokens: tree.stats.sharedRootTokens,
-    treeOverFlat: round(tree.stats.emittedTokens / tree.stats.flatTokens),
-    treeOverPerCall: round(tree.stats.emittedTokens / perCall),
-  };
-}
-
 /** Dedup per harness on recorded traces (rollout ids name the harness: `rollout-<task>-<harness>-<k>`). */
 function recordedDedup(file: string): { file: string; byHarness: Record<string, Record<string, number>> } | null {
   if (!existsSync(file)) return null;
@@ -129,13 +114,10 @@ function recordedDedup(file: string): { file: string; byHarness: Record<string, 
     groups.set(h, [...(groups.get(h) ?? []), r]);
   }
   const byHarness: Record<string, Record<string, number>> = {};
-  for (const [h, recs] of groups) byHarness[h] = { ...dedup(recs), rollouts: new Set(recs.map((r) => r.rolloutId)).size };
+  for (const [h, recs] of groups) byHarness[h] = { ...dedupStats(recs), rollouts: new Set(recs.map((r) => r.rolloutId)).size };
   return { file, byHarness };
 }
 
-function round(x: number): number {
-  return Math.round(x * 1000) / 1000;
-}
 
 function main(): void {
   const { values } = parseArgs({ options: { calls: { type: "string" }, prompt: { type: "string" }, out: { type: "string" }, traces: { type: "string" } } });
@@ -180,7 +162,7 @@ function main(): void {
       if (s % 8 === 0) shared = tokens(rr, 2_000);
       recs.push(...session(rr, `${shape}_${s}`, 5 + (s % 8), shape === "grpo-groups-of-8" ? shared : 2_000, shape === "grpo-groups-of-8" ? "prefix-stable" : shape));
     }
-    dedupResults[shape] = dedup(recs);
+    dedupResults[shape] = { ...dedupStats(recs) };
   }
 
   const recorded = recordedDedup(resolve(values.traces ?? "test/trees/fixtures/captured-oracle.json"));

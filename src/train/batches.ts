@@ -11,6 +11,7 @@ import { buildForests } from "../trees/forest.js";
  * their system prompt (and a GRPO group its task prompt) once. tiny-1m forward+backward of 8 rollouts with a shared
  * 600-token prompt and 420-token continuations: 4.9 s as 8 dense-mask flat rows, 3.4 s as flat rows with segment
  * attention, 2.3 s as one tree-packed row (one CPU thread). Larger rows add little sharing and coarsen SFT batches.
+ * The default for `algorithm.row_tokens`; long real-harness prompts need larger rows to share.
  */
 export const ROW_TOKEN_BUDGET = 4_096;
 
@@ -18,7 +19,7 @@ export const ROW_TOKEN_BUDGET = 4_096;
  * The trees of the given rollouts (every session of each, sub-agents included), packed into a training batch with
  * the verifier score as each rollout's outcome reward. Infrastructure failures never reach here.
  */
-export function batchForRollouts(store: Store, results: readonly RolloutResult[], tokenizer: Tokenizer, options: { trajectories?: "main" | "all" } = {}): BuiltBatch {
+export function batchForRollouts(store: Store, results: readonly RolloutResult[], tokenizer: Tokenizer, options: { trajectories?: "main" | "all"; rowTokens?: number } = {}): BuiltBatch {
   const ids = new Set(results.map((r) => r.rolloutId));
   const records = results.flatMap((r) => store.listCalls({ rolloutId: r.rolloutId }));
   const sessions = store.listSessions().filter((s) => s.rolloutId !== null && ids.has(s.rolloutId));
@@ -26,7 +27,7 @@ export function batchForRollouts(store: Store, results: readonly RolloutResult[]
   const outcome = new Map(results.map((r) => [r.rolloutId, r.score]));
   return buildBatch(forests, {
     layout: "tree",
-    tokenBudget: ROW_TOKEN_BUDGET,
+    tokenBudget: options.rowTokens ?? ROW_TOKEN_BUDGET,
     tokenizer,
     rewards: { outcome },
     filter: { trajectories: options.trajectories ?? "all" },

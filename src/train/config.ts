@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { UserError, errorMessage } from "../core/errors.js";
+import { ROW_TOKEN_BUDGET } from "./batches.js";
 import { lrScheduleSchema } from "./lr-schedule.js";
 
 /**
@@ -75,10 +76,15 @@ const algorithmSchema = z
     minibatches: z.number().int().positive().default(1),
     /** Tokens per forward/backward micro-batch (gradients accumulate within a minibatch). */
     batch_tokens: z.number().int().positive().default(16_384),
+    /**
+     * Tokens per packed row (also for the warm start). Trees share root context (system prompt, task) only inside a
+     * row, so rows must hold a group's trees for that sharing: real harnesses' prompts are tens of thousands of tokens.
+     */
+    row_tokens: z.number().int().positive().default(ROW_TOKEN_BUDGET),
     /** PPO only: the critic's learning rate. */
     critic_lr: z.number().positive().default(1e-3),
   })
-  .default({ name: "grpo", std_normalize: true, clip_low: 0.2, clip_high: 0.28, is_mode: "truncate", tis_cap: 2, entropy_coef: 0, kl_coef: 0, loss_agg: "token-mean", lr: 1e-3, lr_schedule: { warmup_steps: 0, decay: "constant", min_ratio: 0.1 }, weight_decay: 0, max_grad_norm: 1, minibatches: 1, batch_tokens: 16_384, critic_lr: 1e-3 });
+  .default({ name: "grpo", std_normalize: true, clip_low: 0.2, clip_high: 0.28, is_mode: "truncate", tis_cap: 2, entropy_coef: 0, kl_coef: 0, loss_agg: "token-mean", lr: 1e-3, lr_schedule: { warmup_steps: 0, decay: "constant", min_ratio: 0.1 }, weight_decay: 0, max_grad_norm: 1, minibatches: 1, batch_tokens: 16_384, row_tokens: ROW_TOKEN_BUDGET, critic_lr: 1e-3 });
 
 const budgetSchema = z
   .strictObject({

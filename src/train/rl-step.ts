@@ -55,7 +55,7 @@ async function capoProbe(store: Store, results: readonly RolloutResult[], tokeni
     metrics["capo/probe_skipped"] = 1;
     return had;
   }
-  const probe = await trainer.capoProbe(batchForRollouts(store, winners, tokenizer).batch, { topFraction: config.capo?.top_fraction ?? 0.25 });
+  const probe = await trainer.capoProbe(batchForRollouts(store, winners, tokenizer, { rowTokens: config.algorithm.row_tokens }).batch, { topFraction: config.capo?.top_fraction ?? 0.25 });
   metrics["capo/units_per_layer"] = probe.unitsPerLayer;
   metrics["capo/overlap"] = probe.overlapFraction;
   metrics["capo/probed"] = 1;
@@ -67,7 +67,7 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
   const advConfig = advantageConfigOf(config);
   const valid = results.filter((r) => r.status !== "infra_error");
   if (valid.length === 0) return { metrics: { "train/skipped": 1 }, learnability: 0 };
-  const built = batchForRollouts(store, valid, tokenizer);
+  const built = batchForRollouts(store, valid, tokenizer, { rowTokens: config.algorithm.row_tokens });
   let maxLag = 0;
   for (const call of built.index.calls) if (call.policyVersion !== null) maxLag = Math.max(maxLag, currentVersion - call.policyVersion);
   const ppo = advConfig.estimator === "ppo";

@@ -47,7 +47,7 @@ export async function warmStart(config: RunConfig, run: RunDir, trainer: Trainer
     );
     const good = results.filter((r) => r.status === "ok");
     log(`warm start: ${good.length}/${results.length} oracle demonstrations solved their task`);
-    built = batchForRollouts(stack.store, good, defaultCodec().tokenizer);
+    built = batchForRollouts(stack.store, good, defaultCodec().tokenizer, { rowTokens: config.algorithm.row_tokens });
   } finally {
     await stack.close().catch(() => undefined);
   }
