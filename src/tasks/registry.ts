@@ -2,6 +2,7 @@ import { UserError } from "../core/errors.js";
 import type { TaskFamily } from "./family.js";
 import { arithFamily } from "./families/arith.js";
 import { calcfileFamily, calcrunFamily } from "./families/calcfile.js";
+import { lookuprunFamily } from "./families/lookuprun.js";
 import { filesFamily } from "./families/files.js";
 import { lookupFamily } from "./families/lookup.js";
 import { loadSuiteDir } from "./load.js";
@@ -79,7 +80,7 @@ function familyProvider(family: TaskFamily): SuiteProvider {
   };
 }
 
-for (const family of [arithFamily, calcfileFamily, calcrunFamily, filesFamily, lookupFamily]) {
+for (const family of [arithFamily, calcfileFamily, calcrunFamily, filesFamily, lookupFamily, lookuprunFamily]) {
   families.set(family.name, family);
   registerSuite(familyProvider(family));
 }

@@ -15,7 +15,7 @@ describe("oracle engine through every built-in harness in bwrap sandboxes", () =
 
   beforeAll(async () => {
     stack = await RolloutStack.open({ engine: "oracle", store: "memory", sandbox: "bwrap" });
-    const tasks = [...(await loadSuite("mix:train?n=6&seed=11")).tasks, ...(await loadSuite("mix:test?n=3&seed=11")).tasks, ...(await loadSuite("calcfile:test?n=2&seed=11")).tasks];
+    const tasks = [...(await loadSuite("mix:train?n=6&seed=11")).tasks, ...(await loadSuite("mix:test?n=3&seed=11")).tasks, ...(await loadSuite("calcfile:test?n=2&seed=11")).tasks, ...(await loadSuite("lookuprun:test?n=2&seed=11")).tasks];
     results = await runRollouts(stack, { tasks, harnesses: HARNESSES, samples: 1, idPrefix: "oracle" }, { concurrency: 6 });
     calls = stack.store.listCalls({});
   }, 300_000);
@@ -25,9 +25,9 @@ describe("oracle engine through every built-in harness in bwrap sandboxes", () =
   });
 
   it("scores at least 0.99 on every family through every harness", () => {
-    expect(results).toHaveLength(11 * HARNESSES.length);
+    expect(results).toHaveLength(13 * HARNESSES.length);
     for (const harness of HARNESSES) {
-      for (const family of ["arith", "calcfile", "files", "lookup"]) {
+      for (const family of ["arith", "calcfile", "files", "lookup", "lookuprun"]) {
         const group = results.filter((r) => r.harness === harness && r.family === family);
         expect(group.length).toBeGreaterThan(0);
         const mean = group.reduce((s, r) => s + r.score, 0) / group.length;

@@ -18,7 +18,7 @@ function randomWord(rng: Rng): string {
 }
 
 describe("empty and random policies score ~0 ", () => {
-  it.each([["arith"], ["calcfile"], ["calcrun"], ["files"], ["lookup"]])("%s: doing nothing scores 0 on every one of 40 tasks", async (family) => {
+  it.each([["arith"], ["calcfile"], ["calcrun"], ["files"], ["lookup"], ["lookuprun"]])("%s: doing nothing scores 0 on every one of 40 tasks", async (family) => {
     const tasks = (await loadSuite(`${family}:test?n=40&seed=11`)).tasks;
     const results = await mapPool(tasks, CONCURRENCY, (t) => attempt(t, []));
     expect(results.map((r) => r.result.score)).toEqual(tasks.map(() => 0));

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { arithFamily } from "../../src/tasks/families/arith.js";
 import { calcfileFamily, calcrunFamily } from "../../src/tasks/families/calcfile.js";
+import { lookuprunFamily } from "../../src/tasks/families/lookuprun.js";
 import { filesFamily } from "../../src/tasks/families/files.js";
 import { lookupFamily } from "../../src/tasks/families/lookup.js";
 import { builtinTaskById, loadSuite } from "../../src/tasks/registry.js";
@@ -138,5 +139,30 @@ describe("calcrun: calcfile's prompts, one output name", () => {
     }
     // Phrasings still vary: the policy must produce the same call from sentences it never saw.
     expect(new Set(tasks.map((t) => t.metadata.template)).size).toBeGreaterThan(30);
+  });
+});
+
+describe("lookuprun: multi-hop lookup at rung zero", () => {
+  it("lists the gold path's hops in question.txt, holds out names and whole phrasings, and is one fixed oracle call", async () => {
+    const family = lookuprunFamily;
+    expect(family.templates.test.length).toBeGreaterThan(5);
+    expect(family.templates.test.filter((t) => family.templates.train.includes(t))).toEqual([]);
+    const train = (await loadSuite("lookuprun:train?n=200&seed=1")).tasks;
+    const test = (await loadSuite("lookuprun:test?n=60&seed=1")).tasks;
+    const trainPrompts = new Set(train.map((t) => t.prompt));
+    for (const t of test) expect(trainPrompts.has(t.prompt)).toBe(false);
+    const trainEntities = entitiesOf(train);
+    expect([...entitiesOf(test)].filter((e) => trainEntities.has(e))).toEqual([]);
+    for (const t of [...train.slice(0, 40), ...test]) {
+      const lines = (t.files["question.txt"] as string).trim().split("\n");
+      const gold = t.metadata.goldPath as string[];
+      expect(lines).toHaveLength(gold.length);
+      expect(gold[0]!.startsWith(lines[0]!.split(" ")[0]!)).toBe(true);
+      expect(t.metadata.hops).toBe(gold.length);
+      expect(t.metadata.oracle?.steps).toEqual([{ kind: "run", command: "./search --chain question.txt > answer.txt" }]);
+      expect(t.metadata.oracle?.answer).toBeUndefined();
+      expect(builtinTaskById(t.id)).toEqual(t);
+    }
+    expect(new Set(test.map((t) => t.metadata.hops))).toEqual(new Set([2, 3]));
   });
 });

@@ -68,6 +68,26 @@ describe("./search", () => {
   });
 });
 
+describe("./search --chain (the lookuprun rung)", () => {
+  it("walks every hop of question.txt, logs one search per hop, prints the final answer; a bad file exits 2", async () => {
+    for (const t of (await loadSuite("lookuprun:test?n=6&seed=4")).tasks) {
+      await rm(ws, { recursive: true, force: true });
+      await mkdir(ws, { recursive: true });
+      await seedWorkspace(t, ws);
+      const r = await runProcess(["./search", "--chain", "question.txt"], ws);
+      expect(r, t.id).toMatchObject({ code: 0, stdout: `${t.metadata.answer}\n` });
+      const log = (await logLines("search.jsonl")) as { query: string; results: string[] }[];
+      const gold = t.metadata.goldPath as string[];
+      expect(log).toHaveLength(gold.length);
+      // Each hop's top result is the gold fact of that hop.
+      log.forEach((entry, k) => expect(entry.results[0]).toBe(gold[k]));
+    }
+    const missing = await runProcess(["./search", "--chain", "nope.txt"], ws);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("cannot read nope.txt");
+  });
+});
+
 function oracleFirstStep(step: unknown): { command: string; expect: string } {
   const s = step as { kind: string; command: string; expect: string };
   expect(s.kind).toBe("run");

@@ -13,9 +13,9 @@ import { VERIFIER_DIR, type OracleStep, type Split, type Task } from "../task.js
  * question type has train phrasings and a distinct test phrasing). Relation paths are shared between splits.
  */
 
-type Rel = "works" | "born" | "hq" | "founder" | "country";
+export type Rel = "works" | "born" | "hq" | "founder" | "country";
 
-interface World {
+export interface World {
   persons: string[];
   companies: string[];
   cities: string[];
@@ -28,7 +28,7 @@ interface World {
 }
 
 /** Fact sentence for (subject, relation, object) and the query an oracle uses to find it. */
-const FACT: Record<Rel, { text: (s: string, o: string) => string; query: (s: string) => string }> = {
+export const FACT: Record<Rel, { text: (s: string, o: string) => string; query: (s: string) => string }> = {
   works: { text: (s, o) => `${s} works for ${o}.`, query: (s) => `${s} works for` },
   born: { text: (s, o) => `${s} was born in ${o}.`, query: (s) => `${s} born in` },
   hq: { text: (s, o) => `${s} is headquartered in ${o}.`, query: (s) => `${s} headquartered` },
@@ -36,13 +36,13 @@ const FACT: Record<Rel, { text: (s: string, o: string) => string; query: (s: str
   country: { text: (s, o) => `${s} is a city in ${o}.`, query: (s) => `${s} city in` },
 };
 
-interface QuestionType {
+export interface QuestionType {
   start: "person" | "company";
   path: Rel[];
   phrasings: Record<Split, Record<string, string>>;
 }
 
-const QUESTIONS: Record<string, QuestionType> = {
+export const QUESTIONS: Record<string, QuestionType> = {
   employer_city: {
     start: "person",
     path: ["works", "hq"],
@@ -119,18 +119,18 @@ function buildWorld(rng: Rng, split: Split): World {
   return w;
 }
 
-function relMap(w: World, rel: Rel): Map<string, string> {
+export function relMap(w: World, rel: Rel): Map<string, string> {
   return { works: w.worksFor, born: w.bornIn, hq: w.hq, founder: w.founder, country: w.countryOf }[rel];
 }
 
-function allFacts(w: World): string[] {
+export function allFacts(w: World): string[] {
   const out: string[] = [];
   for (const rel of ["works", "born", "hq", "founder", "country"] as Rel[]) for (const [s, o] of relMap(w, rel)) out.push(FACT[rel].text(s, o));
   return out;
 }
 
 /** Builds worlds until one has a start entity whose path never revisits an entity (no self-founded employer). */
-function worldWithPath(rng: Rng, split: Split, q: QuestionType): { w: World; start: string } {
+export function worldWithPath(rng: Rng, split: Split, q: QuestionType): { w: World; start: string } {
   for (let attempt = 0; attempt < 100; attempt++) {
     const w = buildWorld(rng, split);
     for (const s of rng.shuffle(q.start === "person" ? w.persons : w.companies)) {
