@@ -7,14 +7,15 @@ import { InfraError } from "../core/errors.js";
  */
 const LITTLE_ENDIAN_HOST = endianness() === "LE";
 
-export function encodeInt32(values: readonly number[]): Buffer {
-  const arr = new Int32Array(values.length);
-  for (let i = 0; i < values.length; i++) {
+/** `values[from..]` as little-endian Int32 (`from` > 0: a prompt stored as a delta, see prompt-delta.ts). */
+export function encodeInt32(values: readonly number[], from = 0): Buffer {
+  const arr = new Int32Array(values.length - from);
+  for (let i = from; i < values.length; i++) {
     const v = values[i] as number;
     if (!Number.isInteger(v) || v < -2147483648 || v > 2147483647) {
       throw new InfraError("bad_token_id", `token id at position ${i} is not a 32-bit integer: ${String(v)}`);
     }
-    arr[i] = v;
+    arr[i - from] = v;
   }
   return toLittleEndian(arr);
 }

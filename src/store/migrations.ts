@@ -66,6 +66,14 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX calls_by_parent ON calls(parent_call_id);
     `,
   },
+  {
+    version: 2,
+    description: "prompt tokens stored as a delta against the call they extend (src/store/prompt-delta.ts)",
+    sql: `
+      ALTER TABLE calls ADD COLUMN prompt_base_call_id TEXT;
+      ALTER TABLE calls ADD COLUMN prompt_base_len INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

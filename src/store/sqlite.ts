@@ -5,6 +5,7 @@ import { InfraError, UserError, errorMessage } from "../core/errors.js";
 import { decodeFloat32, decodeInt32, encodeFloat32, encodeInt32 } from "./blob.js";
 import { hashCredential } from "./credentials.js";
 import { checkSchema, migrate } from "./migrations.js";
+import { RecentCallTokens, deltaPrefix, joinPrompt, type CallTokens } from "./prompt-delta.js";
 import type { CallRecord, SessionInfo } from "./records.js";
 import type { CallQuery, Store, StoredCall } from "./types.js";
 
@@ -36,6 +37,9 @@ interface CallRow {
   parent_call_id: string | null;
   reused_prefix_tokens: number;
   spawned_by_call_id: string | null;
+  /** Prompt stored as a delta: `prompt_tokens` holds what follows this many tokens of the base's prompt + completion. */
+  prompt_base_call_id: string | null;
+  prompt_base_len: number;
   prompt_tokens: Buffer;
   completion_tokens: Buffer;
   logprobs: Buffer;
@@ -74,6 +78,8 @@ export class SqliteStore implements Store {
   private readonly db: Database.Database;
   private readonly stmts: ReturnType<SqliteStore["prepare"]>;
   private readonly statementCache = new Map<string, Database.Statement>();
+  /** Calls this store wrote recently: delta bases for the next turns of their sessions. */
+  private readonly recent = new RecentCallTokens();
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.path = path;
@@ -115,7 +121,8 @@ export class SqliteStore implements Store {
         agent_id, protocol, stream, status, finish_reason, policy_version, parent_call_id, reused_prefix_tokens,
         break_kind, spawned_by_call_id, received_at, recorded_at, prompt_len, completion_len, prompt_tokens,
         completion_tokens, logprobs, messages_json, tools_json, response_json, raw_request_json, raw_response_json,
-        meta_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+        meta_json, prompt_base_call_id, prompt_base_len)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       callById: db.prepare("SELECT * FROM calls WHERE call_id = ?"),
     };
   }
@@ -155,31 +162,75 @@ export class SqliteStore implements Store {
 
   insertCall(r: CallRecord): void {
     const meta: CallMeta = { error: r.error, samplingRequested: r.samplingRequested, samplingUsed: r.samplingUsed, timings: r.timings, break: r.break };
+    const baseLen = r.parentCallId === null ? 0 : deltaPrefix(r.promptTokens, r.reusedPrefixTokens, this.recent.get(r.parentCallId));
     try {
       this.stmts.insertCall.run(
         r.callId, r.sessionId, r.rolloutId, r.schemaVersion, r.harness, r.agentRole, r.agentId, r.protocol, r.stream ? 1 : 0,
         r.status, r.finishReason, r.policyVersion, r.parentCallId, r.reusedPrefixTokens, r.break?.kind ?? null,
         r.spawnedByCallId, r.timings.receivedAt, r.timings.recordedAt, r.promptTokens.length, r.completionTokens.length,
-        encodeInt32(r.promptTokens), encodeInt32(r.completionTokens), encodeFloat32(r.logprobs),
+        encodeInt32(r.promptTokens, baseLen), encodeInt32(r.completionTokens), encodeFloat32(r.logprobs),
         JSON.stringify(r.messages), JSON.stringify(r.tools), r.response === null ? null : JSON.stringify(r.response),
-        jsonOrNull(r.rawRequest), jsonOrNull(r.rawResponse), JSON.stringify(meta),
+        jsonOrNull(r.rawRequest), jsonOrNull(r.rawResponse), JSON.stringify(meta), baseLen > 0 ? r.parentCallId : null, baseLen,
       );
     } catch (e) {
       throw this.translate(e, `call ${r.callId}`);
     }
+    this.recent.set(r.callId, { prompt: r.promptTokens, completion: r.completionTokens });
   }
 
   getCall(callId: string): CallRecord | null {
     const row = this.stmts.callById.get(callId) as CallRow | undefined;
-    return row ? callFromRow(row) : null;
+    return row ? this.decode(row, new Map()) : null;
   }
 
   listCalls(query: CallQuery = {}): CallRecord[] {
-    return this.selectCalls(query).map(callFromRow);
+    const seen = new Map<string, CallTokens>();
+    return this.selectCalls(query).map((row) => this.decode(row, seen));
   }
 
   listCallEntries(query: CallQuery = {}): StoredCall[] {
-    return this.selectCalls(query).map((row) => ({ seq: row.seq, record: callFromRow(row) }));
+    const seen = new Map<string, CallTokens>();
+    return this.selectCalls(query).map((row) => ({ seq: row.seq, record: this.decode(row, seen) }));
+  }
+
+  /** A record with its whole prompt; `seen` holds the tokens of rows decoded earlier in the same read (bases come first). */
+  private decode(row: CallRow, seen: Map<string, CallTokens>): CallRecord {
+    const suffix = decodeInt32(row.prompt_tokens);
+    const prompt = row.prompt_base_call_id === null ? suffix : joinPrompt(this.tokensOf(row.prompt_base_call_id, seen), row.prompt_base_len, suffix);
+    const record = callFromRow(row, prompt);
+    seen.set(record.callId, { prompt: record.promptTokens, completion: record.completionTokens });
+    return record;
+  }
+
+  /** Whole prompt + completion of a base call: from this read, from recent writes, or from its row (chains iterate). */
+  private tokensOf(callId: string, seen: Map<string, CallTokens>): CallTokens {
+    const known = seen.get(callId) ?? this.recent.get(callId);
+    if (known) return known;
+    const row = this.stmts.callById.get(callId) as CallRow | undefined;
+    if (!row) throw new InfraError("store_corrupt", `${this.path}: the prompt of a stored call extends call ${callId}, which is missing`);
+    // Walk up to the first base whose tokens are known, then rebuild downwards (no recursion on long sessions).
+    const chain: CallRow[] = [row];
+    let top = row;
+    while (top.prompt_base_call_id !== null && !seen.has(top.prompt_base_call_id) && !this.recent.get(top.prompt_base_call_id)) {
+      const up = this.stmts.callById.get(top.prompt_base_call_id) as CallRow | undefined;
+      if (!up) throw new InfraError("store_corrupt", `${this.path}: the prompt of call ${top.call_id} extends call ${top.prompt_base_call_id}, which is missing`);
+      chain.push(up);
+      top = up;
+    }
+    let tokens: CallTokens | undefined;
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const r = chain[i] as CallRow;
+      const suffix = decodeInt32(r.prompt_tokens);
+      let prompt = suffix;
+      if (r.prompt_base_call_id !== null) {
+        const base = tokens ?? seen.get(r.prompt_base_call_id) ?? this.recent.get(r.prompt_base_call_id);
+        if (!base) throw new InfraError("store_corrupt", `${this.path}: cannot resolve the prompt base ${r.prompt_base_call_id} of call ${r.call_id}`);
+        prompt = joinPrompt(base, r.prompt_base_len, suffix);
+      }
+      tokens = { prompt, completion: decodeInt32(r.completion_tokens) };
+      seen.set(r.call_id, tokens);
+    }
+    return tokens as CallTokens;
   }
 
   countCalls(query: { sessionId?: string; rolloutId?: string } = {}): number {
@@ -256,7 +307,7 @@ function sessionFromRow(row: SessionRow): SessionInfo {
   };
 }
 
-function callFromRow(row: CallRow): CallRecord {
+function callFromRow(row: CallRow, promptTokens: number[]): CallRecord {
   const meta = JSON.parse(row.meta_json) as CallMeta;
   return {
     schemaVersion: row.record_version,
@@ -275,7 +326,7 @@ function callFromRow(row: CallRow): CallRecord {
     messages: JSON.parse(row.messages_json) as CallRecord["messages"],
     tools: JSON.parse(row.tools_json) as CallRecord["tools"],
     response: parseJson<CallRecord["response"]>(row.response_json, null),
-    promptTokens: decodeInt32(row.prompt_tokens),
+    promptTokens,
     completionTokens: decodeInt32(row.completion_tokens),
     logprobs: decodeFloat32(row.logprobs),
     policyVersion: row.policy_version,

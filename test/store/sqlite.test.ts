@@ -5,7 +5,7 @@ import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { UserError } from "../../src/core/errors.js";
 import { hashCredential } from "../../src/store/credentials.js";
-import { LATEST_SCHEMA_VERSION } from "../../src/store/migrations.js";
+import { LATEST_SCHEMA_VERSION, MIGRATIONS, migrate } from "../../src/store/migrations.js";
 import { MemoryStore } from "../../src/store/memory.js";
 import { openStore } from "../../src/store/registry.js";
 import { SqliteStore } from "../../src/store/sqlite.js";
@@ -111,6 +111,89 @@ describe("SqliteStore specifics", () => {
     expect(reader.getCall(r.callId)?.callId).toBe(r.callId);
     writer.close();
     reader.close();
+  });
+});
+
+describe("SqliteStore prompt deltas", () => {
+  /** A session of `turns` calls whose prompts extend the previous prompt + completion, as the proxy records them. */
+  function session(turns: number, sessionId = "ses_delta"): ReturnType<typeof makeRecord>[] {
+    const out: ReturnType<typeof makeRecord>[] = [];
+    let prompt = Array.from({ length: 3000 }, (_, i) => (i * 31) % 250);
+    for (let t = 0; t < turns; t++) {
+      const prev = out[out.length - 1];
+      const r = makeRecord({ sessionId, promptTokens: prompt, parentCallId: prev?.callId ?? null, reusedPrefixTokens: prev ? prev.promptTokens.length + prev.completionTokens.length : 0 });
+      out.push(r);
+      prompt = [...prompt, ...r.completionTokens, ...Array.from({ length: 40 + t }, (_, i) => (i * 13 + t) % 250)];
+    }
+    return out;
+  }
+  const storedPromptBytes = (path: string): number[] => {
+    const db = new Database(path, { readonly: true });
+    const rows = db.prepare("SELECT length(prompt_tokens) AS n FROM calls ORDER BY seq").all() as { n: number }[];
+    db.close();
+    return rows.map((r) => r.n);
+  };
+
+  it("stores each turn's new prompt tokens only, and every read path returns whole prompts", () => {
+    const path = freshPath();
+    const s = new SqliteStore(path);
+    const calls = session(12);
+    for (const c of calls) s.insertCall(c);
+    const bytes = storedPromptBytes(path);
+    expect(bytes[0]).toBe(3000 * 4);
+    // Turn t stores its tool output (40 + t − 1 tokens) only, not the ~3k-token history.
+    for (let t = 1; t < calls.length; t++) expect(bytes[t]).toBe((40 + t - 1) * 4);
+    const want = calls.map(asStored);
+    expect(s.listCalls({ sessionId: "ses_delta" })).toEqual(want);
+    expect(s.getCall(calls[7]!.callId)).toEqual(want[7]);
+    s.close();
+    // A new instance knows no recent calls: reads resolve the chain from the rows, in any order and subset.
+    const again = new SqliteStore(path);
+    expect(again.getCall(calls[11]!.callId)).toEqual(want[11]);
+    const entries = again.listCallEntries({ sessionId: "ses_delta" });
+    expect(again.listCallEntries({ afterSeq: entries[8]!.seq }).map((e) => e.record)).toEqual(want.slice(9));
+    expect(again.listCalls({ limit: 3 })).toEqual(want.slice(0, 3));
+    again.close();
+  });
+
+  it("stores a prompt whole when the claimed reuse does not match the parent's tokens or the parent is unknown", () => {
+    const path = freshPath();
+    const s = new SqliteStore(path);
+    const [a, b] = session(2);
+    s.insertCall(a!);
+    const lying = { ...b!, promptTokens: [...b!.promptTokens], callId: "call_lying" };
+    lying.promptTokens[5] = 999; // differs inside the claimed prefix
+    s.insertCall(lying);
+    const orphan = { ...b!, callId: "call_orphan", parentCallId: "call_not_in_this_store" };
+    s.insertCall(orphan);
+    const bytes = storedPromptBytes(path);
+    expect(bytes[1]).toBe(lying.promptTokens.length * 4);
+    expect(bytes[2]).toBe(orphan.promptTokens.length * 4);
+    expect(s.getCall("call_lying")).toEqual(asStored(lying));
+    expect(s.getCall("call_orphan")).toEqual(asStored(orphan));
+    s.close();
+  });
+
+  it("migrates a version-1 store in place: old rows read back unchanged, new rows are deltas", () => {
+    const path = freshPath();
+    const calls = session(3, "ses_old");
+    // A version-1 database (only the first migration) holding the first call as a v1 row (whole prompt).
+    const src = freshPath();
+    const writer = new SqliteStore(src);
+    writer.insertCall(calls[0]!);
+    writer.close();
+    const v1 = new Database(path);
+    migrate(v1, path, MIGRATIONS.filter((m) => m.version === 1));
+    const cols = (v1.prepare("SELECT name FROM pragma_table_info('calls') WHERE name != 'seq'").pluck().all() as string[]).join(", ");
+    v1.exec(`ATTACH '${src}' AS src; INSERT INTO calls (${cols}) SELECT ${cols} FROM src.calls; DETACH src;`);
+    v1.close();
+    const s = new SqliteStore(path);
+    expect(s.getCall(calls[0]!.callId)).toEqual(asStored(calls[0]!));
+    s.insertCall(calls[1]!); // its parent was written by another instance: stored whole
+    s.insertCall(calls[2]!); // a delta against calls[1]
+    expect(storedPromptBytes(path).slice(1)).toEqual([calls[1]!.promptTokens.length * 4, 41 * 4]);
+    expect(s.listCalls({ sessionId: "ses_old" })).toEqual(calls.map(asStored));
+    s.close();
   });
 });
 
