@@ -8,12 +8,14 @@ import { loadRunConfig } from "../../src/train/config.js";
 const root = join(import.meta.dirname, "..", "..");
 const shipped = [
   ...readdirSync(join(root, "configs")).filter((f) => f.endsWith(".yaml")).map((f) => join(root, "configs", f)),
-  ...readdirSync(join(root, "experiments", "harness-mix")).filter((f) => f.endsWith(".yaml")).map((f) => join(root, "experiments", "harness-mix", f)),
+  ...readdirSync(join(root, "experiments")).flatMap((d) =>
+    readdirSync(join(root, "experiments", d)).filter((f) => f.endsWith(".yaml")).map((f) => join(root, "experiments", d, f)),
+  ),
 ];
 
 describe("the run configs shipped in configs/ and experiments/", () => {
   it("are found", () => {
-    expect(shipped.length).toBeGreaterThanOrEqual(7);
+    expect(shipped.length).toBeGreaterThanOrEqual(12);
   });
 
   it.each(shipped.map((p) => [p.slice(root.length + 1), p]))("%s validates, and its harnesses and task suites exist", async (_name, path) => {
