@@ -148,29 +148,37 @@ export class SandboxCgroup {
   create(limits: SandboxLimits): void {
     try {
       for (const d of this.dirs) mkdirSync(d);
-      const { memory, pids, cpu } = this.paths;
-      if (memory) {
-        if (existsSync(join(memory, "memory.max"))) {
-          writeFileSync(join(memory, "memory.max"), String(limits.memoryBytes));
-          if (existsSync(join(memory, "memory.swap.max"))) writeFileSync(join(memory, "memory.swap.max"), "0");
-        } else {
-          writeFileSync(join(memory, "memory.limit_in_bytes"), String(limits.memoryBytes));
-          // memsw = memory + swap: equal to the memory limit means no swapping around the ceiling.
-          if (existsSync(join(memory, "memory.memsw.limit_in_bytes"))) writeFileSync(join(memory, "memory.memsw.limit_in_bytes"), String(limits.memoryBytes));
-        }
-      }
-      if (pids) writeFileSync(join(pids, "pids.max"), String(limits.maxPids));
-      if (cpu && limits.cpuShares !== undefined) {
-        if (existsSync(join(cpu, "cpu.weight"))) {
-          const weight = Math.max(1, Math.min(10000, Math.round(1 + ((limits.cpuShares - 2) * 9999) / 262142)));
-          writeFileSync(join(cpu, "cpu.weight"), String(weight));
-        } else {
-          writeFileSync(join(cpu, "cpu.shares"), String(Math.max(2, Math.round(limits.cpuShares))));
-        }
-      }
+      this.setLimits(limits);
     } catch (e) {
       this.remove(200);
       throw new InfraError("sandbox_cgroup", `cannot set up sandbox cgroup: ${errorMessage(e)}`, { cause: e, retryable: true });
+    }
+  }
+
+  /** Writes the limits (also on a cgroup already in use: a pooled sandbox gets its own limits when it is handed out). */
+  setLimits(limits: SandboxLimits): void {
+    const { memory, pids, cpu } = this.paths;
+    if (memory) {
+      if (existsSync(join(memory, "memory.max"))) {
+        writeFileSync(join(memory, "memory.max"), String(limits.memoryBytes));
+        if (existsSync(join(memory, "memory.swap.max"))) writeFileSync(join(memory, "memory.swap.max"), "0");
+      } else {
+        // memsw = memory + swap: equal to the memory limit means no swapping around the ceiling. v1 insists on
+        // memsw >= memory at every moment, so a raise writes memsw first and a cut writes memory first.
+        const memsw = join(memory, "memory.memsw.limit_in_bytes");
+        const mem = join(memory, "memory.limit_in_bytes");
+        const order = existsSync(memsw) ? (limits.memoryBytes > Number(readText(mem) ?? "0") ? [memsw, mem] : [mem, memsw]) : [mem];
+        for (const f of order) writeFileSync(f, String(limits.memoryBytes));
+      }
+    }
+    if (pids) writeFileSync(join(pids, "pids.max"), String(limits.maxPids));
+    if (cpu && limits.cpuShares !== undefined) {
+      if (existsSync(join(cpu, "cpu.weight"))) {
+        const weight = Math.max(1, Math.min(10000, Math.round(1 + ((limits.cpuShares - 2) * 9999) / 262142)));
+        writeFileSync(join(cpu, "cpu.weight"), String(weight));
+      } else {
+        writeFileSync(join(cpu, "cpu.shares"), String(Math.max(2, Math.round(limits.cpuShares))));
+      }
     }
   }
 

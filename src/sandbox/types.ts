@@ -5,9 +5,9 @@
  */
 
 export interface SandboxLimits {
-  /** Memory ceiling for everything in the sandbox (including its /tmp and the proxy forwarder, ~10 MB). */
+  /** Memory ceiling for everything the sandbox's commands run, including their /tmp (bwrap adds its agent's share on top). */
   memoryBytes: number;
-  /** Maximum number of processes/threads alive at once in the sandbox. */
+  /** Maximum number of processes/threads the commands may have alive at once (bwrap adds its agent's on top). */
   maxPids: number;
   /** Wall-clock budget for the sandbox's whole life: every exec is cut off when it runs out. */
   wallClockMs: number;
@@ -51,8 +51,9 @@ export interface ExecOptions {
   stdoutLimit?: number;
   stderrLimit?: number;
   /**
-   * Start the proxy bridge for this exec (default: true when the sandbox has a proxy). The bridge costs one node
-   * startup per exec; commands that never call the model (a verifier) can skip it.
+   * The proxy is reachable during this exec (default: true when the sandbox has a proxy). Commands that must not call
+   * the model (a verifier) pass false: no HARNESSRL_PROXY_URL, and the bridge is closed unless another exec of the
+   * sandbox that uses it runs at the same time.
    */
   proxy?: boolean;
 }
@@ -136,4 +137,9 @@ export interface SandboxBackendOptions {
   stateRoot?: string;
   /** Host paths that must never be visible inside (e.g. the proxy's database directory). */
   hidePaths?: string[];
+  /**
+   * Sandboxes kept started and waiting, so `create()` skips the start (bwrap; backends without a pool ignore it).
+   * Default `{ size: 2 }`; `{ size: 0 }` turns the pool off.
+   */
+  pool?: { size: number };
 }

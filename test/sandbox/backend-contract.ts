@@ -24,10 +24,11 @@ function stubbornHeartbeat(file: string): string {
 
 /**
  * The shared contract every sandbox backend passes (`bwrap`, `local-unsafe`). `name` must be registered in
- * src/sandbox/index.ts: the crash scenario opens it from a separate control-plane process.
+ * src/sandbox/index.ts: the crash scenario opens it from a separate control-plane process. `variant` names a
+ * configuration when one backend runs the suite more than once (bwrap: cold starts and the warm pool).
  */
-export function backendContract(name: string, open: OpenBackend): void {
-  describe(`sandbox backend contract: ${name}`, () => {
+export function backendContract(name: string, open: OpenBackend, variant = ""): void {
+  describe(`sandbox backend contract: ${name}${variant ? ` (${variant})` : ""}`, () => {
     const root = tempRoot(`contract-${name}`);
     let backend!: SandboxBackend;
     let proxy!: StandInProxy;

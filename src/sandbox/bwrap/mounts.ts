@@ -1,16 +1,17 @@
 import { existsSync, lstatSync, readlinkSync } from "node:fs";
-import { dirname, posix, sep } from "node:path";
+import { dirname, sep } from "node:path";
 
 /**
  * The sandbox's filesystem: bwrap's own tmpfs as root (remounted read-only at the end) with the host's system
- * directories bound read-only, fresh tmpfs for /tmp, private /proc and /dev, and the sandbox's own workspace, HOME and
- * bridge socket. Everything else on the host (/root, /home, /tmp, /run, other sandboxes, the proxy's database) is
+ * directories bound read-only, fresh tmpfs for /tmp, private /proc and /dev, the sandbox's own workspace, HOME and
+ * bridge socket directory, and the exec agent's code. Everything else on the host (/root, /home, /tmp, /run, other sandboxes, the proxy's database) is
  * simply not there, unless the caller binds it explicitly read-only (e.g. a harness installation).
  */
 export const IN_SANDBOX = {
   workspace: "/workspace",
   home: "/home/sandbox",
-  forwarder: "/run/harnessrl/forwarder.js",
+  agentDir: "/run/harnessrl/agent",
+  agentMain: "/run/harnessrl/agent/main.js",
   bridgeDir: "/run/harnessrl/bridge",
   bridgeSocket: "/run/harnessrl/bridge/proxy.sock",
 } as const;
@@ -47,7 +48,8 @@ export interface MountPlan {
   systemBound: string[];
   /** The node binary's installation, bound when it lies outside the system directories. */
   nodePrefix: string | undefined;
-  forwarderHostPath: string;
+  /** dist/sandbox/agent: the exec agent and its node-built-ins-only modules. */
+  agentHostDir: string;
   hidePaths: string[];
 }
 
@@ -59,9 +61,9 @@ export function planNode(execPath: string, systemBound: string[]): string | unde
 export interface SandboxMountInput {
   workspaceDir: string;
   homeDir: string;
-  bridgeDir: string | undefined;
+  /** Host directory of the proxy bridge socket; bound even before a proxy is known (pooled sandboxes get one later). */
+  bridgeDir: string;
   readOnlyPaths: string[];
-  cwd: string;
 }
 
 export function mountArgs(plan: MountPlan, s: SandboxMountInput): string[] {
@@ -82,9 +84,7 @@ export function mountArgs(plan: MountPlan, s: SandboxMountInput): string[] {
     if (visible.some((v) => under(h, v) && h !== v) && existsSync(h)) args.push("--tmpfs", h);
   }
   args.push("--bind", s.workspaceDir, IN_SANDBOX.workspace, "--bind", s.homeDir, IN_SANDBOX.home);
-  if (s.bridgeDir) {
-    args.push("--ro-bind", plan.forwarderHostPath, IN_SANDBOX.forwarder, "--ro-bind", s.bridgeDir, IN_SANDBOX.bridgeDir);
-  }
-  args.push("--remount-ro", "/", "--chdir", posix.resolve(IN_SANDBOX.workspace, s.cwd));
+  args.push("--ro-bind", plan.agentHostDir, IN_SANDBOX.agentDir, "--ro-bind", s.bridgeDir, IN_SANDBOX.bridgeDir);
+  args.push("--remount-ro", "/", "--chdir", IN_SANDBOX.workspace);
   return args;
 }

@@ -1,0 +1,215 @@
+import { rmSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { delimiter, dirname, join } from "node:path";
+import { InfraError } from "../../core/errors.js";
+import { newId } from "../../core/ids.js";
+import { sandboxDirs } from "../base-sandbox.js";
+import type { SandboxDirs } from "../base-sandbox.js";
+import { SandboxCgroup } from "../cgroups.js";
+import type { CgroupLayout } from "../cgroups.js";
+import { onExitCleanup } from "../exit-cleanup.js";
+import { ownerIdentity, removeDir, writeState } from "../state.js";
+import { chownTree } from "../workspace.js";
+import type { Owner } from "../workspace.js";
+import type { SandboxLimits } from "../types.js";
+import { AgentProcess } from "./agent-process.js";
+import type { AgentLaunch } from "./agent-process.js";
+import { IN_SANDBOX, mountArgs } from "./mounts.js";
+import type { MountPlan } from "./mounts.js";
+
+/** What every bwrap sandbox of one backend shares. */
+export interface BwrapContext {
+  bwrap: string;
+  /** Unprivileged host user the sandbox runs as (a root control plane drops to it with setpriv), if any. */
+  runAs: { owner: Owner; setpriv: string } | undefined;
+  layout: CgroupLayout;
+  mounts: MountPlan;
+  stateRoot: string;
+}
+
+export const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/** PATH inside: the usual system directories, plus the host node's directory when it lives elsewhere. */
+export function sandboxPath(): string {
+  const nodeDir = dirname(process.execPath);
+  return DEFAULT_PATH.split(delimiter).includes(nodeDir) ? DEFAULT_PATH : `${DEFAULT_PATH}${delimiter}${nodeDir}`;
+}
+
+/**
+ * The agent's share of the sandbox's cgroup, added on top of the caller's limits so commands get what was asked for.
+ * Processes: the outer bwrap, bwrap's init and the agent's threads (4–5 with the flags below). Memory: the agent's
+ * private memory (~7 MB anonymous, plus what it charges while streaming output).
+ */
+export const AGENT_RESERVE = { pids: 8, memoryBytes: 32 * 1024 * 1024 };
+
+/** Joins every cgroup hierarchy before exec'ing bwrap, so nothing in the sandbox ever runs outside its limits. */
+const CGROUP_WRAPPER =
+  'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || { echo "harnessrl-sandbox: cannot join cgroup $1" >&2; exit 126; }; shift; n=$((n-1)); done; exec "$@"';
+
+/** A small heap and one V8 worker: the agent only shuffles bytes, and its threads count against the pids limit. */
+const AGENT_NODE_FLAGS = ["--max-old-space-size=32", "--max-semi-space-size=1", "--v8-pool-size=1"];
+
+/** How long a starting agent may take to report (node startup on a loaded machine takes up to a second or so). */
+const AGENT_START_TIMEOUT_MS = 30_000;
+
+export function withReserve(limits: SandboxLimits): SandboxLimits {
+  return { ...limits, memoryBytes: limits.memoryBytes + AGENT_RESERVE.memoryBytes, maxPids: limits.maxPids + AGENT_RESERVE.pids };
+}
+
+export interface CellSpec {
+  readOnlyPaths: string[];
+  /** Limits as the caller gave them (the agent's reserve is added here). */
+  limits: SandboxLimits;
+  labels: Record<string, string>;
+  /** Create the cpu cgroup even without a weight (pooled cells learn theirs at acquire). */
+  withCpu: boolean;
+}
+
+/**
+ * The host-side resources of one bwrap sandbox, whether handed out yet or waiting in the warm pool: its state
+ * directory (state.json, workspace, HOME, bridge socket directory), its cgroups, and its long-lived bwrap with the exec
+ * agent inside. If the agent dies (the OOM killer, a cgroup-wide kill, a command's SIGKILL), the next `agent()` call
+ * starts a new one in the same cgroups and mounts.
+ */
+export class Cell {
+  readonly dirs: SandboxDirs;
+  readonly bridgeDir: string;
+  private current: AgentProcess | undefined;
+  private proxyPort: number | undefined;
+  private closed = false;
+  private unregisterExit: () => void = () => undefined;
+
+  private constructor(
+    private readonly ctx: BwrapContext,
+    readonly id: string,
+    readonly readOnlyPaths: string[],
+    readonly cgroup: SandboxCgroup,
+  ) {
+    this.dirs = sandboxDirs(join(ctx.stateRoot, id));
+    this.bridgeDir = join(this.dirs.stateDir, "bridge");
+  }
+
+  get owner(): Owner | undefined {
+    return this.ctx.runAs?.owner;
+  }
+
+  /**
+   * Creates the state directory, state.json (first: the reaper finds the cgroups through it after a crash), the
+   * cgroups, and starts the agent without waiting for it (`agent()` does), so callers can seed the workspace meanwhile.
+   */
+  static async create(ctx: BwrapContext, spec: CellSpec): Promise<Cell> {
+    const id = newId("sbx");
+    const cell = new Cell(ctx, id, spec.readOnlyPaths, SandboxCgroup.forSandbox(ctx.layout, id, spec.withCpu));
+    try {
+      const { stateDir, workspaceDir, homeDir } = cell.dirs;
+      await mkdir(workspaceDir, { recursive: true });
+      await mkdir(homeDir);
+      await mkdir(cell.bridgeDir);
+      if (Buffer.byteLength(join(cell.bridgeDir, "proxy.sock")) > 100) {
+        throw new InfraError("sandbox_root_too_long", `sandbox state root is too deep for a unix socket path: ${stateDir}`);
+      }
+      await cell.writeState(spec.labels);
+      cell.unregisterExit = onExitCleanup(() => cell.teardownSync());
+      cell.cgroup.create(withReserve(spec.limits));
+      if (cell.owner) {
+        await chownTree(workspaceDir, cell.owner);
+        await chownTree(homeDir, cell.owner);
+      }
+      cell.current = cell.spawnAgent();
+    } catch (e) {
+      await cell.destroy().catch(() => undefined);
+      throw e;
+    }
+    return cell;
+  }
+
+  writeState(labels: Record<string, string>): Promise<void> {
+    return writeState(this.dirs.stateDir, { id: this.id, backend: "bwrap", ...ownerIdentity(), createdAt: new Date().toISOString(), cgroups: this.cgroup.paths, labels });
+  }
+
+  private launch(): AgentLaunch {
+    const mounts = mountArgs(this.ctx.mounts, { workspaceDir: this.dirs.workspaceDir, homeDir: this.dirs.homeDir, bridgeDir: this.bridgeDir, readOnlyPaths: this.readOnlyPaths });
+    const bwrapArgs = [
+      "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox",
+      ...mounts, "--", process.execPath, ...AGENT_NODE_FLAGS, IN_SANDBOX.agentMain, IN_SANDBOX.bridgeSocket,
+    ];
+    const runAs = this.ctx.runAs;
+    // Join the cgroups first (as root where we are root), then drop to the sandbox user, then become bwrap.
+    const launch = runAs
+      ? [runAs.setpriv, "--reuid", String(runAs.owner.uid), "--regid", String(runAs.owner.gid), "--clear-groups", this.ctx.bwrap, ...bwrapArgs]
+      : [this.ctx.bwrap, ...bwrapArgs];
+    const procs = this.cgroup.procsFiles();
+    const [file = "", ...args] = procs.length > 0 ? ["/bin/sh", "-c", CGROUP_WRAPPER, "harnessrl-cgroup", String(procs.length), ...procs, ...launch] : launch;
+    // The agent's own environment (commands get theirs per exec); one libuv thread: it never uses the thread pool.
+    return { file, args, cwd: this.dirs.workspaceDir, env: { PATH: sandboxPath(), LANG: "C.UTF-8", UV_THREADPOOL_SIZE: "1" } };
+  }
+
+  private spawnAgent(): AgentProcess {
+    const agent = AgentProcess.start(this.launch());
+    if (this.proxyPort !== undefined) agent.setProxy({ port: this.proxyPort }); // queued in the pipe until it reads
+    return agent;
+  }
+
+  /** The running agent, started anew if the previous one died. */
+  async agent(): Promise<AgentProcess> {
+    if (this.closed) throw new InfraError("sandbox_destroyed", `sandbox ${this.id} is being destroyed`);
+    let agent = this.current;
+    if (!agent?.alive) agent = this.current = this.spawnAgent();
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        agent.kill();
+        reject(new InfraError("sandbox_agent", `sandbox exec agent did not start within ${AGENT_START_TIMEOUT_MS} ms`, { retryable: true }));
+      }, AGENT_START_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([agent.ready, timeout]);
+    } catch (e) {
+      if (e instanceof InfraError && e.code === "sandbox_agent") {
+        const stderr = (await agent.exited).diagnostics;
+        if (stderr.startsWith("harnessrl-sandbox: cannot join cgroup")) throw new InfraError("sandbox_cgroup", stderr.trim(), { retryable: true });
+      }
+      throw e;
+    } finally {
+      clearTimeout(timer);
+    }
+    return agent;
+  }
+
+  /** The agent if one is running or starting (no restart). */
+  get runningAgent(): AgentProcess | undefined {
+    return this.current?.alive ? this.current : undefined;
+  }
+
+  setProxyPort(port: number): void {
+    this.proxyPort = port;
+    this.current?.setProxy({ port });
+  }
+
+  /** Kills everything the sandbox runs, the agent included (the next `agent()` starts a new one). */
+  async killAll(): Promise<void> {
+    this.current?.kill();
+    await this.cgroup.drain();
+  }
+
+  /** Kills everything and removes the cgroups and the state directory. Returns what could not be cleaned up. */
+  async destroy(): Promise<string[]> {
+    this.closed = true;
+    await this.killAll();
+    if (this.current) await this.current.exited;
+    await this.cgroup.drain();
+    const errors = this.cgroup.remove();
+    await removeDir(this.dirs.stateDir);
+    this.unregisterExit();
+    return errors;
+  }
+
+  /** Exit-hook variant: no awaiting possible. */
+  teardownSync(): void {
+    this.closed = true;
+    this.current?.kill();
+    this.cgroup.killAll(500);
+    this.cgroup.remove(500);
+    rmSync(this.dirs.stateDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,158 @@
+import { chown } from "node:fs/promises";
+import { join, posix } from "node:path";
+import { InfraError, errorMessage } from "../../core/errors.js";
+import { BaseSandbox } from "../base-sandbox.js";
+import { BoundedOutput } from "../bounded-output.js";
+import { HostBridge } from "../bridge-host.js";
+import type { ResolvedExec } from "../options.js";
+import { chownTree, seedWorkspace } from "../workspace.js";
+import type { ExecResult, SandboxCreateOptions, SandboxPaths } from "../types.js";
+import type { AgentExit, AgentRun } from "./agent-process.js";
+import { sandboxPath, withReserve } from "./cell.js";
+import type { Cell } from "./cell.js";
+import { IN_SANDBOX } from "./mounts.js";
+
+/**
+ * After a timeout the agent kills the exec's tree itself; if it has not reported within this long (stuck, or frozen
+ * by memory pressure), the whole sandbox is killed, agent included (the next exec starts a new one).
+ */
+const KILL_FALLBACK_MS = 1500;
+
+/** The agent's host process ended with 128+N: it was killed by signal N inside the sandbox (a command, or the OOM killer). */
+function killedBySignal(exit: AgentExit): boolean {
+  return exit.code !== null && exit.code > 128;
+}
+
+/**
+ * A bwrap sandbox handed out by `create()`: a {@link Cell} (state directory, cgroups, long-lived bwrap + exec agent),
+ * fresh or taken from the warm pool, plus what is specific to this caller: its limits, labels, workspace seed, env,
+ * proxy bridge and wall-clock budget.
+ */
+export class BwrapSandbox extends BaseSandbox {
+  readonly backend = "bwrap";
+  readonly paths: SandboxPaths = { workspace: IN_SANDBOX.workspace, home: IN_SANDBOX.home };
+  readonly proxyUrl: string | undefined;
+  private readonly running = new Set<Promise<unknown>>();
+  private bridge: HostBridge | undefined;
+
+  constructor(
+    readonly cell: Cell,
+    private readonly options: SandboxCreateOptions,
+    /** The cell comes from the warm pool: it still has the pool's labels and limits. */
+    private readonly pooled: boolean,
+    private readonly onGone: (s: BwrapSandbox) => void,
+  ) {
+    super(cell.id, cell.dirs, options.limits.wallClockMs);
+    this.owner = cell.owner;
+    const proxy = options.network?.proxy;
+    this.proxyUrl = proxy ? `http://127.0.0.1:${proxy.port}` : undefined;
+  }
+
+  async start(): Promise<void> {
+    if (this.pooled) {
+      await this.cell.writeState(this.options.labels ?? {});
+      try {
+        this.cell.cgroup.setLimits(withReserve(this.options.limits));
+      } catch (e) {
+        throw new InfraError("sandbox_cgroup", `cannot apply the sandbox's limits: ${errorMessage(e)}`, { cause: e, retryable: true });
+      }
+    }
+    await seedWorkspace(this.workspaceDir, this.options.workspaceFiles);
+    if (this.owner && this.options.workspaceFiles !== undefined) await chownTree(this.workspaceDir, this.owner);
+    const proxy = this.options.network?.proxy;
+    if (proxy) {
+      const socket = join(this.cell.bridgeDir, "proxy.sock");
+      this.bridge = await HostBridge.listen(socket, proxy);
+      if (this.owner) await chown(socket, this.owner.uid, this.owner.gid);
+      this.cell.setProxyPort(proxy.port);
+    }
+    await this.cell.agent(); // a cold cell's agent has been starting meanwhile
+  }
+
+  private environment(extra: Record<string, string>, withProxy: boolean): Record<string, string> {
+    const env: Record<string, string> = {
+      PATH: sandboxPath(), HOME: IN_SANDBOX.home, USER: "sandbox", LOGNAME: "sandbox", LANG: "C.UTF-8", TMPDIR: "/tmp", TERM: "dumb",
+      ...this.options.env, ...extra, HARNESSRL_SANDBOX_ID: this.id,
+    };
+    if (this.proxyUrl && withProxy) env.HARNESSRL_PROXY_URL = this.proxyUrl;
+    return env;
+  }
+
+  protected async runExec(exec: ResolvedExec, timeoutMs: number): Promise<ExecResult> {
+    const run = this.execOnce(exec, timeoutMs);
+    this.running.add(run);
+    try {
+      return await run;
+    } finally {
+      this.running.delete(run);
+    }
+  }
+
+  private killedResult(run: AgentRun | undefined, started: number, timedOut: boolean, oomKilled: boolean, pidsLimitHit: boolean | undefined): ExecResult {
+    const stdout = run?.stdout ?? new BoundedOutput(0);
+    const stderr = run?.stderr ?? new BoundedOutput(0);
+    return {
+      exitCode: null, signal: "SIGKILL", stdout: stdout.text(), stderr: stderr.text(), stdoutTruncated: stdout.truncated, stderrTruncated: stderr.truncated,
+      stdoutBytes: stdout.total, stderrBytes: stderr.total, timedOut, oomKilled, pidsLimitHit, durationMs: performance.now() - started,
+    };
+  }
+
+  private async execOnce(exec: ResolvedExec, timeoutMs: number): Promise<ExecResult> {
+    const started = performance.now();
+    const cgroup = this.cell.cgroup;
+    const before = cgroup.counters();
+    let agent;
+    try {
+      agent = await this.cell.agent(); // starts a new agent if the last one died
+    } catch (e) {
+      if (this.destroyed) return this.killedResult(undefined, started, false, false, undefined);
+      throw e;
+    }
+    const withProxy = exec.proxy && this.bridge !== undefined;
+    const handle = agent.exec(
+      { argv: exec.argv, cwd: posix.resolve(IN_SANDBOX.workspace, exec.cwd ?? "."), env: this.environment(exec.env, withProxy), proxy: withProxy },
+      exec.stdin,
+      { stdout: exec.stdoutLimit, stderr: exec.stderrLimit },
+    );
+    let timedOut = false;
+    let fallback: NodeJS.Timeout | undefined;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      handle.kill();
+      fallback = setTimeout(() => void this.cell.killAll(), KILL_FALLBACK_MS);
+    }, Math.max(0, timeoutMs - (performance.now() - started)));
+    const r = await handle.result;
+    clearTimeout(timer);
+    clearTimeout(fallback);
+    const after = cgroup.counters();
+    const oomKilled = after.oomKills > before.oomKills;
+    const pidsLimitHit = cgroup.paths.pids ? after.pidsMaxHits > before.pidsMaxHits : undefined;
+    if (r.error) throw new InfraError("sandbox_bridge", `harnessrl-sandbox: ${r.error.message}`, { retryable: true });
+    if (!r.exit) {
+      // The agent's process ended during the exec, and every process of the sandbox with it.
+      const died = r.agentExit;
+      if (died && !timedOut && !oomKilled && !this.destroyed && !killedBySignal(died)) {
+        throw new InfraError("sandbox_agent", `sandbox exec agent died (exit ${died.code ?? died.signal}): ${died.diagnostics.trim()}`, { retryable: true });
+      }
+      if (died && killedBySignal(died) && !timedOut && !this.destroyed) {
+        r.stderr.push(Buffer.from(`\nharnessrl-sandbox: the sandbox's exec agent was killed (exit ${died.code}); every process of the sandbox ended with it\n`));
+      }
+      return this.killedResult(r, started, timedOut, oomKilled, pidsLimitHit);
+    }
+    return {
+      exitCode: r.exit.code, signal: r.exit.signal as NodeJS.Signals | null,
+      stdout: r.stdout.text(), stderr: r.stderr.text(), stdoutTruncated: r.stdout.truncated, stderrTruncated: r.stderr.truncated,
+      stdoutBytes: r.stdout.total, stderrBytes: r.stderr.total, timedOut, oomKilled, pidsLimitHit,
+      durationMs: performance.now() - started,
+    };
+  }
+
+  protected async teardown(): Promise<void> {
+    await this.cell.killAll(); // running execs end now: their agent and namespace are gone
+    await Promise.allSettled([...this.running.values()]);
+    await this.bridge?.close();
+    const errors = await this.cell.destroy();
+    this.onGone(this);
+    if (errors.length > 0) throw new InfraError("sandbox_cleanup", `sandbox ${this.id} cleanup incomplete: ${errors.join("; ")}`);
+  }
+}
