@@ -118,6 +118,7 @@ function startCommand(run: Running): void {
     return;
   }
   run.child = child;
+  if (child.pid !== undefined) send(encodeFrame(FrameType.started, run.id));
   run.closed = new Promise((resolve) => child.once("close", () => resolve()));
   child.stdout?.on("data", (c: Buffer) => send(encodeFrame(FrameType.stdout, run.id, c)));
   child.stderr?.on("data", (c: Buffer) => send(encodeFrame(FrameType.stderr, run.id, c)));

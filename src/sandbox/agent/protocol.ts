@@ -25,6 +25,8 @@ export const FrameType = {
   exit: 8,
   /** agent → host: the exec could not be started for an infrastructure reason ({@link ErrorReport}). */
   error: 9,
+  /** agent → host: the command has been spawned (an exec the agent died before starting can be retried). */
+  started: 10,
 } as const;
 export type FrameType = (typeof FrameType)[keyof typeof FrameType];
 

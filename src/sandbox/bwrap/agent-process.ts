@@ -24,6 +24,8 @@ export interface AgentExit {
 export interface AgentRun {
   /** The command's own exit; null when the agent died before reporting it. */
   exit: ExitReport | null;
+  /** The agent had spawned the command (false: it died before, the command never ran). */
+  started: boolean;
   stdout: BoundedOutput;
   stderr: BoundedOutput;
   /** Set when the agent's process ended while this exec ran (the whole sandbox ended with it). */
@@ -133,6 +135,9 @@ export class AgentProcess {
     const p = this.pending.get(id);
     if (!p) return;
     switch (type) {
+      case FrameType.started:
+        p.run.started = true;
+        return;
       case FrameType.stdout:
         p.run.stdout.push(payload);
         return;
@@ -158,7 +163,7 @@ export class AgentProcess {
 
   exec(request: Omit<ExecRequest, "stdin">, stdin: string | Uint8Array | undefined, limits: { stdout: number; stderr: number }): AgentExec {
     const id = this.nextId++;
-    const run: AgentRun = { exit: null, stdout: new BoundedOutput(limits.stdout), stderr: new BoundedOutput(limits.stderr), agentExit: this.exit, error: undefined };
+    const run: AgentRun = { exit: null, started: false, stdout: new BoundedOutput(limits.stdout), stderr: new BoundedOutput(limits.stderr), agentExit: this.exit, error: undefined };
     if (this.exit) return { result: Promise.resolve(run), kill: () => undefined };
     const result = new Promise<AgentRun>((resolve) => this.pending.set(id, { run, resolve }));
     this.send(encodeJson(FrameType.exec, id, { ...request, stdin: stdin !== undefined } satisfies ExecRequest));

@@ -196,7 +196,8 @@ export class Cell {
   async destroy(): Promise<string[]> {
     this.closed = true;
     await this.killAll();
-    if (this.current) await this.current.exited;
+    // Its pipes close once bwrap and everything inside are gone (bounded: without cgroups, SIGKILL is all we have).
+    if (this.current) await Promise.race([this.current.exited, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
     await this.cgroup.drain();
     const errors = this.cgroup.remove();
     await removeDir(this.dirs.stateDir);

@@ -101,29 +101,34 @@ export class BwrapSandbox extends BaseSandbox {
     const started = performance.now();
     const cgroup = this.cell.cgroup;
     const before = cgroup.counters();
-    let agent;
-    try {
-      agent = await this.cell.agent(); // starts a new agent if the last one died
-    } catch (e) {
-      if (this.destroyed) return this.killedResult(undefined, started, false, false, undefined);
-      throw e;
-    }
-    const withProxy = exec.proxy && this.bridge !== undefined;
-    const handle = agent.exec(
-      { argv: exec.argv, cwd: posix.resolve(IN_SANDBOX.workspace, exec.cwd ?? "."), env: this.environment(exec.env, withProxy), proxy: withProxy },
-      exec.stdin,
-      { stdout: exec.stdoutLimit, stderr: exec.stderrLimit },
-    );
+    let r: AgentRun;
     let timedOut = false;
-    let fallback: NodeJS.Timeout | undefined;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      handle.kill();
-      fallback = setTimeout(() => void this.cell.killAll(), KILL_FALLBACK_MS);
-    }, Math.max(0, timeoutMs - (performance.now() - started)));
-    const r = await handle.result;
-    clearTimeout(timer);
-    clearTimeout(fallback);
+    // Twice at most: an agent that died (killed from outside) before it started the command gets one successor.
+    for (let attempt = 1; ; attempt++) {
+      let agent;
+      try {
+        agent = await this.cell.agent(); // starts a new agent if the last one died
+      } catch (e) {
+        if (this.destroyed) return this.killedResult(undefined, started, false, false, undefined);
+        throw e;
+      }
+      const withProxy = exec.proxy && this.bridge !== undefined;
+      const handle = agent.exec(
+        { argv: exec.argv, cwd: posix.resolve(IN_SANDBOX.workspace, exec.cwd ?? "."), env: this.environment(exec.env, withProxy), proxy: withProxy },
+        exec.stdin,
+        { stdout: exec.stdoutLimit, stderr: exec.stderrLimit },
+      );
+      let fallback: NodeJS.Timeout | undefined;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        handle.kill();
+        fallback = setTimeout(() => void this.cell.killAll(), KILL_FALLBACK_MS);
+      }, Math.max(0, timeoutMs - (performance.now() - started)));
+      r = await handle.result;
+      clearTimeout(timer);
+      clearTimeout(fallback);
+      if (r.exit || r.started || timedOut || this.destroyed || attempt >= 2) break;
+    }
     const after = cgroup.counters();
     const oomKilled = after.oomKills > before.oomKills;
     const pidsLimitHit = cgroup.paths.pids ? after.pidsMaxHits > before.pidsMaxHits : undefined;

@@ -1,0 +1,217 @@
+import { chmodSync, existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";
+import { AGENT_RESERVE } from "../../src/sandbox/bwrap/cell.js";
+import { SandboxCgroup, detectCgroups } from "../../src/sandbox/cgroups.js";
+import type { Sandbox } from "../../src/sandbox/types.js";
+import { DIST_SANDBOX, LIMITS, sleep, spawnControlPlane, tempRoot } from "./helpers.js";
+
+const layout = detectCgroups();
+const cgroupOf = (id: string): SandboxCgroup => SandboxCgroup.forSandbox(layout, id, true);
+
+/** Host processes whose command line mentions the sandbox (bwrap's arguments carry its state path). */
+function hostProcessesMentioning(id: string): number[] {
+  return readdirSync("/proc")
+    .filter((n) => /^\d+$/.test(n))
+    .filter((n) => {
+      try {
+        return readFileSync(`/proc/${n}/cmdline`, "utf8").includes(id);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+function sandboxDirs(root: string): string[] {
+  return readdirSync(root).filter((n) => n.startsWith("sbx_")).sort();
+}
+
+function labelsOf(root: string, id: string): Record<string, string> {
+  return (JSON.parse(readFileSync(join(root, id, "state.json"), "utf8")) as { labels: Record<string, string> }).labels;
+}
+
+function nothingLeftOf(ids: string[]): void {
+  for (const id of ids) {
+    for (const d of cgroupOf(id).dirs) expect(existsSync(d)).toBe(false);
+    expect(hostProcessesMentioning(id)).toEqual([]);
+  }
+}
+
+async function heartbeatGrows(s: Sandbox, file: string, ms = 600): Promise<boolean> {
+  const size = async (): Promise<number> => (await s.readFile(file).catch(() => Buffer.alloc(0))).length;
+  const a = await size();
+  await sleep(ms);
+  return (await size()) > a;
+}
+
+describe("bwrap exec agent", () => {
+  const root = tempRoot("agent");
+  let backend!: BwrapBackend;
+
+  beforeAll(async () => {
+    backend = await BwrapBackend.open({ stateRoot: root.path, pool: { size: 0 } });
+  });
+  afterAll(async () => {
+    await backend?.close();
+    root.remove();
+  });
+
+  it("runs many execs through one agent, and starts a new one after it was killed", async () => {
+    const s = await backend.create({ limits: LIMITS });
+    const agentPids = cgroupOf(s.id).pids();
+    for (let i = 0; i < 5; i++) expect((await s.exec(["echo", String(i)])).stdout).toBe(`${i}\n`);
+    expect(cgroupOf(s.id).pids().sort()).toEqual(agentPids.sort()); // same agent throughout, nothing left over
+
+    // `pkill node` inside must not take the agent down: it ignores SIGTERM.
+    const term = await s.exec(["sh", "-c", "kill -TERM $PPID; sleep 0.2; echo survived"]);
+    expect(term).toMatchObject({ exitCode: 0, stdout: "survived\n" });
+
+    // A command SIGKILLs its agent: the exec ends with everything in the sandbox; the next exec starts a new agent.
+    // (Output the agent had not relayed yet is lost with it.)
+    const killed = await s.exec(["sh", "-c", "kill -KILL $PPID; sleep 30"], { timeoutMs: 20_000 });
+    expect(killed).toMatchObject({ exitCode: null, signal: "SIGKILL", timedOut: false });
+    expect(killed.stderr).toContain("exec agent was killed");
+    expect(killed.durationMs).toBeLessThan(10_000);
+    const after = await s.exec(["echo", "back"]);
+    expect(after).toMatchObject({ exitCode: 0, stdout: "back\n" });
+    const newAgent = cgroupOf(s.id).pids();
+    expect(newAgent.some((p) => agentPids.includes(p))).toBe(false);
+
+    // A cgroup-wide kill (the fallback after a stuck timeout) also only costs the next exec an agent start.
+    cgroupOf(s.id).killAll();
+    expect((await s.exec(["echo", "again"])).stdout).toBe("again\n");
+    await s.destroy();
+  });
+
+  it("keeps concurrent execs apart: a timeout kills only its own tree, orphaned setsid'd children included", async () => {
+    const s = await backend.create({ limits: LIMITS });
+    // The loop runs in a session of its own, orphaned (its parent exits): only the exec's marker still finds it.
+    const stray = "setsid sh -c \"(trap '' TERM; while :; do echo x >> beat-a; sleep 0.05; done) &\"; sleep 100";
+    const a = s.exec(["sh", "-c", stray], { timeoutMs: 1000 });
+    const b = s.exec(["sh", "-c", "while :; do echo y >> beat-b; sleep 0.05; done"], { timeoutMs: 4000 });
+    const ra = await a;
+    expect(ra.timedOut).toBe(true);
+    expect(await heartbeatGrows(s, "beat-a")).toBe(false);
+    expect(await heartbeatGrows(s, "beat-b")).toBe(true); // the other exec runs on
+    const rb = await b;
+    expect(rb.timedOut).toBe(true);
+    expect(await heartbeatGrows(s, "beat-b")).toBe(false);
+
+    // Two execs that end normally, side by side.
+    const [x, y] = await Promise.all([s.exec(["sh", "-c", "sleep 0.3; echo x"]), s.exec(["cat"], { stdin: "y" })]);
+    expect([x.stdout, y.stdout]).toEqual(["x\n", "y"]);
+    await s.destroy();
+  });
+});
+
+describe("bwrap warm pool", () => {
+  const root = tempRoot("pool");
+  const shared = tempRoot("pool-ro");
+  let backend!: BwrapBackend;
+
+  beforeAll(async () => {
+    writeFileSync(join(shared.path, "tool.txt"), "tool");
+    chmodSync(shared.path, 0o755);
+    backend = await BwrapBackend.open({ stateRoot: root.path, pool: { size: 2 } });
+    await backend.poolSettled();
+  });
+  afterAll(async () => {
+    await backend?.close();
+    root.remove();
+    shared.remove();
+  });
+
+  it("hands out pre-started sandboxes, refills, and serves other mounts after it has seen them", async () => {
+    const warm = sandboxDirs(root.path);
+    expect(warm).toHaveLength(2);
+    for (const id of warm) expect(labelsOf(root.path, id)).toEqual({ pool: "warm" });
+    expect(backend.poolStats()).toMatchObject({ size: 2, idle: 2, hits: 0, misses: 0 });
+
+    const s = await backend.create({ limits: LIMITS, workspaceFiles: { "task.md": "pooled" }, labels: { rollout: "r1" } });
+    expect(warm).toContain(s.id);
+    expect(labelsOf(root.path, s.id)).toEqual({ rollout: "r1" });
+    expect((await s.exec(["cat", "task.md"])).stdout).toBe("pooled");
+    await backend.poolSettled();
+    expect(backend.poolStats()).toMatchObject({ idle: 2, hits: 1, misses: 0 });
+    await s.destroy();
+
+    // Other mounts: the first create is cold, then the pool keeps a share of its cells with those mounts.
+    const ro = { limits: LIMITS, readOnlyPaths: [shared.path] };
+    const cold = await backend.create(ro);
+    expect(backend.poolStats().misses).toBe(1);
+    expect((await cold.exec(["cat", join(shared.path, "tool.txt")])).stdout).toBe("tool");
+    await cold.destroy();
+    await backend.poolSettled();
+    const hot = await backend.create(ro);
+    expect(backend.poolStats()).toMatchObject({ hits: 2, misses: 1 });
+    expect((await hot.exec(["cat", join(shared.path, "tool.txt")])).stdout).toBe("tool");
+    await hot.destroy();
+    const plain = await backend.create({ limits: LIMITS });
+    expect((await plain.exec(["sh", "-c", `test -e ${shared.path} && echo visible || echo absent`])).stdout).toBe("absent\n");
+    await plain.destroy();
+  });
+
+  it("gives a pooled sandbox its own limits", async () => {
+    await backend.poolSettled();
+    const small = await backend.create({ limits: { ...LIMITS, memoryBytes: 128 * 1024 * 1024, maxPids: 48, cpuShares: 512 } });
+    expect(backend.poolStats().hits).toBeGreaterThan(0);
+    const cg = cgroupOf(small.id);
+    if (cg.paths.pids) expect(Number(readFileSync(join(cg.paths.pids, "pids.max"), "utf8"))).toBe(48 + AGENT_RESERVE.pids);
+    if (layout.controllers.cpu?.version === 1 && cg.paths.cpu) expect(Number(readFileSync(join(cg.paths.cpu, "cpu.shares"), "utf8"))).toBe(512);
+    const hog = await small.exec(["node", "-e", "const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1));"], { timeoutMs: 30_000 });
+    expect(hog).toMatchObject({ oomKilled: true, timedOut: false, signal: "SIGKILL" });
+    await small.destroy();
+
+    // A larger limit than the pool's idle one: 200 MB fit in a 512 MiB sandbox.
+    await backend.poolSettled();
+    const large = await backend.create({ limits: { ...LIMITS, memoryBytes: 512 * 1024 * 1024 } });
+    const fits = await large.exec(["node", "-e", "const a = []; for (let i = 0; i < 200; i++) a.push(Buffer.alloc(1 << 20, 1)); console.log('fits')"], { timeoutMs: 30_000 });
+    expect(fits).toMatchObject({ exitCode: 0, stdout: "fits\n", oomKilled: false });
+    await large.destroy();
+  });
+
+  it("leaves no pooled sandbox behind after close()", async () => {
+    const own = tempRoot("pool-close");
+    onTestFinished(() => own.remove());
+    const b = await BwrapBackend.open({ stateRoot: own.path, pool: { size: 3 } });
+    await b.poolSettled();
+    const ids = sandboxDirs(own.path);
+    expect(ids).toHaveLength(3);
+    const s = await b.create({ limits: LIMITS });
+    void s.exec(["sleep", "100"]);
+    await b.close(); // also while a refill may be starting
+    expect(sandboxDirs(own.path)).toEqual([]);
+    nothingLeftOf([...ids, s.id]);
+  });
+
+  it("reaps a SIGKILLed control plane's warm pool", async () => {
+    const crashRoot = tempRoot("pool-crash");
+    onTestFinished(() => crashRoot.remove());
+    const code = `
+      import { BwrapBackend } from ${JSON.stringify(DIST_SANDBOX)};
+      const b = await BwrapBackend.open({ stateRoot: ${JSON.stringify(crashRoot.path)}, pool: { size: 3 } });
+      await b.poolSettled();
+      console.log("READY");
+      setInterval(() => {}, 1000);`;
+    const cp = await spawnControlPlane(code, "READY");
+    onTestFinished(() => cp.kill());
+    const ids = sandboxDirs(crashRoot.path);
+    expect(ids).toHaveLength(3);
+    for (const id of ids) expect(hostProcessesMentioning(id).length).toBeGreaterThan(0);
+    cp.kill();
+    await sleep(300);
+    const next = await BwrapBackend.open({ stateRoot: crashRoot.path, pool: { size: 0 } });
+    const report = await next.reapOrphans();
+    expect(report.reaped.sort()).toEqual(ids);
+    expect(report.errors).toEqual([]);
+    expect(sandboxDirs(crashRoot.path)).toEqual([]);
+    nothingLeftOf(ids);
+    await next.close();
+  });
+
+  it("rejects a bad pool size", async () => {
+    await expect(BwrapBackend.open({ stateRoot: root.path, pool: { size: -1 } })).rejects.toThrow(/pool/);
+  });
+});
