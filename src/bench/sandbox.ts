@@ -1,14 +1,20 @@
 /**
- * `npm run bench:sandbox`: sandbox start → first exec latency (p50/p99) for the bwrap backend, with and without the
- * proxy bridge, next to a plain unsandboxed spawn and the local-unsafe backend in the same run; then the most
- * concurrent bwrap sandboxes held on this machine (ramped up to a cap, each holding a sleeping process).
- * Writes docs/bench/sandbox.json.
+ * `npm run bench:sandbox`: sandbox start → first exec latency (p50/p99), side by side in one interleaved run:
+ *   - a plain unsandboxed `spawn("true")`;
+ *   - bwrap cold (no pool: bwrap + the exec agent start inside create) and bwrap pooled (a warm sandbox from the pool:
+ *     create relabels it, sets its limits and seeds its workspace), each without and with the proxy bridge;
+ *   - exec of `true` in a sandbox that is already running (without and with the proxy), and local-unsafe.
+ * Then the most concurrent bwrap sandboxes held on this machine (ramped up to a cap, each holding a sleeping process,
+ * created through the default warm pool). Writes docs/bench/sandbox.json.
  *
- * CPU time per start (this process and all descendants, via a cgroup v1 cpuacct group) is reported next to wall-clock latency: on a shared, loaded machine the
- * wall-clock numbers mostly measure waiting for a core, the CPU time does not.
+ * CPU time (this process and all descendants, via a cgroup v1 cpuacct group) is reported next to wall-clock latency:
+ * on a shared, loaded machine the wall-clock numbers mostly measure waiting for a core, the CPU time does not. For the
+ * pooled variants, the CPU of the background refill that replaces the sandbox taken is reported separately: it is off
+ * the start's critical path, but it is what a start costs the machine.
  *
- * Options: --iterations N (default 40), --cap N (default 512), --hold-with-proxy (held sandboxes also run the proxy
- * forwarder), --min-free-mib N (stop ramping below this much available memory, default 3072), --out FILE.
+ * Options: --iterations N (default 40), --cap N (default 512), --hold-with-proxy (held sandboxes also use the proxy),
+ * --min-free-mib N (stop ramping below this much available memory, default 3072), --pool N (size of the pooled
+ * backend's pool, default 2), --out FILE.
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
@@ -26,22 +32,27 @@ const { values } = parseArgs({
     cap: { type: "string", default: "512" },
     "hold-with-proxy": { type: "boolean", default: false },
     "min-free-mib": { type: "string", default: "3072" },
+    pool: { type: "string", default: "2" },
     out: { type: "string", default: "docs/bench/sandbox.json" },
   },
 });
 const iterations = Number(values.iterations);
 const cap = Number(values.cap);
 const minFreeBytes = Number(values["min-free-mib"]) * 1024 * 1024;
+const poolSize = Number(values.pool);
 const LIMITS = { memoryBytes: 256 * 1024 * 1024, maxPids: 128, wallClockMs: 3_600_000 };
+
+type Summary = { n: number; p50: number; p99: number; mean: number };
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
 
-function summary(samples: number[]): { n: number; p50: number; p99: number; mean: number } {
+const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
+
+function summary(samples: number[]): Summary {
   const s = [...samples].sort((a, b) => a - b);
-  const round = (x: number): number => Math.round(x * 100) / 100;
   return { n: s.length, p50: round(percentile(s, 50)), p99: round(percentile(s, 99)), mean: round(s.reduce((a, b) => a + b, 0) / s.length) };
 }
 
@@ -57,17 +68,6 @@ function plainSpawn(): Promise<number> {
     child.on("error", reject);
     child.on("close", () => resolveP(performance.now() - t0));
   });
-}
-
-interface Variant {
-  name: string;
-  backend: SandboxBackend;
-  options: SandboxCreateOptions;
-  total: number[];
-  create: number[];
-  exec: number[];
-  /** CPU time (ours + all descendants') per start → first exec: a cost the machine's load barely inflates. */
-  cpuMs: number;
 }
 
 /**
@@ -95,19 +95,60 @@ function openCpuMeter(): (() => number) | undefined {
 const cpuMeter = openCpuMeter();
 const cpuMsSoFar = (): number => cpuMeter?.() ?? NaN;
 
-async function startToFirstExec(v: Variant): Promise<void> {
+interface StartVariant {
+  name: string;
+  backend: SandboxBackend;
+  options: SandboxCreateOptions;
+  /** The backend's warm pool, refilled (and its CPU measured) after every start. */
+  pool: BwrapBackend | undefined;
+  total: number[];
+  create: number[];
+  exec: number[];
+  /** CPU time (ours + all descendants') from create to the end of the first exec. */
+  cpuMs: number;
+  /** CPU time of refilling the pool after the sandbox was taken (pooled variants). */
+  refillCpuMs: number;
+}
+
+function startVariant(name: string, backend: SandboxBackend, options: SandboxCreateOptions, pool?: BwrapBackend): StartVariant {
+  return { name, backend, options, pool, total: [], create: [], exec: [], cpuMs: 0, refillCpuMs: 0 };
+}
+
+async function startToFirstExec(v: StartVariant): Promise<void> {
+  if (v.pool) await v.pool.poolSettled(); // measure the warm case: a full pool
   const c0 = cpuMsSoFar();
   const t0 = performance.now();
   const s = await v.backend.create(v.options);
   const t1 = performance.now();
   const r = await s.exec(["true"]);
   const t2 = performance.now();
+  v.cpuMs += cpuMsSoFar() - c0;
   if (r.exitCode !== 0) throw new Error(`${v.name}: first exec failed: ${r.stderr}`);
   v.create.push(t1 - t0);
   v.exec.push(t2 - t1);
   v.total.push(t2 - t0);
-  v.cpuMs += cpuMsSoFar() - c0;
   await s.destroy();
+  if (v.pool) {
+    const c1 = cpuMsSoFar();
+    await v.pool.poolSettled();
+    v.refillCpuMs += cpuMsSoFar() - c1;
+  }
+}
+
+interface ExecVariant {
+  name: string;
+  sandbox: Sandbox;
+  samples: number[];
+  cpuMs: number;
+}
+
+async function execInRunning(v: ExecVariant): Promise<void> {
+  const c0 = cpuMsSoFar();
+  const t0 = performance.now();
+  const r = await v.sandbox.exec(["true"]);
+  v.samples.push(performance.now() - t0);
+  v.cpuMs += cpuMsSoFar() - c0;
+  if (r.exitCode !== 0) throw new Error(`${v.name}: exec failed: ${r.stderr}`);
 }
 
 async function waitForFile(s: Sandbox, name: string, timeoutMs: number): Promise<boolean> {
@@ -119,45 +160,22 @@ async function waitForFile(s: Sandbox, name: string, timeoutMs: number): Promise
   return false;
 }
 
-async function main(): Promise<void> {
-  const proxy = createServer((_req, res) => res.end("ok"));
-  await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
-  const addr = proxy.address();
-  if (addr === null || typeof addr === "string") throw new Error("no proxy port");
-  const network = { proxy: { host: "127.0.0.1", port: addr.port } };
+interface RampResult {
+  cap: number;
+  heldWithProxyBridge: boolean;
+  poolSize: number;
+  held: number;
+  stillRunningAtPeak: number;
+  stopReason: string;
+  rampSeconds: number;
+  hostMemoryUsedMiB: number;
+  perSandboxMemoryKiB: number | null;
+  teardownSeconds: number;
+  leftoverSandboxes: number;
+}
 
-  const bwrap = await BwrapBackend.open();
-  const local = await LocalUnsafeBackend.open();
-  const variants: Variant[] = [
-    { name: "bwrap", backend: bwrap, options: { limits: LIMITS, workspaceFiles: { "task.md": "bench" } }, total: [], create: [], exec: [], cpuMs: 0 },
-    { name: "bwrap+proxy-bridge", backend: bwrap, options: { limits: LIMITS, workspaceFiles: { "task.md": "bench" }, network }, total: [], create: [], exec: [], cpuMs: 0 },
-    { name: "local-unsafe", backend: local, options: { limits: LIMITS, workspaceFiles: { "task.md": "bench" } }, total: [], create: [], exec: [], cpuMs: 0 },
-  ];
-  const plain: number[] = [];
-  const loadBefore = loadavg();
-  // Warm-up (page cache, JIT), then interleave so every variant sees the same background load.
-  for (const v of variants) await startToFirstExec(v);
-  await plainSpawn();
-  for (const v of variants) {
-    v.total.length = v.create.length = v.exec.length = 0;
-    v.cpuMs = 0;
-  }
-  let plainCpu = 0;
-  for (let i = 0; i < iterations; i++) {
-    const c0 = cpuMsSoFar();
-    plain.push(await plainSpawn());
-    plainCpu += cpuMsSoFar() - c0;
-    for (const v of variants) await startToFirstExec(v);
-  }
-  const latency = {
-    plainSpawn: { ...summary(plain), cpuMsPerRun: Math.round((plainCpu / iterations) * 10) / 10 },
-    ...Object.fromEntries(variants.map((v) => [v.name, {
-      startToFirstExec: summary(v.total), create: summary(v.create), firstExec: summary(v.exec), cpuMsPerRun: Math.round((v.cpuMs / iterations) * 10) / 10,
-    }])),
-  };
-  console.log("start → first exec (ms):", JSON.stringify(latency, null, 2));
-
-  // Ramp: hold sandboxes, each with a sleeping process, until the cap, a failure, or memory runs low.
+/** Holds sandboxes, each with a sleeping process, until the cap, a failure, or memory runs low. */
+async function ramp(backend: BwrapBackend, network: SandboxCreateOptions["network"]): Promise<RampResult> {
   const held: { sandbox: Sandbox; run: Promise<ExecResult> }[] = [];
   const memBefore = memAvailable();
   const rampStart = performance.now();
@@ -168,7 +186,7 @@ async function main(): Promise<void> {
       break;
     }
     try {
-      const sandbox = await bwrap.create({ limits: LIMITS, ...(values["hold-with-proxy"] ? { network } : {}) });
+      const sandbox = await backend.create({ limits: LIMITS, ...(values["hold-with-proxy"] ? { network } : {}) });
       const run = sandbox.exec(["sh", "-c", "echo up > up; exec sleep 3600"]);
       held.push({ sandbox, run });
       if (!(await waitForFile(sandbox, "up", 30_000))) {
@@ -186,37 +204,102 @@ async function main(): Promise<void> {
   const rampMs = performance.now() - rampStart;
   const memAtPeak = memAvailable();
   // Every held sandbox must still be alive at the peak (none silently died).
-  const stillRunning = (await Promise.all(held.map(async (h) => (await Promise.race([h.run.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), 1))]))))).filter(Boolean).length;
+  const stillRunning = (await Promise.all(held.map((h) => Promise.race([h.run.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), 1))])))).filter(Boolean).length;
   const teardownStart = performance.now();
   await Promise.all(held.map((h) => h.sandbox.destroy()));
   await Promise.allSettled(held.map((h) => h.run));
-  const teardownMs = performance.now() - teardownStart;
-  const leftovers = bwrap.live().length;
-  await bwrap.close();
+  return {
+    cap, heldWithProxyBridge: values["hold-with-proxy"], poolSize, held: held.length, stillRunningAtPeak: stillRunning, stopReason,
+    rampSeconds: round(rampMs / 1000, 1),
+    hostMemoryUsedMiB: Math.round((memBefore - memAtPeak) / 2 ** 20),
+    perSandboxMemoryKiB: held.length > 0 ? Math.round((memBefore - memAtPeak) / held.length / 1024) : null,
+    teardownSeconds: round((performance.now() - teardownStart) / 1000, 1),
+    leftoverSandboxes: backend.live().length,
+  };
+}
+
+async function main(): Promise<void> {
+  const proxy = createServer((_req, res) => res.end("ok"));
+  await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+  const addr = proxy.address();
+  if (addr === null || typeof addr === "string") throw new Error("no proxy port");
+  const network = { proxy: { host: "127.0.0.1", port: addr.port } };
+  const seed = { workspaceFiles: { "task.md": "bench" } };
+
+  const cold = await BwrapBackend.open({ pool: { size: 0 } });
+  const pooled = await BwrapBackend.open({ pool: { size: poolSize } });
+  const local = await LocalUnsafeBackend.open();
+  const starts: StartVariant[] = [
+    startVariant("bwrap cold", cold, { limits: LIMITS, ...seed }),
+    startVariant("bwrap cold + proxy bridge", cold, { limits: LIMITS, ...seed, network }),
+    startVariant("bwrap pooled", pooled, { limits: LIMITS, ...seed }, pooled),
+    startVariant("bwrap pooled + proxy bridge", pooled, { limits: LIMITS, ...seed, network }, pooled),
+    startVariant("local-unsafe", local, { limits: LIMITS, ...seed }),
+  ];
+  const running: ExecVariant[] = [
+    { name: "exec in a running bwrap sandbox", sandbox: await cold.create({ limits: LIMITS }), samples: [], cpuMs: 0 },
+    { name: "exec in a running bwrap sandbox + proxy bridge", sandbox: await cold.create({ limits: LIMITS, network }), samples: [], cpuMs: 0 },
+  ];
+  const plain: number[] = [];
+  let plainCpu = 0;
+  const loadBefore = loadavg();
+  // Warm-up (page cache, JIT), then interleave so every variant sees the same background load.
+  for (const v of starts) await startToFirstExec(v);
+  for (const v of running) await execInRunning(v);
+  await plainSpawn();
+  for (const v of starts) {
+    v.total.length = v.create.length = v.exec.length = 0;
+    v.cpuMs = v.refillCpuMs = 0;
+  }
+  for (const v of running) {
+    v.samples.length = 0;
+    v.cpuMs = 0;
+  }
+  const poolBefore = pooled.poolStats();
+  for (let i = 0; i < iterations; i++) {
+    const c0 = cpuMsSoFar();
+    plain.push(await plainSpawn());
+    plainCpu += cpuMsSoFar() - c0;
+    for (const v of starts) await startToFirstExec(v);
+    for (const v of running) await execInRunning(v);
+  }
+  const poolAfter = pooled.poolStats();
+  const loadAfterLatency = loadavg();
+  for (const v of running) await v.sandbox.destroy();
+  const perRun = (ms: number): number => round(ms / iterations, 1);
+  const latency = {
+    "plain spawn": { startToFirstExec: summary(plain), cpuMsPerRun: perRun(plainCpu) },
+    ...Object.fromEntries(starts.map((v) => [v.name, {
+      startToFirstExec: summary(v.total), create: summary(v.create), firstExec: summary(v.exec), cpuMsPerRun: perRun(v.cpuMs),
+      ...(v.pool ? { refillCpuMsPerRun: perRun(v.refillCpuMs) } : {}),
+    }])),
+    ...Object.fromEntries(running.map((v) => [v.name, { exec: summary(v.samples), cpuMsPerRun: perRun(v.cpuMs) }])),
+  };
+  console.log("start → first exec (ms):", JSON.stringify(latency, null, 2));
+  const poolHits = poolAfter.hits - poolBefore.hits;
+  const poolMisses = poolAfter.misses - poolBefore.misses;
+
+  await cold.close();
+  await pooled.close();
   await local.close();
+  // The ramp goes through a backend with the default pool, as the rollout runner opens it.
+  const rampBackend = await BwrapBackend.open();
+  const concurrency = await ramp(rampBackend, network);
+  await rampBackend.close();
   proxy.close();
 
   const result = {
     benchmark: "sandbox",
     date: new Date().toISOString(),
-    machine: { cpus: cpus().length, totalMemoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, cgroups: bwrap.warnings.length === 0 ? "memory+pids enforced" : bwrap.warnings },
-    loadAverageAtStart: loadBefore.map((x) => Math.round(x * 10) / 10),
-    loadAverageAtEnd: loadavg().map((x) => Math.round(x * 10) / 10),
+    machine: { cpus: cpus().length, totalMemoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version, cgroups: cold.warnings.length === 0 ? "memory+pids enforced" : cold.warnings },
+    loadAverageAtStart: loadBefore.map((x) => round(x, 1)),
+    loadAverageAfterLatency: loadAfterLatency.map((x) => round(x, 1)),
+    loadAverageAtEnd: loadavg().map((x) => round(x, 1)),
     iterations,
     targets: { startToFirstExecP50Ms: 10, concurrentSandboxes: 256 },
+    pool: { size: poolSize, hitsDuringRun: poolHits, missesDuringRun: poolMisses },
     latencyMs: latency,
-    concurrency: {
-      cap,
-      heldWithProxyBridge: values["hold-with-proxy"],
-      held: held.length,
-      stillRunningAtPeak: stillRunning,
-      stopReason,
-      rampSeconds: Math.round(rampMs / 100) / 10,
-      hostMemoryUsedMiB: Math.round((memBefore - memAtPeak) / 2 ** 20),
-      perSandboxMemoryKiB: held.length > 0 ? Math.round((memBefore - memAtPeak) / held.length / 1024) : null,
-      teardownSeconds: Math.round(teardownMs / 100) / 10,
-      leftoverSandboxes: leftovers,
-    },
+    concurrency,
   };
   const out = resolve(values.out);
   mkdirSync(dirname(out), { recursive: true });

@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync } from "node:fs";
+import { readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
 import { mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -59,6 +59,12 @@ export async function writeState(dir: string, state: SandboxState): Promise<void
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, "state.json.tmp"), JSON.stringify(state));
   await rename(join(dir, "state.json.tmp"), join(dir, "state.json"));
+}
+
+/** Rewrites an existing sandbox's state.json in place (a pooled sandbox handed out: a small file, no thread-pool hops). */
+export function rewriteStateSync(dir: string, state: SandboxState): void {
+  writeFileSync(join(dir, "state.json.tmp"), JSON.stringify(state));
+  renameSync(join(dir, "state.json.tmp"), join(dir, "state.json"));
 }
 
 export type StateEntry = { dir: string; id: string; state: SandboxState | undefined };

@@ -44,6 +44,16 @@ export class Forwarder {
     this.sockets.clear();
   }
 
+  /** Listens once on an ephemeral port and closes: the first real listen then skips node's lazy initialisation. */
+  async warmUp(): Promise<void> {
+    const server = createServer();
+    await new Promise<void>((resolve) => {
+      server.once("error", () => resolve());
+      server.listen(0, "127.0.0.1", () => resolve());
+    });
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
   private open(): Promise<void> {
     const port = this.port;
     if (port === undefined) return Promise.reject(new Error("no proxy port configured for this sandbox"));

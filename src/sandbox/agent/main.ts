@@ -21,6 +21,8 @@ import type { ErrorReport, ExecRequest, ExitReport, ProxyConfig, ReadyReport } f
 const EXEC_MARKER = "HARNESSRL_EXEC_ID";
 /** After the leader exits and its tree is killed, how long stray holders of its stdout/stderr may keep them open. */
 const CLOSE_GRACE_MS = 2000;
+/** Exec id of the agent's own warm-up command; the host numbers its execs from 1. */
+const WARM_UP_ID = 0;
 
 interface Running {
   id: number;
@@ -38,6 +40,7 @@ const killAllAllowed = inPrivatePidNamespace();
 const execs = new Map<number, Running>();
 /** A namespace sweep in progress: commands start after it, or kill(-1) would take them too. */
 let sweeping: Promise<void> = Promise.resolve();
+let onWarmedUp: () => void = () => undefined;
 
 function send(frame: Buffer): void {
   process.stdout.write(frame);
@@ -70,6 +73,7 @@ function finish(run: Running, report: ExitReport): void {
   if (!execs.delete(run.id)) return;
   if (run.proxyHeld) forwarder.release();
   send(encodeJson(FrameType.exit, run.id, report));
+  if (run.id === WARM_UP_ID) onWarmedUp();
 }
 
 async function leaderExited(run: Running, report: ExitReport): Promise<void> {
@@ -199,6 +203,21 @@ process.stdout.on("error", () => process.exit(0));
 // `pkill node` / `killall node` in a harness must not take the sandbox down with it; SIGKILL still does.
 for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(signal, () => diagnose(`ignored ${signal}`));
 
+/**
+ * One throwaway command through the whole exec path (exec id 0, which the host ignores) before reporting ready: node
+ * compiles and initialises the spawn, stream and /proc code lazily, which would otherwise cost the first real exec
+ * several milliseconds, and a pooled sandbox's first exec is what its start is measured by.
+ */
+function warmUp(): Promise<void> {
+  const request: ExecRequest = { argv: ["true"], cwd: "/", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, stdin: false, proxy: false };
+  return new Promise((resolve) => {
+    onWarmedUp = resolve;
+    onFrame(FrameType.exec, WARM_UP_ID, Buffer.from(JSON.stringify(request)));
+  });
+}
+
+await warmUp();
+await forwarder.warmUp();
 const threads = Number(/^Threads:\s+(\d+)$/m.exec(readFileSync("/proc/self/status", "utf8"))?.[1] ?? 0);
 const ready: ReadyReport = { pid: process.pid, threads };
 send(encodeJson(FrameType.ready, 0, ready));

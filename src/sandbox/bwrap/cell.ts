@@ -8,7 +8,8 @@ import type { SandboxDirs } from "../base-sandbox.js";
 import { SandboxCgroup } from "../cgroups.js";
 import type { CgroupLayout } from "../cgroups.js";
 import { onExitCleanup } from "../exit-cleanup.js";
-import { ownerIdentity, removeDir, writeState } from "../state.js";
+import { ownerIdentity, removeDir, rewriteStateSync, writeState } from "../state.js";
+import type { SandboxState } from "../state.js";
 import { chownTree } from "../workspace.js";
 import type { Owner } from "../workspace.js";
 import type { SandboxLimits } from "../types.js";
@@ -123,8 +124,17 @@ export class Cell {
     return cell;
   }
 
+  private state(labels: Record<string, string>): SandboxState {
+    return { id: this.id, backend: "bwrap", ...ownerIdentity(), createdAt: new Date().toISOString(), cgroups: this.cgroup.paths, labels };
+  }
+
   writeState(labels: Record<string, string>): Promise<void> {
-    return writeState(this.dirs.stateDir, { id: this.id, backend: "bwrap", ...ownerIdentity(), createdAt: new Date().toISOString(), cgroups: this.cgroup.paths, labels });
+    return writeState(this.dirs.stateDir, this.state(labels));
+  }
+
+  /** A pooled cell handed out: its state.json gets the sandbox's labels (and creation time). */
+  relabel(labels: Record<string, string>): void {
+    rewriteStateSync(this.dirs.stateDir, this.state(labels));
   }
 
   private launch(): AgentLaunch {

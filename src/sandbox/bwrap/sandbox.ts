@@ -50,7 +50,7 @@ export class BwrapSandbox extends BaseSandbox {
 
   async start(): Promise<void> {
     if (this.pooled) {
-      await this.cell.writeState(this.options.labels ?? {});
+      this.cell.relabel(this.options.labels ?? {});
       try {
         this.cell.cgroup.setLimits(withReserve(this.options.limits));
       } catch (e) {
