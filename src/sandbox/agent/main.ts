@@ -11,6 +11,7 @@
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
+import type { Readable } from "node:stream";
 import { existsSync, readFileSync } from "node:fs";
 import { Forwarder } from "./forwarder.js";
 import { inPrivatePidNamespace, killExecTree, sweepNamespace } from "./procs.js";
@@ -21,6 +22,11 @@ import type { ErrorReport, ExecRequest, ExitReport, ProxyConfig, ReadyReport } f
 const EXEC_MARKER = "HARNESSRL_EXEC_ID";
 /** After the leader exits and its tree is killed, how long stray holders of its stdout/stderr may keep them open. */
 const CLOSE_GRACE_MS = 2000;
+/**
+ * Output relayed between two young-generation collections. Every chunk read from a command is a fresh off-heap
+ * buffer that V8 would otherwise let pile up to ~64 MB before collecting, all of it charged to the sandbox's memory.
+ */
+const GC_EVERY_BYTES = 4 * 1024 * 1024;
 /** Exec id of the agent's own warm-up command; the host numbers its execs from 1. */
 const WARM_UP_ID = 0;
 
@@ -42,8 +48,35 @@ const execs = new Map<number, Running>();
 let sweeping: Promise<void> = Promise.resolve();
 let onWarmedUp: () => void = () => undefined;
 
+/** `gc` exists when node runs with --expose-gc (the launcher passes it). */
+const collect = (globalThis as { gc?: (options: { type: "minor" | "major" }) => void }).gc;
+let relayedSinceGc = 0;
+let youngCollections = 0;
+
 function send(frame: Buffer): void {
   process.stdout.write(frame);
+}
+
+/** Command output streams paused until the control pipe drains: a command writing faster than the host reads blocks. */
+const pausedForDrain = new Set<Readable>();
+
+function resumePaused(): void {
+  for (const stream of pausedForDrain) stream.resume();
+  pausedForDrain.clear();
+}
+
+function relay(type: FrameType, id: number, chunk: Buffer, source: Readable): void {
+  if (!process.stdout.write(encodeFrame(type, id, chunk)) && !pausedForDrain.has(source)) {
+    source.pause();
+    pausedForDrain.add(source);
+    if (pausedForDrain.size === 1) process.stdout.once("drain", resumePaused);
+  }
+  relayedSinceGc += chunk.length;
+  if (relayedSinceGc >= GC_EVERY_BYTES && collect) {
+    relayedSinceGc = 0;
+    // Buffers that survived into the old generation are only freed by a full collection: one in eight.
+    collect({ type: ++youngCollections % 8 === 0 ? "major" : "minor" });
+  }
 }
 
 function diagnose(message: string): void {
@@ -124,8 +157,9 @@ function startCommand(run: Running): void {
   run.child = child;
   if (child.pid !== undefined) send(encodeFrame(FrameType.started, run.id));
   run.closed = new Promise((resolve) => child.once("close", () => resolve()));
-  child.stdout?.on("data", (c: Buffer) => send(encodeFrame(FrameType.stdout, run.id, c)));
-  child.stderr?.on("data", (c: Buffer) => send(encodeFrame(FrameType.stderr, run.id, c)));
+  const { stdout, stderr } = child;
+  stdout?.on("data", (c: Buffer) => relay(FrameType.stdout, run.id, c, stdout));
+  stderr?.on("data", (c: Buffer) => relay(FrameType.stderr, run.id, c, stderr));
   child.on("error", (e: NodeJS.ErrnoException) => {
     if (child.pid === undefined) spawnFailed(run, e);
   });

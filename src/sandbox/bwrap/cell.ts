@@ -47,8 +47,11 @@ export const AGENT_RESERVE = { pids: 8, memoryBytes: 32 * 1024 * 1024 };
 const CGROUP_WRAPPER =
   'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || { echo "harnessrl-sandbox: cannot join cgroup $1" >&2; exit 126; }; shift; n=$((n-1)); done; exec "$@"';
 
-/** A small heap and one V8 worker: the agent only shuffles bytes, and its threads count against the pids limit. */
-const AGENT_NODE_FLAGS = ["--max-old-space-size=32", "--max-semi-space-size=1", "--v8-pool-size=1"];
+/**
+ * A small heap and one V8 worker: the agent only shuffles bytes, and its threads count against the pids limit.
+ * --expose-gc: it collects relayed output buffers itself (see the agent).
+ */
+const AGENT_NODE_FLAGS = ["--max-old-space-size=32", "--max-semi-space-size=1", "--v8-pool-size=1", "--expose-gc"];
 
 /** How long a starting agent may take to report (node startup on a loaded machine takes up to a second or so). */
 const AGENT_START_TIMEOUT_MS = 30_000;
