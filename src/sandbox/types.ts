@@ -59,9 +59,9 @@ export interface ExecOptions {
 }
 
 export interface ExecResult {
-  /** Exit status; null when the process was ended by a signal we could observe directly. */
+  /** Exit status; null when the command was ended by a signal. */
   exitCode: number | null;
-  /** Signal that ended the command (inside bwrap read from the 128+N convention). */
+  /** Signal that ended the command (SIGKILL also when the whole sandbox was killed under it). */
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;

@@ -85,6 +85,15 @@ describe("bwrap exec agent", () => {
     await s.destroy();
   });
 
+  it("relays a large output without charging it to the sandbox's memory", async () => {
+    // 300 MB through the agent in a sandbox allowed 32 MiB: the agent must not queue or retain what it relayed.
+    const s = await backend.create({ limits: { ...LIMITS, memoryBytes: 32 * 1024 * 1024 } });
+    const r = await s.exec(["sh", "-c", "head -c 300000000 /dev/zero; echo END"], { stdoutLimit: 1000, timeoutMs: 50_000 });
+    expect(r).toMatchObject({ exitCode: 0, oomKilled: false, stdoutBytes: 300_000_004, stdoutTruncated: true });
+    expect(r.stdout.endsWith("END\n")).toBe(true);
+    await s.destroy();
+  });
+
   it("keeps concurrent execs apart: a timeout kills only its own tree, orphaned setsid'd children included", async () => {
     const s = await backend.create({ limits: LIMITS });
     // The loop runs in a session of its own, orphaned (its parent exits): only the exec's marker still finds it.
