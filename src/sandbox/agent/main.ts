@@ -23,8 +23,8 @@ const EXEC_MARKER = "HARNESSRL_EXEC_ID";
 /** After the leader exits and its tree is killed, how long stray holders of its stdout/stderr may keep them open. */
 const CLOSE_GRACE_MS = 2000;
 /**
- * Output relayed between two young-generation collections. Every chunk read from a command is a fresh off-heap
- * buffer that V8 would otherwise let pile up to ~64 MB before collecting, all of it charged to the sandbox's memory.
+ * Output relayed between two garbage collections. Every chunk read from a command is a fresh off-heap buffer that V8
+ * would otherwise let pile up to ~64 MB before collecting, all of it charged to the sandbox's memory.
  */
 const GC_EVERY_BYTES = 4 * 1024 * 1024;
 /** Exec id of the agent's own warm-up command; the host numbers its execs from 1. */
@@ -112,10 +112,13 @@ function finish(run: Running, report: ExitReport): void {
 async function leaderExited(run: Running, report: ExitReport): Promise<void> {
   await killLeftovers(run);
   const closed = run.closed ?? Promise.resolve();
-  const timedOut = await Promise.race([closed.then(() => false), sleep(CLOSE_GRACE_MS).then(() => true)]);
-  if (timedOut) {
-    run.child?.stdout?.destroy();
-    run.child?.stderr?.destroy();
+  const { stdout, stderr } = run.child ?? {};
+  while (await Promise.race([closed.then(() => false), sleep(CLOSE_GRACE_MS).then(() => true)])) {
+    // Output still waiting for the host to read it is not a stray holder's doing: keep relaying it.
+    if ((stdout && pausedForDrain.has(stdout)) || (stderr && pausedForDrain.has(stderr))) continue;
+    stdout?.destroy();
+    stderr?.destroy();
+    break;
   }
   finish(run, report);
 }
