@@ -121,6 +121,15 @@ describe("bwrap sandbox isolation", () => {
     expect(r.stdout).toContain("interfaces: lo \n");
     const noBridge = await s.exec(["bash", "-c", tcpProbeScript("127.0.0.1", proxy.port)], { proxy: false });
     expect(noBridge.stdout).toContain("failed");
+    // Nor through the bridge's unix socket directly: the host forwards only while an exec that uses the proxy runs.
+    const viaSocket = [
+      "const c = require('net').connect('/run/harnessrl/bridge/proxy.sock', () => c.write('GET /v1/sneak HTTP/1.0\\r\\n\\r\\n'));",
+      "let d = ''; c.on('data', (x) => (d += x)); c.on('close', () => console.log('reply:' + d)); c.on('error', () => {});",
+    ].join(" ");
+    const sneak = await s.exec(["node", "-e", viaSocket], { proxy: false, timeoutMs: 20_000 });
+    expect(sneak.stdout).toBe("reply:\n");
+    const allowed = await s.exec(["node", "-e", viaSocket], { timeoutMs: 20_000 });
+    expect(allowed.stdout).toContain("proxy-ok /v1/sneak");
 
     // Another sandbox listening on a port is invisible from this one.
     const a = await backend.create({ limits: LIMITS });

@@ -1,9 +1,10 @@
 import { rmSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { chown, mkdir } from "node:fs/promises";
 import { delimiter, dirname, join } from "node:path";
 import { InfraError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
 import { sandboxDirs } from "../base-sandbox.js";
+import { HostBridge } from "../bridge-host.js";
 import type { SandboxDirs } from "../base-sandbox.js";
 import { SandboxCgroup } from "../cgroups.js";
 import type { CgroupLayout } from "../cgroups.js";
@@ -78,6 +79,8 @@ export interface CellSpec {
 export class Cell {
   readonly dirs: SandboxDirs;
   readonly bridgeDir: string;
+  /** Host end of the proxy bridge; forwards only while the sandbox's owner sets a target. */
+  bridge: HostBridge | undefined;
   private current: AgentProcess | undefined;
   private proxyPort: number | undefined;
   private closed = false;
@@ -109,17 +112,19 @@ export class Cell {
       await mkdir(workspaceDir, { recursive: true });
       await mkdir(homeDir);
       await mkdir(cell.bridgeDir);
-      if (Buffer.byteLength(join(cell.bridgeDir, "proxy.sock")) > 100) {
-        throw new InfraError("sandbox_root_too_long", `sandbox state root is too deep for a unix socket path: ${stateDir}`);
-      }
+      const socket = join(cell.bridgeDir, "proxy.sock");
+      if (Buffer.byteLength(socket) > 100) throw new InfraError("sandbox_root_too_long", `sandbox state root is too deep for a unix socket path: ${stateDir}`);
       await cell.writeState(spec.labels);
       cell.unregisterExit = onExitCleanup(() => cell.teardownSync());
       cell.cgroup.create(withReserve(spec.limits));
+      cell.current = cell.spawnAgent();
+      // The socket exists from the start, so a pooled sandbox only has to be told its proxy.
+      cell.bridge = await HostBridge.listen(socket);
       if (cell.owner) {
+        await chown(socket, cell.owner.uid, cell.owner.gid);
         await chownTree(workspaceDir, cell.owner);
         await chownTree(homeDir, cell.owner);
       }
-      cell.current = cell.spawnAgent();
     } catch (e) {
       await cell.destroy().catch(() => undefined);
       throw e;
@@ -212,6 +217,7 @@ export class Cell {
     // Its pipes close once bwrap and everything inside are gone (bounded: without cgroups, SIGKILL is all we have).
     if (this.current) await Promise.race([this.current.exited, new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
     await this.cgroup.drain();
+    await this.bridge?.close();
     const errors = this.cgroup.remove();
     await removeDir(this.dirs.stateDir);
     this.unregisterExit();

@@ -1,9 +1,7 @@
-import { chown } from "node:fs/promises";
-import { join, posix } from "node:path";
+import { posix } from "node:path";
 import { InfraError, errorMessage } from "../../core/errors.js";
 import { BaseSandbox } from "../base-sandbox.js";
 import { BoundedOutput } from "../bounded-output.js";
-import { HostBridge } from "../bridge-host.js";
 import type { ResolvedExec } from "../options.js";
 import { chownTree, seedWorkspace } from "../workspace.js";
 import type { ExecResult, SandboxCreateOptions, SandboxPaths } from "../types.js";
@@ -33,7 +31,8 @@ export class BwrapSandbox extends BaseSandbox {
   readonly paths: SandboxPaths = { workspace: IN_SANDBOX.workspace, home: IN_SANDBOX.home };
   readonly proxyUrl: string | undefined;
   private readonly running = new Set<Promise<unknown>>();
-  private bridge: HostBridge | undefined;
+  /** Running execs that use the proxy: the host bridge forwards only while there is one. */
+  private proxyExecs = 0;
 
   constructor(
     readonly cell: Cell,
@@ -60,12 +59,7 @@ export class BwrapSandbox extends BaseSandbox {
     await seedWorkspace(this.workspaceDir, this.options.workspaceFiles);
     if (this.owner && this.options.workspaceFiles !== undefined) await chownTree(this.workspaceDir, this.owner);
     const proxy = this.options.network?.proxy;
-    if (proxy) {
-      const socket = join(this.cell.bridgeDir, "proxy.sock");
-      this.bridge = await HostBridge.listen(socket, proxy);
-      if (this.owner) await chown(socket, this.owner.uid, this.owner.gid);
-      this.cell.setProxyPort(proxy.port);
-    }
+    if (proxy) this.cell.setProxyPort(proxy.port);
     await this.cell.agent(); // a cold cell's agent has been starting meanwhile
   }
 
@@ -79,12 +73,19 @@ export class BwrapSandbox extends BaseSandbox {
   }
 
   protected async runExec(exec: ResolvedExec, timeoutMs: number): Promise<ExecResult> {
-    const run = this.execOnce(exec, timeoutMs);
+    const proxy = exec.proxy ? this.options.network?.proxy : undefined;
+    const bridge = this.cell.bridge;
+    if (proxy && bridge) {
+      this.proxyExecs++;
+      bridge.target = proxy;
+    }
+    const run = this.execOnce(exec, timeoutMs, proxy !== undefined);
     this.running.add(run);
     try {
       return await run;
     } finally {
       this.running.delete(run);
+      if (proxy && bridge && --this.proxyExecs === 0) bridge.target = undefined;
     }
   }
 
@@ -97,7 +98,7 @@ export class BwrapSandbox extends BaseSandbox {
     };
   }
 
-  private async execOnce(exec: ResolvedExec, timeoutMs: number): Promise<ExecResult> {
+  private async execOnce(exec: ResolvedExec, timeoutMs: number, withProxy: boolean): Promise<ExecResult> {
     const started = performance.now();
     const cgroup = this.cell.cgroup;
     const before = cgroup.counters();
@@ -112,7 +113,6 @@ export class BwrapSandbox extends BaseSandbox {
         if (this.destroyed) return this.killedResult(undefined, started, false, false, undefined);
         throw e;
       }
-      const withProxy = exec.proxy && this.bridge !== undefined;
       const handle = agent.exec(
         { argv: exec.argv, cwd: posix.resolve(IN_SANDBOX.workspace, exec.cwd ?? "."), env: this.environment(exec.env, withProxy), proxy: withProxy },
         exec.stdin,
@@ -155,7 +155,6 @@ export class BwrapSandbox extends BaseSandbox {
   protected async teardown(): Promise<void> {
     await this.cell.killAll(); // running execs end now: their agent and namespace are gone
     await Promise.allSettled([...this.running.values()]);
-    await this.bridge?.close();
     const errors = await this.cell.destroy();
     this.onGone(this);
     if (errors.length > 0) throw new InfraError("sandbox_cleanup", `sandbox ${this.id} cleanup incomplete: ${errors.join("; ")}`);
