@@ -4,7 +4,7 @@
  *   - bwrap cold (no pool: bwrap + the exec agent start inside create) and bwrap pooled (a warm sandbox from the pool:
  *     create relabels it, sets its limits and seeds its workspace), each without and with the proxy bridge;
  *   - exec of `true` in a sandbox that is already running (without and with the proxy), and local-unsafe.
- * Then the most concurrent bwrap sandboxes held on this machine (ramped up to a cap, each holding a sleeping process,
+ * Every iteration runs the variants in a new (seeded) random order. Then the most concurrent bwrap sandboxes held on this machine (ramped up to a cap, each holding a sleeping process,
  * created through the default warm pool). Writes docs/bench/sandbox.json.
  *
  * CPU time (this process and all descendants, via a cgroup v1 cpuacct group) is reported next to wall-clock latency:
@@ -22,6 +22,7 @@ import { createServer } from "node:http";
 import { cpus, loadavg, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { mulberry32 } from "../core/random.js";
 import { BwrapBackend } from "../sandbox/bwrap/backend.js";
 import { LocalUnsafeBackend } from "../sandbox/local/backend.js";
 import type { ExecResult, Sandbox, SandboxBackend, SandboxCreateOptions } from "../sandbox/types.js";
@@ -256,12 +257,22 @@ async function main(): Promise<void> {
     v.cpuMs = 0;
   }
   const poolBefore = pooled.poolStats();
+  // A new order every iteration: what one variant leaves behind (a namespace's teardown runs on in a kernel worker)
+  // must not always land on the same next variant.
+  const random = mulberry32(4);
+  type Step = () => Promise<void>;
+  const steps: Step[] = [
+    async () => {
+      const c0 = cpuMsSoFar();
+      plain.push(await plainSpawn());
+      plainCpu += cpuMsSoFar() - c0;
+    },
+    ...starts.map((v): Step => () => startToFirstExec(v)),
+    ...running.map((v): Step => () => execInRunning(v)),
+  ];
   for (let i = 0; i < iterations; i++) {
-    const c0 = cpuMsSoFar();
-    plain.push(await plainSpawn());
-    plainCpu += cpuMsSoFar() - c0;
-    for (const v of starts) await startToFirstExec(v);
-    for (const v of running) await execInRunning(v);
+    const order = steps.map((step) => ({ step, key: random() })).sort((a, b) => a.key - b.key);
+    for (const { step } of order) await step();
   }
   const poolAfter = pooled.poolStats();
   const loadAfterLatency = loadavg();
