@@ -3,6 +3,7 @@ import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node
 import { EngineError } from "../../core/errors.js";
 import { llamaRuntime } from "./runtime.js";
 import type { LlamaCppOptions } from "./options.js";
+import { gateOutputReorder } from "./output-reorder-gate.js";
 
 /**
  * One loaded policy version: a llama.cpp model, N sequences (by default each in its own context; optionally all in one
@@ -38,17 +39,18 @@ export class PolicySlot {
       const count = options.batch === "shared" ? 1 : options.sequences;
       const contexts: LlamaContext[] = [];
       for (let i = 0; i < count; i++) {
-        contexts.push(
-          await m.createContext({
-            sequences: perContext,
-            contextSize,
-            threads: options.threads,
-            flashAttention: options.flashAttention,
-            experimentalKvCacheKeyType: options.kvType,
-            experimentalKvCacheValueType: options.kvType,
-            failedCreationRemedy: false,
-          }),
-        );
+        const context = await m.createContext({
+          sequences: perContext,
+          contextSize,
+          threads: options.threads,
+          flashAttention: options.flashAttention,
+          experimentalKvCacheKeyType: options.kvType,
+          experimentalKvCacheValueType: options.kvType,
+          failedCreationRemedy: false,
+        });
+        contexts.push(context);
+        // Several sequences sample concurrently from one logits buffer: see output-reorder-gate.ts.
+        if (perContext > 1) gateOutputReorder(context);
       }
       return new PolicySlot(version, ggufFile, model, contexts, ownsFile);
     } catch (e) {
