@@ -118,23 +118,22 @@ export class LlamaCppEngine implements HotSwappableEngine {
       const { temperature, topK, topP, minP } = req.params;
       const seed = req.params.seed === undefined ? randomInt(0, 2 ** 32) : req.params.seed >>> 0;
       if (req.signal?.aborted) return { tokens, logprobs, finishReason: "abort", policyVersion: slot.version };
-      const iter = seq.evaluateWithMetadata(toEval as Token[], { confidence: true }, { temperature, topK, topP, minP, seed, yieldEogToken: true });
-      for await (const out of iter) {
-        const id = out.token as number;
-        const lp = Math.log(out.confidence);
+      await slot.sample(seq, toEval, { temperature, topK, topP, minP, seed }, (id, probability) => {
+        const lp = Math.log(probability);
         tokens.push(id);
         logprobs.push(lp);
         req.onToken?.(id, lp);
         if (stops.has(id)) {
           finishReason = "stop";
-          break;
+          return false;
         }
-        if (tokens.length >= limit) break;
+        if (tokens.length >= limit) return false;
         if (req.signal?.aborted) {
           finishReason = "abort";
-          break;
+          return false;
         }
-      }
+        return true;
+      });
     } catch (e) {
       if (isHarnessRLError(e)) throw e;
       throw new EngineError("llamacpp_failed", `llama.cpp generation failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });

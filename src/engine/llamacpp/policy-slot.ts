@@ -2,17 +2,23 @@ import { rmSync } from "node:fs";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
 import { EngineError } from "../../core/errors.js";
 import { llamaRuntime } from "./runtime.js";
+import { LockstepBatcher, sampleTokens, type OnSample, type SamplerSettings } from "./lockstep-batcher.js";
 import type { LlamaCppOptions } from "./options.js";
 import { gateOutputReorder } from "./output-reorder-gate.js";
 
 /**
  * One loaded policy version: a llama.cpp model, N sequences (by default each in its own context; optionally all in one
  * context, decoded in one batch), and a pool that hands out sequences. A free sequence keeps its KV cache, and the pool
- * picks the one sharing the longest prefix with the new prompt, so a harness's growing conversation only evaluates
- * its new tokens. Retiring a slot lets in-flight requests finish before the model is disposed.
+ * picks the one sharing the longest prefix with the new prompt (the lowest sequence id among equals, which keeps a
+ * shared batch's ids consecutive), so a harness's growing conversation only evaluates its new tokens. Retiring a slot
+ * lets in-flight requests finish before the model is disposed.
  */
 export class PolicySlot {
   private readonly free: LlamaContextSequence[] = [];
+  /** Position of each sequence in its context (its llama.cpp sequence id: getSequence() hands them out in order). */
+  private readonly index = new Map<LlamaContextSequence, number>();
+  /** Shared batch only: steps every running request of the one context together. */
+  private readonly batcher: LockstepBatcher | undefined;
   private readonly waiters: (() => void)[] = [];
   private active = 0;
   private retired = false;
@@ -25,7 +31,14 @@ export class PolicySlot {
     private readonly contexts: readonly LlamaContext[],
     private readonly ownsFile: boolean,
   ) {
-    for (const context of contexts) for (let i = 0; i < context.totalSequences; i++) this.free.push(context.getSequence());
+    for (const context of contexts) {
+      for (let i = 0; i < context.totalSequences; i++) {
+        const seq = context.getSequence();
+        this.free.push(seq);
+        this.index.set(seq, i);
+      }
+    }
+    this.batcher = contexts.length === 1 && (contexts[0] as LlamaContext).totalSequences > 1 ? new LockstepBatcher() : undefined;
   }
 
   static async load(ggufFile: string, version: number, options: LlamaCppOptions, contextSize: number, ownsFile: boolean): Promise<PolicySlot> {
@@ -92,11 +105,14 @@ export class PolicySlot {
     if (signal?.aborted) return this.leave("abort");
     let best = 0;
     let bestLen = -1;
+    let bestIndex = Infinity;
     this.free.forEach((s, i) => {
       const n = s.compareContextTokens(prompt as Token[]).firstDifferentIndex;
-      if (n > bestLen) {
+      const index = this.index.get(s) ?? 0;
+      if (n > bestLen || (n === bestLen && index < bestIndex)) {
         best = i;
         bestLen = n;
+        bestIndex = index;
       }
     });
     const [seq] = this.free.splice(best, 1);
@@ -107,6 +123,15 @@ export class PolicySlot {
     this.active--;
     this.maybeDispose();
     return x;
+  }
+
+  /**
+   * Evaluates `input` on an acquired sequence and samples until `onSample` returns false: in lock-step with the other
+   * requests of a shared context, or on its own when the sequence has its context to itself.
+   */
+  async sample(seq: LlamaContextSequence, input: readonly number[], settings: SamplerSettings, onSample: OnSample): Promise<void> {
+    if (this.batcher) return this.batcher.run(seq, this.index.get(seq) ?? 0, input, settings, onSample);
+    for await (const out of sampleTokens(seq, input, settings)) if (!onSample(out.token as number, out.confidence)) break;
   }
 
   /** Returns a sequence to the pool (its KV cache stays for prefix reuse). */
