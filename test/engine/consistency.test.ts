@@ -7,6 +7,7 @@ import { createEngine } from "../../src/engine/index.js";
 import { checkConsistency, workerScorer } from "../../src/engine/llamacpp/consistency.js";
 import { createTrainer } from "../../src/trainer/index.js";
 import type { Trainer } from "../../src/trainer/types.js";
+import { startCpuLoad } from "./cpu-load.js";
 
 // Training–inference consistency on real components: models made by the PyTorch worker, sampled by llama.cpp from
 // our GGUF export, teacher-forced by the worker in float32.
@@ -39,6 +40,26 @@ describe("llama.cpp vs PyTorch worker logprobs", () => {
     }, 300_000);
   }
 
+  // Regression for the shared-batch race (src/engine/llamacpp/output-reorder-gate.ts), in the setting where it was
+  // seen: tiny-1m, all sequences in one context and decode batch, requests joining mid-batch, sampling threads
+  // preempted by busy threads. (Its race window is a few hundred floats, so this caught it only now and then before
+  // the fix; llamacpp-batching.test.ts forces the reorder and fails reliably without the gate.)
+  it("agree within 1e-3 over ≥1,000 tokens with batch=shared under CPU load (tiny-1m, temperature 1)", async () => {
+    const dir = join(root, "tiny-1m-shared");
+    await trainer.init({ preset: "tiny-1m", seed: 5, out: dir });
+    await trainer.load(dir, { dtype: "float32", attention: "eager" });
+    const engine = await createEngine(`llamacpp:${dir}?threads=1&sequences=8&batch=shared&cache=${cache}`);
+    const stopLoad = startCpuLoad(4);
+    try {
+      const report = await checkConsistency(engine, workerScorer(trainer), { tokens: 1000, temperature: 1 });
+      expect(report.tokens).toBeGreaterThanOrEqual(1000);
+      expect(report.maxAbsDelta).toBeLessThanOrEqual(1e-3);
+    } finally {
+      await stopLoad();
+      await engine.close();
+    }
+  }, 300_000);
+
   it("harnessrl doctor consistency reports mean/max |Δ logprob| over ≥1,000 tokens for tiny-1m and exits 0", async () => {
     const dir = join(root, "tiny-1m");
     await trainer.init({ preset: "tiny-1m", seed: 3, out: dir });
@@ -59,5 +80,8 @@ describe("llama.cpp vs PyTorch worker logprobs", () => {
     const b = spawnSync(process.execPath, [cli, "doctor", "consistency"], { encoding: "utf8" });
     expect(b.status).toBe(2);
     expect(b.stderr).toMatch(/--model/);
+    const c = spawnSync(process.execPath, [cli, "doctor", "consistency", "--model", root, "--batch", "mixed"], { encoding: "utf8" });
+    expect(c.status).toBe(2);
+    expect(c.stderr).toMatch(/--batch must be isolated or shared/);
   });
 });

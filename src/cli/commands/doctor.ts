@@ -9,11 +9,12 @@ import type { Command } from "../command.js";
 
 const usage = `Usage:
   harnessrl doctor consistency --model <dir> [--tokens 1000] [--temperature 1] [--scorer worker|reference]
-                               [--max-delta 1e-3] [--threads N] [--json]
+                               [--max-delta 1e-3] [--threads N] [--batch isolated|shared] [--json]
 
-consistency  samples ≥ --tokens tokens with the llama.cpp engine (GGUF exported from <dir>), teacher-forces the
-             same sequences with the PyTorch worker (--scorer worker, float32) or the TypeScript reference forward
-             (--scorer reference, slow), and reports mean / max |Δ logprob|. Exits 1 if max > --max-delta.`;
+consistency  samples ≥ --tokens tokens with the llama.cpp engine (GGUF exported from <dir>; 8 concurrent sequences,
+             --batch as in the engine spec), teacher-forces the same sequences with the PyTorch worker (--scorer
+             worker, float32) or the TypeScript reference forward (--scorer reference, slow), and reports mean / max
+             |Δ logprob|. Exits 1 if max > --max-delta.`;
 
 function num(name: string, v: string | undefined, fallback: number, min: number): number {
   if (v === undefined) return fallback;
@@ -34,6 +35,7 @@ async function consistency(argv: string[]): Promise<number> {
         scorer: { type: "string" },
         "max-delta": { type: "string" },
         threads: { type: "string" },
+        batch: { type: "string" },
         json: { type: "boolean" },
       },
       strict: true,
@@ -49,8 +51,10 @@ async function consistency(argv: string[]): Promise<number> {
   const threads = Math.floor(num("threads", values.threads, 1, 1));
   const scorerName = values.scorer ?? "worker";
   if (scorerName !== "worker" && scorerName !== "reference") throw new UserError("bad_arguments", `--scorer must be worker or reference`);
+  const batch = values.batch ?? "";
+  if (batch !== "" && batch !== "isolated" && batch !== "shared") throw new UserError("bad_arguments", `--batch must be isolated or shared`);
 
-  const engine = await createEngine(`llamacpp:${dir}?threads=${threads}&sequences=8`);
+  const engine = await createEngine(`llamacpp:${dir}?threads=${threads}&sequences=8${batch ? `&batch=${batch}` : ""}`);
   let trainer: Trainer | undefined;
   try {
     let scorer: Scorer;
@@ -61,7 +65,7 @@ async function consistency(argv: string[]): Promise<number> {
     } else scorer = referenceScorer(dir);
     const report = await checkConsistency(engine, scorer, { tokens, temperature });
     const ok = report.maxAbsDelta <= maxDelta;
-    if (values.json === true) console.log(JSON.stringify({ model: dir, scorer: scorerName, maxAllowed: maxDelta, ok, ...report }, null, 2));
+    if (values.json === true) console.log(JSON.stringify({ model: dir, scorer: scorerName, batch: batch || "default", maxAllowed: maxDelta, ok, ...report }, null, 2));
     else {
       console.log(
         [

@@ -32,28 +32,28 @@ export interface ConsistencyReport {
 
 const PROMPTS = ["Say hello.", "List three colours.", "What is 2 + 2?", "Write a haiku about rain.", "Call a tool to read README.md.", "Explain RL briefly.", "Count to ten.", "Name a prime number."];
 
-/** Samples at least `minTokens` completion tokens, `concurrency` requests at a time, with fixed seeds. */
+/**
+ * Samples at least `minTokens` completion tokens with fixed seeds, keeping `concurrency` requests in flight: a lane
+ * starts its next request as soon as its last one ends, so requests join while others decode (as rollouts do).
+ * Sequences come back in request order.
+ */
 export async function sampleSequences(engine: SamplingEngine, minTokens: number, temperature: number, maxTokensPerSequence = 256, concurrency = 8): Promise<SampledSequence[]> {
-  const out: SampledSequence[] = [];
+  const done: { k: number; sequence: SampledSequence }[] = [];
   let total = 0;
-  let i = 0;
-  while (total < minTokens) {
-    const batch = Array.from({ length: concurrency }, () => i++);
-    const results = await Promise.all(
-      batch.map(async (k) => {
-        const text = engine.renderer.render([{ role: "user", content: PROMPTS[k % PROMPTS.length] ?? "" }], [], { addGenerationPrompt: true });
-        const prompt = engine.tokenizer.encode(text);
-        const r = await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, temperature, maxTokens: maxTokensPerSequence, seed: 1000 + k } });
-        return { prompt, completion: r.tokens, logprobs: r.logprobs };
-      }),
-    );
-    for (const r of results) {
-      if (r.completion.length === 0) continue;
-      out.push(r);
-      total += r.completion.length;
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (total < minTokens) {
+      const k = next++;
+      const text = engine.renderer.render([{ role: "user", content: PROMPTS[k % PROMPTS.length] ?? "" }], [], { addGenerationPrompt: true });
+      const prompt = engine.tokenizer.encode(text);
+      const r = await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, temperature, maxTokens: maxTokensPerSequence, seed: 1000 + k } });
+      if (r.tokens.length === 0) continue;
+      done.push({ k, sequence: { prompt, completion: r.tokens, logprobs: r.logprobs } });
+      total += r.tokens.length;
     }
-  }
-  return out;
+  };
+  await Promise.all(Array.from({ length: concurrency }, lane));
+  return done.sort((a, b) => a.k - b.k).map((d) => d.sequence);
 }
 
 export function compareLogprobs(sequences: readonly SampledSequence[], scored: readonly number[][], temperature: number, samplingMs: number, scoringMs: number): ConsistencyReport {
