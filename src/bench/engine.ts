@@ -1,13 +1,16 @@
 /**
  * `npm run bench:engine`: the llama.cpp engine and the trainer worker on the tiny presets.
- *   - sampling tokens/s (aggregate) at concurrency 1, 8 and 32, untruncated sampling at temperature 1;
+ *   - sampling tokens/s (aggregate) and process CPU time per token at concurrency 1, 8 and 32, untruncated sampling at
+ *     temperature 1, for both batch modes (`batch=isolated` and `batch=shared`, one engine each in this process,
+ *     measured alternately over --rounds rounds; the median round is reported);
  *   - worker forward+backward tokens/s (the `forward_backward` op; forward-only `logprobs` is measured too);
  *   - GGUF export + reload time per policy version (`loadPolicy` with a new version: export, load, context).
  * Model directories are made by the PyTorch worker (`model init`). Writes docs/bench/engine.json and the summary in
  * docs/engines.md (between the bench markers).
  *
  * Options: --threads N (llama.cpp threads, default 1: on a busy 2-core machine a second spinning thread stalls), --tokens N (per concurrency level, default 1024),
- * --presets a,b (default tiny-1m,tiny-10m), --swaps N (policy versions to load, default 3), --out FILE, --no-docs.
+ * --rounds N (alternating measurements per mode and level, default 3), --presets a,b (default tiny-1m,tiny-10m),
+ * --swaps N (policy versions to load, default 3), --out FILE, --no-docs.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -17,21 +20,35 @@ import { parseArgs } from "node:util";
 import { PACKED_BATCH_VERSION, type PackedBatch } from "../batch/types.js";
 import { createEngine } from "../engine/index.js";
 import type { LlamaCppEngine } from "../engine/llamacpp/engine.js";
+import { parseLlamaCppSpec } from "../engine/llamacpp/options.js";
 import { DEFAULT_SAMPLING, type SamplingEngine } from "../engine/types.js";
 import { createTrainer } from "../trainer/index.js";
 import type { Trainer } from "../trainer/types.js";
+
+const MODES = ["isolated", "shared"] as const;
+type BatchMode = (typeof MODES)[number];
 
 interface SamplingResult {
   concurrency: number;
   tokens: number;
   seconds: number;
   tokensPerSecond: number;
+  /** Process CPU time (all threads) per sampled token, microseconds. */
+  cpuMicrosPerToken: number;
+}
+
+interface ModeSampling {
+  mode: BatchMode;
+  /** Median round per concurrency level (by tokens/s). */
+  sampling: SamplingResult[];
+  /** Every round, in measurement order. */
+  rounds: SamplingResult[][];
 }
 
 interface PresetResult {
   preset: string;
   parameters: number;
-  sampling: SamplingResult[];
+  modes: ModeSampling[];
   reload: { version: number; exportMs: number; loadMs: number; totalMs: number }[];
   worker: { forwardTokensPerSecond: number; forwardBackwardTokensPerSecond: number | null; batchTokens: number };
 }
@@ -44,6 +61,7 @@ async function samplingThroughput(engine: SamplingEngine, concurrency: number, m
   await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, maxTokens: 8, seed: 1 } });
   let tokens = 0;
   let seed = 100;
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const worker = async (): Promise<void> => {
     while (tokens < minTokens) {
@@ -53,7 +71,35 @@ async function samplingThroughput(engine: SamplingEngine, concurrency: number, m
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   const seconds = (performance.now() - t0) / 1000;
-  return { concurrency, tokens, seconds, tokensPerSecond: tokens / seconds };
+  const cpu = process.cpuUsage(cpu0);
+  return { concurrency, tokens, seconds, tokensPerSecond: tokens / seconds, cpuMicrosPerToken: (cpu.user + cpu.system) / tokens };
+}
+
+const LEVELS = [1, 8, 32];
+
+/** Alternates the modes (order flipped every round) so that both see the same machine load on average. */
+async function compareModes(engines: Record<BatchMode, SamplingEngine>, rounds: number, minTokens: number, label: string): Promise<ModeSampling[]> {
+  const all: Record<BatchMode, SamplingResult[][]> = { isolated: [], shared: [] };
+  for (let r = 0; r < rounds; r++) {
+    const perMode: Record<BatchMode, SamplingResult[]> = { isolated: [], shared: [] };
+    for (const c of LEVELS) {
+      for (const mode of r % 2 === 0 ? MODES : [...MODES].reverse()) {
+        const x = await samplingThroughput(engines[mode], c, minTokens);
+        perMode[mode].push(x);
+        console.log(`${label} round ${r + 1} ${mode}: concurrency ${c}: ${x.tokens} tokens in ${x.seconds.toFixed(2)} s = ${x.tokensPerSecond.toFixed(0)} tok/s, ${x.cpuMicrosPerToken.toFixed(0)} µs CPU/token`);
+      }
+    }
+    for (const mode of MODES) all[mode].push(perMode[mode]);
+  }
+  return MODES.map((mode) => ({
+    mode,
+    rounds: all[mode],
+    sampling: LEVELS.map((c) => {
+      const xs = all[mode].map((round) => round.find((x) => x.concurrency === c)).filter((x): x is SamplingResult => x !== undefined);
+      xs.sort((a, b) => a.tokensPerSecond - b.tokensPerSecond);
+      return xs[Math.floor(xs.length / 2)] as SamplingResult;
+    }),
+  }));
 }
 
 function flatBatch(rows: number, length: number, vocab: number): PackedBatch {
@@ -103,15 +149,24 @@ function markdown(results: PresetResult[], meta: Record<string, unknown>): strin
   const lines = [
     `Measured ${String(meta.date)} on ${String(meta.cpus)} cores (${String(meta.cpuModel)}), llama.cpp threads ${String(meta.threads)}, load average at start ${String(meta.loadavg)}.`,
     "",
-    "| preset | params | sampling tok/s c=1 | c=8 | c=32 | worker fwd tok/s | worker fwd+bwd tok/s | export + reload per version (ms) |",
-    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    `Sampling: median of ${String(meta.rounds)} alternating rounds per batch mode (tokens/s, and process CPU µs per token in parentheses); 32 sequences × 1,024 context.`,
+    "",
+    "| preset | params | batch | sampling tok/s c=1 | c=8 | c=32 |",
+    "| --- | ---: | --- | ---: | ---: | ---: |",
   ];
   for (const r of results) {
-    const s = (c: number): string => r.sampling.find((x) => x.concurrency === c)?.tokensPerSecond.toFixed(0) ?? "-";
+    for (const m of r.modes) {
+      const s = (c: number): string => {
+        const x = m.sampling.find((y) => y.concurrency === c);
+        return x ? `${x.tokensPerSecond.toFixed(0)} (${x.cpuMicrosPerToken.toFixed(0)})` : "-";
+      };
+      lines.push(`| ${r.preset} | ${(r.parameters / 1e6).toFixed(2)}M | ${m.mode} | ${s(1)} | ${s(8)} | ${s(32)} |`);
+    }
+  }
+  lines.push("", "| preset | worker fwd tok/s | worker fwd+bwd tok/s | export + reload per version (ms, default batch mode) |", "| --- | ---: | ---: | ---: |");
+  for (const r of results) {
     const reload = r.reload.length ? r.reload.map((x) => `${x.exportMs.toFixed(0)} + ${x.loadMs.toFixed(0)}`).join(", ") : "-";
-    lines.push(
-      `| ${r.preset} | ${(r.parameters / 1e6).toFixed(2)}M | ${s(1)} | ${s(8)} | ${s(32)} | ${r.worker.forwardTokensPerSecond.toFixed(0)} | ${r.worker.forwardBackwardTokensPerSecond?.toFixed(0) ?? "n/a"} | ${reload} |`,
-    );
+    lines.push(`| ${r.preset} | ${r.worker.forwardTokensPerSecond.toFixed(0)} | ${r.worker.forwardBackwardTokensPerSecond?.toFixed(0) ?? "n/a"} | ${reload} |`);
   }
   return lines.join("\n");
 }
@@ -121,6 +176,7 @@ async function main(): Promise<void> {
     options: {
       threads: { type: "string", default: "1" },
       tokens: { type: "string", default: "1024" },
+      rounds: { type: "string", default: "3" },
       presets: { type: "string", default: "tiny-1m,tiny-10m" },
       swaps: { type: "string", default: "3" },
       out: { type: "string", default: join(root, "docs", "bench", "engine.json") },
@@ -130,33 +186,32 @@ async function main(): Promise<void> {
   const threads = Number(values.threads);
   const minTokens = Number(values.tokens);
   const swaps = Number(values.swaps);
+  const rounds = Number(values.rounds);
   const work = mkdtempSync(join(tmpdir(), "harnessrl-bench-engine-"));
   const trainer = await createTrainer("torch");
   const results: PresetResult[] = [];
-  const meta = { date: new Date().toISOString(), cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "?", threads, loadavg: loadavg().map((x) => x.toFixed(2)).join(" "), tokensPerLevel: minTokens };
+  const meta = { date: new Date().toISOString(), cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "?", threads, loadavg: loadavg().map((x) => x.toFixed(2)).join(" "), tokensPerLevel: minTokens, rounds };
   try {
     for (const preset of values.presets.split(",")) {
       const dir = join(work, preset);
       const info = await trainer.init({ preset, seed: 1, out: dir });
       await trainer.load(dir, { dtype: "float32" });
       const vocab = Number(info.config.vocab_size);
-      const engine = (await createEngine(`llamacpp:${dir}?threads=${threads}&sequences=32&ctx=1024&cache=${join(work, "cache")}`)) as LlamaCppEngine;
-      const sampling: SamplingResult[] = [];
+      const spec = (mode: BatchMode): string => `llamacpp:${dir}?threads=${threads}&sequences=32&ctx=1024&batch=${mode}&cache=${join(work, "cache")}`;
+      const engines = { isolated: (await createEngine(spec("isolated"))) as LlamaCppEngine, shared: (await createEngine(spec("shared"))) as LlamaCppEngine };
+      const engine = engines[parseLlamaCppSpec(dir).batch];
+      let modes: ModeSampling[];
       try {
-        for (const c of [1, 8, 32]) {
-          const r = await samplingThroughput(engine, c, minTokens);
-          sampling.push(r);
-          console.log(`${preset}: concurrency ${c}: ${r.tokens} tokens in ${r.seconds.toFixed(2)} s = ${r.tokensPerSecond.toFixed(0)} tok/s`);
-        }
+        modes = await compareModes(engines, rounds, minTokens, preset);
         for (let v = 1; v <= swaps; v++) await engine.loadPolicy(dir, v);
       } finally {
-        await engine.close();
+        await Promise.all(MODES.map((m) => engines[m].close()));
       }
       const reload = engine.loadTimings.filter((t) => t.version > 0).map((t) => ({ ...t, totalMs: t.exportMs + t.loadMs }));
       for (const t of reload) console.log(`${preset}: policy version ${t.version}: export ${t.exportMs.toFixed(0)} ms + load ${t.loadMs.toFixed(0)} ms`);
       const worker = await workerThroughput(trainer, vocab);
       console.log(`${preset}: worker forward ${worker.forwardTokensPerSecond.toFixed(0)} tok/s, forward+backward ${worker.forwardBackwardTokensPerSecond?.toFixed(0) ?? "n/a"} tok/s`);
-      results.push({ preset, parameters: info.parameters, sampling, reload, worker });
+      results.push({ preset, parameters: info.parameters, modes, reload, worker });
     }
   } finally {
     await trainer.close();
