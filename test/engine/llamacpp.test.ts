@@ -39,6 +39,10 @@ describe("llamacpp engine", () => {
     expect(o).toMatchObject({ modelDir: "/m", threads: 2, sequences: 32, contextSize: 4096, kvType: "F16", flashAttention: true, cacheDir: "/c", batch: "shared" });
     expect(parseLlamaCppSpec("/m?batch=isolated").batch).toBe("isolated");
     expect(() => parseLlamaCppSpec("/m?batch=mixed")).toThrow(UserError);
+    expect(parseLlamaCppSpec("/m?batch=shared&sequences=8&contexts=2")).toMatchObject({ batch: "shared", sequences: 8, contexts: 2 });
+    expect(parseLlamaCppSpec("/m?batch=shared").contexts).toBe(1);
+    expect(() => parseLlamaCppSpec("/m?contexts=2")).toThrow(/batch=shared/);
+    expect(() => parseLlamaCppSpec("/m?batch=shared&sequences=2&contexts=3")).toThrow(/at most sequences=2/);
     expect(() => parseLlamaCppSpec("/m?threads=zero")).toThrow(UserError);
     expect(() => parseLlamaCppSpec("/m?bogus=1")).toThrow(UserError);
     expect(() => parseLlamaCppSpec("")).toThrow(/model directory/);
@@ -67,31 +71,33 @@ describe("llamacpp engine", () => {
     }, 60_000);
   }
 
-  it("samples in one shared batch with each sequence's own logprobs while requests join mid-batch (large vocabulary, float64 reference)", async () => {
-    // Requests of different lengths keep joining while others decode (lock-step batches mixing prompt and generated
-    // tokens, reused prefixes); every token's logprob must still be its own sequence's. The race itself is pinned down
-    // by llamacpp-batching.test.ts, which forces llama.cpp to reorder output rows on every batch.
-    const dir = modelDir("wide-vocab", { ...small, seed: 12, std: 0.15, vocabSize: 8192 });
-    const engine = await createEngine(spec(dir, "&batch=shared"));
-    try {
-      const ref = loadReferenceModel(dir);
-      const lengths = [3, 17, 6, 29, 11, 4, 23, 9, 14, 5, 31, 8];
-      let next = 0;
-      let worst = 0;
-      const lane = async (): Promise<void> => {
-        for (let k = next++; k < 32; k = next++) {
-          const prompt = engine.tokenizer.encode(`<|im_start|>user\n${"abcdefghijklmnopqrstuvwxyz".slice(0, 1 + (k % 26))}<|im_end|>\n<|im_start|>assistant\n`);
-          const r = await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, maxTokens: lengths[k % lengths.length] ?? 8, seed: k } });
-          const expected = ref.logprobs([...prompt, ...r.tokens], 1).slice(prompt.length - 1);
-          r.logprobs.forEach((lp, j) => (worst = Math.max(worst, Math.abs(lp - (expected[j] ?? 0)))));
-        }
-      };
-      await Promise.all(Array.from({ length: 8 }, lane));
-      expect(worst).toBeLessThan(1e-3);
-    } finally {
-      await engine.close();
-    }
-  }, 120_000);
+  for (const layout of ["batch=shared", "batch=shared&contexts=2"]) {
+    it(`samples in shared batches with each sequence's own logprobs while requests join mid-batch (${layout}, large vocabulary, float64 reference)`, async () => {
+      // Requests of different lengths keep joining while others decode (lock-step batches mixing prompt and generated
+      // tokens, reused prefixes); every token's logprob must still be its own sequence's. The race itself is pinned down
+      // by llamacpp-batching.test.ts, which forces llama.cpp to reorder output rows on every batch.
+      const dir = modelDir("wide-vocab", { ...small, seed: 12, std: 0.15, vocabSize: 8192 });
+      const engine = await createEngine(spec(dir, `&${layout}`));
+      try {
+        const ref = loadReferenceModel(dir);
+        const lengths = [3, 17, 6, 29, 11, 4, 23, 9, 14, 5, 31, 8];
+        let next = 0;
+        let worst = 0;
+        const lane = async (): Promise<void> => {
+          for (let k = next++; k < 32; k = next++) {
+            const prompt = engine.tokenizer.encode(`<|im_start|>user\n${"abcdefghijklmnopqrstuvwxyz".slice(0, 1 + (k % 26))}<|im_end|>\n<|im_start|>assistant\n`);
+            const r = await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, maxTokens: lengths[k % lengths.length] ?? 8, seed: k } });
+            const expected = ref.logprobs([...prompt, ...r.tokens], 1).slice(prompt.length - 1);
+            r.logprobs.forEach((lp, j) => (worst = Math.max(worst, Math.abs(lp - (expected[j] ?? 0)))));
+          }
+        };
+        await Promise.all(Array.from({ length: 8 }, lane));
+        expect(worst).toBeLessThan(1e-3);
+      } finally {
+        await engine.close();
+      }
+    }, 120_000);
+  }
 
   it("hot-swaps while requests are in flight: old requests finish on the old version, new ones use the new, the old GGUF is removed", async () => {
     const engine = (await createEngine(spec(base))) as LlamaCppEngine;

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { UserError } from "../../core/errors.js";
 
 /**
- * Options of `llamacpp:<model dir>?threads=1&sequences=8&ctx=8192&kv=f32&fa=0&cache=<dir>`.
+ * Options of `llamacpp:<model dir>?threads=1&sequences=8&ctx=8192&kv=f32&fa=0&batch=isolated&contexts=1&cache=<dir>`.
  * Defaults favour exactness (F32 KV cache, no flash attention: llama.cpp's CPU flash attention rounds through F16
  * and costs ~1e-2 in logprob) and leave one core free for the proxy and trainer.
  */
@@ -15,13 +15,13 @@ export interface LlamaCppOptions {
   /** Parallel sequences: that many requests run at once; more wait. */
   sequences: number;
   /**
-   * `isolated` (default): one llama.cpp context per sequence. `shared`: all sequences in one context, decoded in one
-   * batch — faster, but node-llama-cpp 3.21.1 then occasionally samples a token (and reports its probability) from
-   * logits that are not its sequence's when the machine is loaded (measured: max |Δ logprob| 0.13–0.37 vs the trainer on
-   * a few tokens per thousand under CPU load; never with one sequence per context). Wrong sampling logprobs poison
-   * importance sampling, so exactness wins by default.
+   * `isolated` (default): one llama.cpp context per sequence; contexts decode in parallel, never in one batch.
+   * `shared`: the sequences spread over `contexts` contexts, each decoding its running requests in one batch per step
+   * (lockstep-batcher.ts; the sampling race node-llama-cpp 3.21.1 has there is closed by output-reorder-gate.ts).
    */
   batch: "isolated" | "shared";
+  /** `batch=shared` only: contexts the sequences are spread over (each decodes its own batch, in parallel). */
+  contexts: number;
   /** Context size per sequence (tokens); undefined = min(8192, max_position_embeddings). */
   contextSize: number | undefined;
   kvType: "F32" | "F16";
@@ -41,6 +41,7 @@ const querySchema = z
     fa: z.enum(["0", "1"]).optional(),
     cache: z.string().min(1).optional(),
     batch: z.enum(["isolated", "shared"]).optional(),
+    contexts: intParam("contexts", 1, 1024),
   })
   .strict();
 
@@ -55,16 +56,22 @@ export function defaultCacheDir(): string {
 export function parseLlamaCppSpec(arg: string, fallbackModelDir?: string): LlamaCppOptions {
   const q = arg.indexOf("?");
   const modelDir = (q < 0 ? arg : arg.slice(0, q)) || fallbackModelDir;
-  if (!modelDir) throw new UserError("bad_engine_spec", "llamacpp needs a model directory: llamacpp:<model dir>[?threads=N&sequences=N&ctx=N&kv=f32|f16&fa=0|1&batch=isolated|shared&cache=DIR]");
+  if (!modelDir) throw new UserError("bad_engine_spec", "llamacpp needs a model directory: llamacpp:<model dir>[?threads=N&sequences=N&ctx=N&kv=f32|f16&fa=0|1&batch=isolated|shared&contexts=N&cache=DIR]");
   const params = Object.fromEntries(new URLSearchParams(q < 0 ? "" : arg.slice(q + 1)));
   const r = querySchema.safeParse(params);
   if (!r.success) throw new UserError("bad_engine_spec", `llamacpp spec "${arg}": ${z.prettifyError(r.error)}`);
   const o = r.data;
+  const sequences = o.sequences ?? 8;
+  const batch = o.batch ?? "isolated";
+  if (o.contexts !== undefined && (batch !== "shared" || o.contexts > sequences)) {
+    throw new UserError("bad_engine_spec", `llamacpp spec "${arg}": contexts=${o.contexts} needs batch=shared and at most sequences=${sequences}`);
+  }
   return {
     modelDir,
     threads: o.threads ?? defaultThreads(),
-    sequences: o.sequences ?? 8,
-    batch: o.batch ?? "isolated",
+    sequences,
+    batch,
+    contexts: o.contexts ?? 1,
     contextSize: o.ctx,
     kvType: o.kv === "f16" ? "F16" : "F32",
     flashAttention: o.fa === "1",

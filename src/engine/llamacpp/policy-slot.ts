@@ -6,19 +6,27 @@ import { LockstepBatcher, sampleTokens, type OnSample, type SamplerSettings } fr
 import type { LlamaCppOptions } from "./options.js";
 import { gateOutputReorder } from "./output-reorder-gate.js";
 
+/** Where a sequence lives: its context's scheduler (shared contexts only) and its llama.cpp sequence id there. */
+interface Placement {
+  context: number;
+  /** getSequence() hands ids out in order, so this is the sequence's id in its context. */
+  order: number;
+  batcher: LockstepBatcher | undefined;
+}
+
 /**
- * One loaded policy version: a llama.cpp model, N sequences (by default each in its own context; optionally all in one
- * context, decoded in one batch), and a pool that hands out sequences. A free sequence keeps its KV cache, and the pool
- * picks the one sharing the longest prefix with the new prompt (the lowest sequence id among equals, which keeps a
- * shared batch's ids consecutive), so a harness's growing conversation only evaluates its new tokens. Retiring a slot
- * lets in-flight requests finish before the model is disposed.
+ * One loaded policy version: a llama.cpp model, N sequences (by default each in its own context; optionally spread
+ * over a few contexts whose sequences are decoded in one batch each), and a pool that hands out sequences. A free
+ * sequence keeps its KV cache, and the pool picks the one sharing the longest prefix with the new prompt (among equals:
+ * the context running the fewest requests, then the lowest sequence id, which keeps a batch's ids consecutive), so a
+ * harness's growing conversation only evaluates its new tokens. Retiring a slot lets in-flight requests finish before
+ * the model is disposed.
  */
 export class PolicySlot {
   private readonly free: LlamaContextSequence[] = [];
-  /** Position of each sequence in its context (its llama.cpp sequence id: getSequence() hands them out in order). */
-  private readonly index = new Map<LlamaContextSequence, number>();
-  /** Shared batch only: steps every running request of the one context together. */
-  private readonly batcher: LockstepBatcher | undefined;
+  private readonly placement = new Map<LlamaContextSequence, Placement>();
+  /** Requests running per context. */
+  private readonly running: number[];
   private readonly waiters: (() => void)[] = [];
   private active = 0;
   private retired = false;
@@ -31,14 +39,16 @@ export class PolicySlot {
     private readonly contexts: readonly LlamaContext[],
     private readonly ownsFile: boolean,
   ) {
-    for (const context of contexts) {
+    contexts.forEach((context, c) => {
+      // A shared context steps all its running requests together (lockstep-batcher.ts).
+      const batcher = context.totalSequences > 1 ? new LockstepBatcher() : undefined;
       for (let i = 0; i < context.totalSequences; i++) {
         const seq = context.getSequence();
         this.free.push(seq);
-        this.index.set(seq, i);
+        this.placement.set(seq, { context: c, order: i, batcher });
       }
-    }
-    this.batcher = contexts.length === 1 && (contexts[0] as LlamaContext).totalSequences > 1 ? new LockstepBatcher() : undefined;
+    });
+    this.running = contexts.map(() => 0);
   }
 
   static async load(ggufFile: string, version: number, options: LlamaCppOptions, contextSize: number, ownsFile: boolean): Promise<PolicySlot> {
@@ -48,10 +58,10 @@ export class PolicySlot {
       model = await llama.loadModel({ modelPath: ggufFile, gpuLayers: 0, defaultContextFlashAttention: options.flashAttention });
       const m = model;
       // Isolated: one context per sequence, so no decode batch ever mixes sequences (see LlamaCppOptions.batch).
-      const perContext = options.batch === "shared" ? options.sequences : 1;
-      const count = options.batch === "shared" ? 1 : options.sequences;
+      const count = options.batch === "shared" ? options.contexts : options.sequences;
       const contexts: LlamaContext[] = [];
       for (let i = 0; i < count; i++) {
+        const perContext = Math.floor(options.sequences / count) + (i < options.sequences % count ? 1 : 0);
         const context = await m.createContext({
           sequences: perContext,
           contextSize,
@@ -104,19 +114,29 @@ export class PolicySlot {
     }
     if (signal?.aborted) return this.leave("abort");
     let best = 0;
-    let bestLen = -1;
-    let bestIndex = Infinity;
+    let bestKey = [-1, 0, 0];
     this.free.forEach((s, i) => {
-      const n = s.compareContextTokens(prompt as Token[]).firstDifferentIndex;
-      const index = this.index.get(s) ?? 0;
-      if (n > bestLen || (n === bestLen && index < bestIndex)) {
+      const at = this.placementOf(s);
+      const key = [s.compareContextTokens(prompt as Token[]).firstDifferentIndex, -(this.running[at.context] ?? 0), -at.order];
+      if (isGreater(key, bestKey)) {
         best = i;
-        bestLen = n;
-        bestIndex = index;
+        bestKey = key;
       }
     });
-    const [seq] = this.free.splice(best, 1);
-    return seq as LlamaContextSequence;
+    const [seq] = this.free.splice(best, 1) as [LlamaContextSequence];
+    this.countRunning(seq, 1);
+    return seq;
+  }
+
+  private countRunning(seq: LlamaContextSequence, delta: number): void {
+    const c = this.placementOf(seq).context;
+    this.running[c] = (this.running[c] ?? 0) + delta;
+  }
+
+  private placementOf(seq: LlamaContextSequence): Placement {
+    const at = this.placement.get(seq);
+    if (!at) throw new Error("sequence does not belong to this policy slot");
+    return at;
   }
 
   private leave<T>(x: T): T {
@@ -130,13 +150,15 @@ export class PolicySlot {
    * requests of a shared context, or on its own when the sequence has its context to itself.
    */
   async sample(seq: LlamaContextSequence, input: readonly number[], settings: SamplerSettings, onSample: OnSample): Promise<void> {
-    if (this.batcher) return this.batcher.run(seq, this.index.get(seq) ?? 0, input, settings, onSample);
+    const { batcher, order } = this.placementOf(seq);
+    if (batcher) return batcher.run(seq, order, input, settings, onSample);
     for await (const out of sampleTokens(seq, input, settings)) if (!onSample(out.token as number, out.confidence)) break;
   }
 
   /** Returns a sequence to the pool (its KV cache stays for prefix reuse). */
   release(seq: LlamaContextSequence): void {
     this.free.push(seq);
+    this.countRunning(seq, -1);
     this.active--;
     this.waiters.shift()?.();
     this.maybeDispose();
@@ -168,4 +190,14 @@ export class PolicySlot {
   async drained(): Promise<void> {
     await this.disposed;
   }
+}
+
+/** Lexicographic comparison of equal-length number tuples. */
+function isGreater(a: readonly number[], b: readonly number[]): boolean {
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] ?? 0;
+    const y = b[i] ?? 0;
+    if (x !== y) return x > y;
+  }
+  return false;
 }
