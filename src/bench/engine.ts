@@ -1,8 +1,8 @@
 /**
  * `npm run bench:engine`: the llama.cpp engine and the trainer worker on the tiny presets.
  *   - sampling tokens/s (aggregate) and process CPU time per token at concurrency 1, 8 and 32, untruncated sampling at
- *     temperature 1, for both batch modes (`batch=isolated` and `batch=shared`, one engine each in this process,
- *     measured alternately over --rounds rounds; the median round is reported);
+ *     temperature 1, for each engine layout in MODES (one engine each in this process, measured alternately over
+ *     --rounds rounds, the order reversed every round; the median round is reported);
  *   - worker forward+backward tokens/s (the `forward_backward` op; forward-only `logprobs` is measured too);
  *   - GGUF export + reload time per policy version (`loadPolicy` with a new version: export, load, context).
  * Model directories are made by the PyTorch worker (`model init`). Writes docs/bench/engine.json and the summary in
@@ -25,7 +25,8 @@ import { DEFAULT_SAMPLING, type SamplingEngine } from "../engine/types.js";
 import { createTrainer } from "../trainer/index.js";
 import type { Trainer } from "../trainer/types.js";
 
-const MODES = ["isolated", "shared"] as const;
+/** Engine layouts compared: spec query suffixes (32 sequences each). */
+const MODES = ["batch=isolated", "batch=shared", "batch=shared&contexts=2"] as const;
 type BatchMode = (typeof MODES)[number];
 
 interface SamplingResult {
@@ -78,24 +79,26 @@ async function samplingThroughput(engine: SamplingEngine, concurrency: number, m
 const LEVELS = [1, 8, 32];
 
 /** Alternates the modes (order flipped every round) so that both see the same machine load on average. */
-async function compareModes(engines: Record<BatchMode, SamplingEngine>, rounds: number, minTokens: number, label: string): Promise<ModeSampling[]> {
-  const all: Record<BatchMode, SamplingResult[][]> = { isolated: [], shared: [] };
+async function compareModes(engines: ReadonlyMap<BatchMode, SamplingEngine>, rounds: number, minTokens: number, label: string): Promise<ModeSampling[]> {
+  const all = new Map<BatchMode, SamplingResult[][]>(MODES.map((m) => [m, []]));
   for (let r = 0; r < rounds; r++) {
-    const perMode: Record<BatchMode, SamplingResult[]> = { isolated: [], shared: [] };
+    const perMode = new Map<BatchMode, SamplingResult[]>(MODES.map((m) => [m, []]));
     for (const c of LEVELS) {
       for (const mode of r % 2 === 0 ? MODES : [...MODES].reverse()) {
-        const x = await samplingThroughput(engines[mode], c, minTokens);
-        perMode[mode].push(x);
+        const engine = engines.get(mode);
+        if (!engine) throw new Error(`no engine for ${mode}`);
+        const x = await samplingThroughput(engine, c, minTokens);
+        perMode.get(mode)?.push(x);
         console.log(`${label} round ${r + 1} ${mode}: concurrency ${c}: ${x.tokens} tokens in ${x.seconds.toFixed(2)} s = ${x.tokensPerSecond.toFixed(0)} tok/s, ${x.cpuMicrosPerToken.toFixed(0)} µs CPU/token`);
       }
     }
-    for (const mode of MODES) all[mode].push(perMode[mode]);
+    for (const mode of MODES) all.get(mode)?.push(perMode.get(mode) ?? []);
   }
   return MODES.map((mode) => ({
     mode,
-    rounds: all[mode],
+    rounds: all.get(mode) ?? [],
     sampling: LEVELS.map((c) => {
-      const xs = all[mode].map((round) => round.find((x) => x.concurrency === c)).filter((x): x is SamplingResult => x !== undefined);
+      const xs = (all.get(mode) ?? []).map((round) => round.find((x) => x.concurrency === c)).filter((x): x is SamplingResult => x !== undefined);
       xs.sort((a, b) => a.tokensPerSecond - b.tokensPerSecond);
       return xs[Math.floor(xs.length / 2)] as SamplingResult;
     }),
@@ -151,7 +154,7 @@ function markdown(results: PresetResult[], meta: Record<string, unknown>): strin
     "",
     `Sampling: median of ${String(meta.rounds)} alternating rounds per batch mode (tokens/s, and process CPU µs per token in parentheses); 32 sequences × 1,024 context.`,
     "",
-    "| preset | params | batch | sampling tok/s c=1 | c=8 | c=32 |",
+    "| preset | params | engine layout | sampling tok/s c=1 | c=8 | c=32 |",
     "| --- | ---: | --- | ---: | ---: | ---: |",
   ];
   for (const r of results) {
@@ -160,7 +163,7 @@ function markdown(results: PresetResult[], meta: Record<string, unknown>): strin
         const x = m.sampling.find((y) => y.concurrency === c);
         return x ? `${x.tokensPerSecond.toFixed(0)} (${x.cpuMicrosPerToken.toFixed(0)})` : "-";
       };
-      lines.push(`| ${r.preset} | ${(r.parameters / 1e6).toFixed(2)}M | ${m.mode} | ${s(1)} | ${s(8)} | ${s(32)} |`);
+      lines.push(`| ${r.preset} | ${(r.parameters / 1e6).toFixed(2)}M | \`${m.mode}\` | ${s(1)} | ${s(8)} | ${s(32)} |`);
     }
   }
   lines.push("", "| preset | worker fwd tok/s | worker fwd+bwd tok/s | export + reload per version (ms, default batch mode) |", "| --- | ---: | ---: | ---: |");
@@ -197,15 +200,17 @@ async function main(): Promise<void> {
       const info = await trainer.init({ preset, seed: 1, out: dir });
       await trainer.load(dir, { dtype: "float32" });
       const vocab = Number(info.config.vocab_size);
-      const spec = (mode: BatchMode): string => `llamacpp:${dir}?threads=${threads}&sequences=32&ctx=1024&batch=${mode}&cache=${join(work, "cache")}`;
-      const engines = { isolated: (await createEngine(spec("isolated"))) as LlamaCppEngine, shared: (await createEngine(spec("shared"))) as LlamaCppEngine };
-      const engine = engines[parseLlamaCppSpec(dir).batch];
+      const spec = (mode: string): string => `llamacpp:${dir}?threads=${threads}&sequences=32&ctx=1024&${mode}&cache=${join(work, "cache")}`;
+      const engines = new Map<BatchMode, SamplingEngine>();
+      for (const m of MODES) engines.set(m, await createEngine(spec(m)));
+      // Reloads are timed on the default layout.
+      const engine = (await createEngine(spec(`batch=${parseLlamaCppSpec(dir).batch}`))) as LlamaCppEngine;
       let modes: ModeSampling[];
       try {
         modes = await compareModes(engines, rounds, minTokens, preset);
         for (let v = 1; v <= swaps; v++) await engine.loadPolicy(dir, v);
       } finally {
-        await Promise.all(MODES.map((m) => engines[m].close()));
+        await Promise.all([engine, ...engines.values()].map((e) => e.close()));
       }
       const reload = engine.loadTimings.filter((t) => t.version > 0).map((t) => ({ ...t, totalMs: t.exportMs + t.loadMs }));
       for (const t of reload) console.log(`${preset}: policy version ${t.version}: export ${t.exportMs.toFixed(0)} ms + load ${t.loadMs.toFixed(0)} ms`);
