@@ -24,6 +24,10 @@ const engineSchema = z
     /** llama.cpp threads per sequence; default: the engine's (cores − 1), since harness processes share the CPU. */
     threads: z.number().int().positive().optional(),
     sequences: z.number().int().positive().default(16),
+    /** llama.cpp: one context per sequence (`isolated`) or sequences decoded in one batch (`shared`); docs/engines.md. */
+    batch: z.enum(["isolated", "shared"]).optional(),
+    /** llama.cpp `batch: shared`: the sequences are spread over this many shared contexts, decoded in parallel. */
+    contexts: z.number().int().positive().optional(),
   })
   .default({ kind: "llamacpp", sequences: 16 });
 

@@ -74,7 +74,10 @@ export function passDelta(before: PassTable, after: PassTable): PassDelta {
 
 function engineSpec(config: RunConfig, modelDir: string): string {
   const e = config.engine;
-  if (e.kind === "llamacpp") return `llamacpp:${modelDir}?${e.threads === undefined ? "" : `threads=${e.threads}&`}sequences=${e.sequences}`;
+  if (e.kind === "llamacpp") {
+    const opts = [e.threads === undefined ? null : `threads=${e.threads}`, `sequences=${e.sequences}`, e.batch ? `batch=${e.batch}` : null, e.contexts === undefined ? null : `contexts=${e.contexts}`];
+    return `llamacpp:${modelDir}?${opts.filter((o) => o !== null).join("&")}`;
+  }
   return `${e.kind}:${e.url ?? ""}?model_dir=${encodeURIComponent(modelDir)}`;
 }
 
