@@ -76,7 +76,8 @@ export async function listStates(root: string): Promise<StateEntry[]> {
   for (const name of names) {
     if (!name.startsWith("sbx_")) continue;
     const dir = join(root, name);
-    const raw = await readFile(join(dir, "state.json"), "utf8").catch(() => undefined);
+    // A create killed between writing state.json.tmp and renaming it still names its owner in the tmp file.
+    const raw = (await readFile(join(dir, "state.json"), "utf8").catch(() => undefined)) ?? (await readFile(join(dir, "state.json.tmp"), "utf8").catch(() => undefined));
     let state: SandboxState | undefined;
     if (raw !== undefined) {
       try {

@@ -109,12 +109,14 @@ export class Cell {
     const cell = new Cell(ctx, id, spec.readOnlyPaths, SandboxCgroup.forSandbox(ctx.layout, id, spec.withCpu));
     try {
       const { stateDir, workspaceDir, homeDir } = cell.dirs;
+      const socket = join(cell.bridgeDir, "proxy.sock");
+      if (Buffer.byteLength(socket) > 100) throw new InfraError("sandbox_root_too_long", `sandbox state root is too deep for a unix socket path: ${stateDir}`);
+      // state.json before anything else in the directory: a control plane killed mid-create (e.g. while refilling its
+      // pool) leaves a directory the next reaper can attribute at once instead of after the half-created grace.
+      await cell.writeState(spec.labels);
       await mkdir(workspaceDir, { recursive: true });
       await mkdir(homeDir);
       await mkdir(cell.bridgeDir);
-      const socket = join(cell.bridgeDir, "proxy.sock");
-      if (Buffer.byteLength(socket) > 100) throw new InfraError("sandbox_root_too_long", `sandbox state root is too deep for a unix socket path: ${stateDir}`);
-      await cell.writeState(spec.labels);
       cell.unregisterExit = onExitCleanup(() => cell.teardownSync());
       cell.cgroup.create(withReserve(spec.limits));
       cell.current = cell.spawnAgent();
