@@ -1,9 +1,10 @@
 /**
  * Prompt tokens stored as a delta against the call they extend. A harness's turn N+1 prompt is, token for token, turn
  * N's prompt + completion + the new tool output, so storing every prompt whole costs O(turns²) bytes per session (a
- * 100-turn session with 20k-token prompts: ~8 MB of ids instead of ~0.5 MB) and most of the write time of a record.
+ * 100-turn session with 20k-token prompts: ~8 MB of ids instead of ~0.5 MB) and a good part of a record's write time.
  * A row with `prompt_base_call_id` set holds only the tokens after the first `prompt_base_len` tokens of that base
- * call's prompt + completion. Readers get whole prompts back (`PromptResolver`); the delta never leaves the store.
+ * call's prompt + completion. Readers get whole prompts back (`SqliteStore` resolves bases); the delta never leaves
+ * the store.
  */
 
 /** Full token sequences of recent calls, as inserted (the arrays are the records' own: no copies). */
@@ -12,8 +13,12 @@ export interface CallTokens {
   completion: readonly number[];
 }
 
-/** How many recent calls the writer remembers as delta bases (LRU by insertion). */
-const DEFAULT_CAPACITY = 4096;
+/**
+ * How many recent calls the writer remembers as delta bases (LRU by insertion). A base is almost always its session's
+ * latest call, so this is about one per concurrently active session; it bounds the token arrays kept alive here when
+ * nothing else holds them (long real-harness prompts are ~100k tokens). A miss only stores that prompt whole.
+ */
+const DEFAULT_CAPACITY = 1024;
 
 export class RecentCallTokens {
   private readonly map = new Map<string, CallTokens>();
