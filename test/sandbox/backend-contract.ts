@@ -199,7 +199,7 @@ export function backendContract(name: string, open: OpenBackend, variant = ""): 
       onTestFinished(() => cp.kill());
       const id = cp.line.slice("READY ".length).trim();
       cp.kill();
-      await sleep(300);
+      await cp.exited;
       expect(isAlive(cp.pid)).toBe(false);
       expect(existsSync(join(crashRoot.path, id))).toBe(true);
       const next = await open(crashRoot.path);

@@ -210,7 +210,7 @@ describe("bwrap warm pool", () => {
     expect(ids).toHaveLength(3);
     for (const id of ids) expect(hostProcessesMentioning(id).length).toBeGreaterThan(0);
     cp.kill();
-    await sleep(300);
+    await cp.exited;
     const next = await BwrapBackend.open({ stateRoot: crashRoot.path, pool: { size: 0 } });
     const report = await next.reapOrphans();
     expect(report.reaped.sort()).toEqual(ids);

@@ -232,7 +232,7 @@ describe("bwrap sandbox isolation", () => {
     const existedWhileAlive = cg.dirs.every((d) => existsSync(d));
     cp.kill();
     expect(existedWhileAlive).toBe(true);
-    await sleep(300);
+    await cp.exited;
     const next = await BwrapBackend.open({ stateRoot: crashRoot.path, pool: { size: 0 } });
     const report = await next.reapOrphans();
     expect(report.reaped).toContain(id);

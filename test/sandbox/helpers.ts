@@ -82,9 +82,11 @@ process.on("exit", () => {
 });
 
 /** Runs a node ESM snippet as a separate control-plane process; resolves when it prints `line` on stdout. */
-export function spawnControlPlane(code: string, readyPrefix: string): Promise<{ pid: number; line: string; kill: () => void }> {
+export function spawnControlPlane(code: string, readyPrefix: string): Promise<{ pid: number; line: string; kill: () => void; exited: Promise<void> }> {
   const child = spawn(process.execPath, ["--input-type=module", "-e", code], { stdio: ["ignore", "pipe", "inherit"] });
   controlPlanes.add(child);
+  // A SIGKILLed process is not gone at once (a thread may be in an uninterruptible syscall): reapers must wait for this.
+  const exited = new Promise<void>((resolveExit) => child.once("exit", () => resolveExit()));
   child.on("exit", () => controlPlanes.delete(child));
   return new Promise((resolve, reject) => {
     let buf = "";
@@ -94,7 +96,7 @@ export function spawnControlPlane(code: string, readyPrefix: string): Promise<{ 
       const line = buf.split("\n").find((l) => l.startsWith(readyPrefix));
       if (line) {
         clearTimeout(timer);
-        resolve({ pid: child.pid ?? -1, line, kill: () => child.kill("SIGKILL") });
+        resolve({ pid: child.pid ?? -1, line, kill: () => child.kill("SIGKILL"), exited });
       }
     });
     child.on("exit", (code) => {
