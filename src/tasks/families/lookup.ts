@@ -119,11 +119,11 @@ function buildWorld(rng: Rng, split: Split): World {
   return w;
 }
 
-export function relMap(w: World, rel: Rel): Map<string, string> {
+function relMap(w: World, rel: Rel): Map<string, string> {
   return { works: w.worksFor, born: w.bornIn, hq: w.hq, founder: w.founder, country: w.countryOf }[rel];
 }
 
-export function allFacts(w: World): string[] {
+function allFacts(w: World): string[] {
   const out: string[] = [];
   for (const rel of ["works", "born", "hq", "founder", "country"] as Rel[]) for (const [s, o] of relMap(w, rel)) out.push(FACT[rel].text(s, o));
   return out;
@@ -148,52 +148,70 @@ export function worldWithPath(rng: Rng, split: Split, q: QuestionType): { w: Wor
   throw new Error("no world with a simple path found");
 }
 
+/** A question's answer chain through its world: the entities visited and the gold fact of each hop. */
+export interface LookupChain {
+  chain: string[];
+  goldPath: string[];
+  answer: string;
+}
+
+export function walkChain(w: World, start: string, q: QuestionType): LookupChain {
+  const chain = [start];
+  const goldPath: string[] = [];
+  let cur = start;
+  for (const rel of q.path) {
+    const next = relMap(w, rel).get(cur)!;
+    goldPath.push(FACT[rel].text(cur, next));
+    chain.push(next);
+    cur = next;
+  }
+  return { chain, goldPath, answer: cur };
+}
+
+/** What `lookup` and its rungs share: the search tool, the shuffled facts and the F1 verifier of the answer file. */
+export function lookupTaskParts(rng: Rng, w: World, c: LookupChain): Pick<Task, "files" | "verifier"> & { entities: string[] } {
+  return {
+    files: {
+      search: { content: SEARCH_PROGRAM, encoding: "utf8", executable: true },
+      [FACTS_FILE]: `${rng.shuffle(allFacts(w)).join("\n")}\n`,
+    },
+    verifier: {
+      files: { "verify.cjs": LOOKUP_VERIFIER, "expected.json": JSON.stringify({ answer: c.answer, answerFile: ANSWER_FILE, path: c.goldPath }) },
+      command: ["node", `${VERIFIER_DIR}/verify.cjs`],
+    },
+    entities: [...w.persons, ...w.companies, ...w.cities, ...w.countries].sort(),
+  };
+}
+
 function generate(split: Split, seed: number, index: number): Task {
   const rng = Rng.from("lookup", split, seed, index);
   const qtypeName = rng.pick(Object.keys(QUESTIONS).sort());
   const q = QUESTIONS[qtypeName]!;
   const { w, start } = worldWithPath(rng, split, q);
-  const path: string[] = [];
-  const steps: OracleStep[] = [];
-  const chain = [start];
-  let cur = start;
-  for (const rel of q.path) {
-    const next = relMap(w, rel).get(cur)!;
-    const fact = FACT[rel].text(cur, next);
-    path.push(fact);
-    steps.push({ kind: "run", command: `./search "${FACT[rel].query(cur)}"`, expect: fact });
-    chain.push(next);
-    cur = next;
-  }
-  const answer = cur;
-  steps.push({ kind: "write", path: ANSWER_FILE, content: answer });
+  const c = walkChain(w, start, q);
+  const steps: OracleStep[] = q.path.map((rel, k) => ({ kind: "run", command: `./search "${FACT[rel].query(c.chain[k]!)}"`, expect: c.goldPath[k]! }));
+  steps.push({ kind: "write", path: ANSWER_FILE, content: c.answer });
   const template = rng.pick(Object.keys(q.phrasings[split]).sort());
   const prompt = fill(q.phrasings[split][template]!, { x: start }) + SUFFIX;
-  const facts = rng.shuffle(allFacts(w));
+  const { files, verifier, entities } = lookupTaskParts(rng, w, c);
   return {
     id: taskId("lookup", split, seed, index),
     family: "lookup",
     split,
     prompt,
-    files: {
-      search: { content: SEARCH_PROGRAM, encoding: "utf8", executable: true },
-      [FACTS_FILE]: `${facts.join("\n")}\n`,
-    },
-    verifier: {
-      files: { "verify.cjs": LOOKUP_VERIFIER, "expected.json": JSON.stringify({ answer, answerFile: ANSWER_FILE, path }) },
-      command: ["node", `${VERIFIER_DIR}/verify.cjs`],
-    },
+    files,
+    verifier,
     metadata: {
       template,
       question: qtypeName,
       difficulty: q.path.length,
       hops: q.path.length,
-      answer,
+      answer: c.answer,
       answerFile: ANSWER_FILE,
-      chain,
-      goldPath: path,
-      entities: [...w.persons, ...w.companies, ...w.cities, ...w.countries].sort(),
-      oracle: { steps, answer },
+      chain: c.chain,
+      goldPath: c.goldPath,
+      entities,
+      oracle: { steps, answer: c.answer },
     },
   };
 }

@@ -1,10 +1,8 @@
 import { ANSWER_FILE, fill, taskId, type TaskFamily } from "../family.js";
 import { splitOf } from "../holdout.js";
 import { Rng } from "../prng.js";
-import { FACTS_FILE, SEARCH_PROGRAM } from "../programs/search.js";
-import { LOOKUP_VERIFIER } from "../programs/verifiers.js";
-import { VERIFIER_DIR, type Split, type Task } from "../task.js";
-import { FACT, QUESTIONS, allFacts, relMap, worldWithPath } from "./lookup.js";
+import type { Split, Task } from "../task.js";
+import { FACT, QUESTIONS, lookupTaskParts, walkChain, worldWithPath } from "./lookup.js";
 
 /**
  * Multi-hop lookup at rung zero, what `calcrun` is to `arith`: the same generated worlds, question types, facts, search
@@ -44,43 +42,28 @@ function generate(split: Split, seed: number, index: number): Task {
   const qtypeName = rng.pick(Object.keys(QUESTIONS).sort());
   const q = QUESTIONS[qtypeName]!;
   const { w, start } = worldWithPath(rng, split, q);
-  const path: string[] = [];
-  const chain = [start];
   // Hop k's line is the relation part of its query ("headquartered"); the first line names the start entity.
   const lines = q.path.map((rel, k) => (k === 0 ? FACT[rel].query(start) : FACT[rel].query("").trim()));
-  let cur = start;
-  for (const rel of q.path) {
-    const next = relMap(w, rel).get(cur)!;
-    path.push(FACT[rel].text(cur, next));
-    chain.push(next);
-    cur = next;
-  }
-  const answer = cur;
+  const c = walkChain(w, start, q);
   const template = rng.pick(Object.keys(TEMPLATES[split]).sort());
+  const { files, verifier, entities } = lookupTaskParts(rng, w, c);
   return {
     id: taskId("lookuprun", split, seed, index),
     family: "lookuprun",
     split,
     prompt: fill(TEMPLATES[split][template]!, {}),
-    files: {
-      search: { content: SEARCH_PROGRAM, encoding: "utf8", executable: true },
-      [FACTS_FILE]: `${rng.shuffle(allFacts(w)).join("\n")}\n`,
-      [LOOKUPRUN_QUESTION_FILE]: `${lines.join("\n")}\n`,
-    },
-    verifier: {
-      files: { "verify.cjs": LOOKUP_VERIFIER, "expected.json": JSON.stringify({ answer, answerFile: ANSWER_FILE, path }) },
-      command: ["node", `${VERIFIER_DIR}/verify.cjs`],
-    },
+    files: { ...files, [LOOKUPRUN_QUESTION_FILE]: `${lines.join("\n")}\n` },
+    verifier,
     metadata: {
       template,
       question: qtypeName,
       difficulty: 0,
       hops: q.path.length,
-      answer,
+      answer: c.answer,
       answerFile: ANSWER_FILE,
-      chain,
-      goldPath: path,
-      entities: [...w.persons, ...w.companies, ...w.cities, ...w.countries].sort(),
+      chain: c.chain,
+      goldPath: c.goldPath,
+      entities,
       // No final-message answer: the reward is the file, and quoting the name would teach copying.
       oracle: { steps: [{ kind: "run", command: `./search --chain ${LOOKUPRUN_QUESTION_FILE} > ${ANSWER_FILE}` }] },
     },
