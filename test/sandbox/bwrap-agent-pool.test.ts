@@ -5,24 +5,10 @@ import { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";
 import { AGENT_RESERVE } from "../../src/sandbox/bwrap/cell.js";
 import { SandboxCgroup, detectCgroups } from "../../src/sandbox/cgroups.js";
 import type { Sandbox } from "../../src/sandbox/types.js";
-import { DIST_SANDBOX, LIMITS, sleep, spawnControlPlane, tempRoot } from "./helpers.js";
+import { DIST_SANDBOX, LIMITS, hostProcessesMentioning, sleep, spawnControlPlane, tempRoot } from "./helpers.js";
 
 const layout = detectCgroups();
 const cgroupOf = (id: string): SandboxCgroup => SandboxCgroup.forSandbox(layout, id, true);
-
-/** Host processes whose command line mentions the sandbox (bwrap's arguments carry its state path). */
-function hostProcessesMentioning(id: string): number[] {
-  return readdirSync("/proc")
-    .filter((n) => /^\d+$/.test(n))
-    .filter((n) => {
-      try {
-        return readFileSync(`/proc/${n}/cmdline`, "utf8").includes(id);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 function sandboxDirs(root: string): string[] {
   return readdirSync(root).filter((n) => n.startsWith("sbx_")).sort();

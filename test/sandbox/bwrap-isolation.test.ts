@@ -9,25 +9,11 @@ import { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";
 import { SandboxCgroup, detectCgroups } from "../../src/sandbox/cgroups.js";
 import { processesWithSandboxId } from "../../src/sandbox/state.js";
 import type { Sandbox } from "../../src/sandbox/types.js";
-import { DIST_SANDBOX, LIMITS, proxyGetScript, sleep, spawnControlPlane, startStandInProxy, tcpProbeScript, tempRoot } from "./helpers.js";
+import { DIST_SANDBOX, LIMITS, hostProcessesMentioning, proxyGetScript, sleep, spawnControlPlane, startStandInProxy, tcpProbeScript, tempRoot } from "./helpers.js";
 import type { StandInProxy } from "./helpers.js";
 
 const layout = detectCgroups();
 const cgroupOf = (id: string, withCpu = false): SandboxCgroup => SandboxCgroup.forSandbox(layout, id, withCpu);
-
-/** Host processes whose command line mentions the sandbox (bwrap's arguments carry its state path). */
-function hostProcessesMentioning(id: string): number[] {
-  return readdirSync("/proc")
-    .filter((n) => /^\d+$/.test(n))
-    .filter((n) => {
-      try {
-        return readFileSync(`/proc/${n}/cmdline`, "utf8").includes(id);
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
-}
 
 function nothingLeft(s: Sandbox, stateDir: string): void {
   expect(existsSync(stateDir)).toBe(false);

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import type { Server } from "node:http";
 import { tmpdir } from "node:os";
@@ -104,4 +104,18 @@ export function spawnControlPlane(code: string, readyPrefix: string): Promise<{ 
       reject(new Error(`control plane exited early (${code}): ${buf}`));
     });
   });
+}
+
+/** Host processes whose command line mentions the sandbox (bwrap's arguments carry its state path). */
+export function hostProcessesMentioning(id: string): number[] {
+  return readdirSync("/proc")
+    .filter((n) => /^\d+$/.test(n))
+    .filter((n) => {
+      try {
+        return readFileSync(`/proc/${n}/cmdline`, "utf8").includes(id);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
 }
