@@ -17,6 +17,7 @@ import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import "../harness/index.js";
 import { registerEngine } from "../engine/registry.js";
+import { REAL_HARNESS_SHELL_TOOLS } from "../harness/real/index.js";
 import { createScriptedEngine, type ScriptReply, type ScriptRequest } from "../engine/scripted/index.js";
 import { runRollouts } from "../rollout/runner.js";
 import { RolloutStack } from "../rollout/stack.js";
@@ -24,21 +25,12 @@ import type { CallRecord, SessionInfo } from "../store/records.js";
 import type { Task } from "../tasks/task.js";
 import { dedupStats, round3, type DedupStats } from "./dedup.js";
 
-/** Each real harness's own shell tool and the argument that carries the command line. */
-const SHELL_TOOL: Record<string, { tool: string; arg: string }> = {
-  "claude-code": { tool: "Bash", arg: "command" },
-  codex: { tool: "exec_command", arg: "cmd" },
-  "qwen-code": { tool: "run_shell_command", arg: "command" },
-  pi: { tool: "bash", arg: "command" },
-  openclaw: { tool: "exec", arg: "command" },
-};
-
 const WORDS = ["alpha", "bravo", "cedar", "delta", "ember", "fjord", "grove", "harbor", "indigo", "juniper", "kestrel", "lumen"];
 
 /** Plays the model: `turns` shell calls whose text depends on the session (rollouts of a group diverge), then "Done.". */
 function makeScript(turns: number): (req: ScriptRequest) => ScriptReply {
   return (req) => {
-    const want = SHELL_TOOL[req.harness ?? ""];
+    const want = REAL_HARNESS_SHELL_TOOLS[req.harness ?? ""];
     const tool = want ? req.tools.find((t) => t.name === want.tool) : undefined;
     const done = req.messages.filter((m) => m.role === "tool").length;
     if (!want || !tool || done >= turns) return { content: "Done." };
@@ -79,7 +71,12 @@ interface HarnessResult {
 
 function perRolloutStats(records: CallRecord[], sessions: SessionInfo[]): Omit<DedupStats, "sharedRootTokens"> {
   const byRollout = new Map<string, CallRecord[]>();
-  for (const r of records) byRollout.set(r.rolloutId ?? r.sessionId, [...(byRollout.get(r.rolloutId ?? r.sessionId) ?? []), r]);
+  for (const r of records) {
+    const key = r.rolloutId ?? r.sessionId;
+    const list = byRollout.get(key);
+    if (list) list.push(r);
+    else byRollout.set(key, [r]);
+  }
   const sum = { calls: 0, paths: 0, perCallTokens: 0, flatTokens: 0, treeTokens: 0 };
   for (const recs of byRollout.values()) {
     const d = dedupStats(recs, sessions);
@@ -104,7 +101,7 @@ async function main(): Promise<void> {
       save: { type: "string" },
     },
   });
-  const harnesses = (values.harnesses ?? Object.keys(SHELL_TOOL).join(",")).split(",").filter(Boolean);
+  const harnesses = (values.harnesses ?? Object.keys(REAL_HARNESS_SHELL_TOOLS).join(",")).split(",").filter(Boolean);
   const turns = Number(values.turns ?? 5);
   const tasks = Array.from({ length: Number(values.tasks ?? 2) }, (_, i) => notesTask(i, turns));
   const samples = Number(values.samples ?? 4);
@@ -131,7 +128,7 @@ async function main(): Promise<void> {
       const breaks: Record<string, number> = {};
       for (const c of records) if (c.break) breaks[c.break.kind] = (breaks[c.break.kind] ?? 0) + 1;
       // Main turns: calls that offered the shell tool (side calls such as titles carry no tools).
-      const mainTurns = records.filter((c) => c.tools.some((t) => t.name === SHELL_TOOL[harness]?.tool)).length;
+      const mainTurns = records.filter((c) => c.tools.some((t) => t.name === REAL_HARNESS_SHELL_TOOLS[harness]?.tool)).length;
       byHarness[harness] = {
         rollouts: results.length,
         ok: results.filter((r) => r.status === "ok" && r.score === 1).length,

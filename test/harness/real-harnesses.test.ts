@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerEngine } from "../../src/engine/registry.js";
 import { createScriptedEngine, type ScriptRequest, type ScriptReply } from "../../src/engine/scripted/index.js";
 import { getHarness, registerHarness } from "../../src/harness/index.js";
-import { commandHarnessFromSpec, createCommandHarness } from "../../src/harness/real/index.js";
+import { REAL_HARNESS_SHELL_TOOLS, commandHarnessFromSpec, createCommandHarness } from "../../src/harness/real/index.js";
 import type { HarnessDefinition } from "../../src/harness/types.js";
 import { runRollouts } from "../../src/rollout/runner.js";
 import { RolloutStack } from "../../src/rollout/stack.js";
@@ -24,11 +24,7 @@ const COMMAND = `printf '${PROOF}\\n' > proof.txt`;
 
 /** Each harness's own shell tool and the argument that carries the command line. */
 const SHELL_TOOL: Record<string, { tool: string; arg: string }> = {
-  "claude-code": { tool: "Bash", arg: "command" },
-  codex: { tool: "exec_command", arg: "cmd" },
-  "qwen-code": { tool: "run_shell_command", arg: "command" },
-  pi: { tool: "bash", arg: "command" },
-  openclaw: { tool: "exec", arg: "command" },
+  ...REAL_HARNESS_SHELL_TOOLS,
   "test-command-argv": { tool: "shell", arg: "command" },
   "test-command-anthropic": { tool: "shell", arg: "command" },
 };
