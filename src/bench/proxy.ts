@@ -28,6 +28,7 @@ import { createHistoryPlanner } from "../history/index.js";
 import { ProxyServer } from "../proxy/index.js";
 import { openStore } from "../store/registry.js";
 import { SqliteStore } from "../store/sqlite.js";
+import { latencySummary as summary } from "./stats.js";
 
 const ANSWER = "Done: the change is applied and the tests pass.";
 const TURNS_PER_SESSION = 4;
@@ -47,16 +48,6 @@ function conversation(session: number, k: number): ChatMessage[] {
     if (t < k) messages.push({ role: "assistant", content: ANSWER });
   }
   return messages;
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
-
-function summary(ms: number[]): { p50: number; p99: number; mean: number; n: number } {
-  const s = [...ms].sort((a, b) => a - b);
-  return { p50: percentile(s, 50), p99: percentile(s, 99), mean: s.reduce((a, b) => a + b, 0) / s.length, n: s.length };
 }
 
 // ---------------------------------------------------------------- server (child process)

@@ -26,6 +26,7 @@ import { mulberry32 } from "../core/random.js";
 import { BwrapBackend } from "../sandbox/bwrap/backend.js";
 import { LocalUnsafeBackend } from "../sandbox/local/backend.js";
 import type { ExecResult, Sandbox, SandboxBackend, SandboxCreateOptions } from "../sandbox/types.js";
+import { latencySummary, type LatencySummary } from "./stats.js";
 
 const { values } = parseArgs({
   options: {
@@ -43,18 +44,13 @@ const minFreeBytes = Number(values["min-free-mib"]) * 1024 * 1024;
 const poolSize = Number(values.pool);
 const LIMITS = { memoryBytes: 256 * 1024 * 1024, maxPids: 128, wallClockMs: 3_600_000 };
 
-type Summary = { n: number; p50: number; p99: number; mean: number };
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-}
+type Summary = LatencySummary;
 
 const round = (x: number, digits = 2): number => Math.round(x * 10 ** digits) / 10 ** digits;
 
 function summary(samples: number[]): Summary {
-  const s = [...samples].sort((a, b) => a - b);
-  return { n: s.length, p50: round(percentile(s, 50)), p99: round(percentile(s, 99)), mean: round(s.reduce((a, b) => a + b, 0) / s.length) };
+  const s = latencySummary(samples);
+  return { n: s.n, p50: round(s.p50), p99: round(s.p99), mean: round(s.mean) };
 }
 
 function memAvailable(): number {
