@@ -21,9 +21,7 @@ export class ChatMLToolsRenderer implements ChatRenderer {
       if (firstSystem) out += first.content;
       if (tools.length > 0) {
         if (firstSystem && first.content) out += "\n\n";
-        out += "# Tools\nFunctions you may call:\n<tools>";
-        for (const t of tools) out += "\n" + toolJson(t);
-        out += '\n</tools>\nTo call one, write:\n<tool_call>\n{"name": <name>, "arguments": <JSON object>}\n</tool_call>';
+        out += toolsBlock(tools);
       }
       out += "<|im_end|>\n";
     }
@@ -74,6 +72,26 @@ export class ChatMLToolsRenderer implements ChatRenderer {
     const turn = this.render([message], [], { addGenerationPrompt: false });
     return turn.slice("<|im_start|>assistant\n".length, -1);
   }
+}
+
+/**
+ * The rendered tool list, by the tools' JSON. A harness sends the same tools with every call (often ~30k characters),
+ * and the native JSON key is several times cheaper than writing Python-style JSON again.
+ */
+const toolBlocks = new Map<string, string>();
+const TOOL_BLOCKS = 32;
+
+function toolsBlock(tools: readonly ToolSpec[]): string {
+  const key = JSON.stringify(tools);
+  let block = toolBlocks.get(key);
+  if (block === undefined) {
+    block = "# Tools\nFunctions you may call:\n<tools>";
+    for (const t of tools) block += "\n" + toolJson(t);
+    block += '\n</tools>\nTo call one, write:\n<tool_call>\n{"name": <name>, "arguments": <JSON object>}\n</tool_call>';
+    if (toolBlocks.size >= TOOL_BLOCKS) toolBlocks.delete(toolBlocks.keys().next().value as string);
+    toolBlocks.set(key, block);
+  }
+  return block;
 }
 
 function toolJson(t: ToolSpec): string {

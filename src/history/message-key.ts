@@ -31,10 +31,15 @@ export function idsOf(m: ChatMessage): string {
   return `${calls}|${m.toolCallId ?? ""}`;
 }
 
+/**
+ * A key for the ids of the first `count` messages, compared for equality only. Short id lists (the usual case: a
+ * session has a few dozen tool calls) are the key themselves; a sha-256 costs more than the comparison it saves.
+ * The raw form always contains "|", which a base64url digest never does, so the two forms cannot collide.
+ */
 export function idsDigest(messages: readonly ChatMessage[], count = messages.length): string {
-  const h = createHash("sha256");
-  for (let i = 0; i < count; i++) h.update(idsOf(messages[i] as ChatMessage)).update("\u0000");
-  return h.digest("base64url");
+  let joined = "";
+  for (let i = 0; i < count; i++) joined += idsOf(messages[i] as ChatMessage) + "\u0000";
+  return joined.length <= 1024 ? joined : createHash("sha256").update(joined).digest("base64url");
 }
 
 export function digest(text: string): string {

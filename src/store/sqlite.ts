@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { InfraError, UserError, errorMessage } from "../core/errors.js";
 import { decodeFloat32, decodeInt32, encodeFloat32, encodeInt32 } from "./blob.js";
+import { Checkpointer, WRITER_AUTOCHECKPOINT_PAGES } from "./checkpointer.js";
 import { hashCredential } from "./credentials.js";
 import { checkSchema, migrate } from "./migrations.js";
 import { RecentCallTokens, deltaPrefix, joinPrompt, type CallTokens } from "./prompt-delta.js";
@@ -80,9 +81,13 @@ export class SqliteStore implements Store {
   private readonly statementCache = new Map<string, Database.Statement>();
   /** Calls this store wrote recently: delta bases for the next turns of their sessions. */
   private readonly recent = new RecentCallTokens();
+  /** Checkpoints the WAL from a worker thread once this store writes calls (undefined: not started yet). */
+  private checkpointer: Checkpointer | null | undefined;
+  private readonly writable: boolean;
 
   constructor(path: string, options: SqliteStoreOptions = {}) {
     this.path = path;
+    this.writable = path !== ":memory:" && !options.readonly;
     try {
       if (path !== ":memory:" && !options.readonly) mkdirSync(dirname(path), { recursive: true });
       this.db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
@@ -161,6 +166,7 @@ export class SqliteStore implements Store {
   }
 
   insertCall(r: CallRecord): void {
+    if (this.checkpointer === undefined) this.startCheckpointer();
     const meta: CallMeta = { error: r.error, samplingRequested: r.samplingRequested, samplingUsed: r.samplingUsed, timings: r.timings, break: r.break };
     const baseLen = r.parentCallId === null ? 0 : deltaPrefix(r.promptTokens, r.reusedPrefixTokens, this.recent.get(r.parentCallId));
     try {
@@ -239,7 +245,20 @@ export class SqliteStore implements Store {
   }
 
   close(): void {
+    this.checkpointer?.close();
+    this.checkpointer = null;
     if (this.db.open) this.db.close();
+  }
+
+  private startCheckpointer(): void {
+    this.checkpointer = this.writable ? Checkpointer.start(this.path, () => this.checkpointInline()) : null;
+    if (this.checkpointer) this.db.pragma(`wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
+  }
+
+  /** Back to SQLite's own checkpoints (the worker failed). */
+  private checkpointInline(): void {
+    this.checkpointer = null;
+    if (this.db.open) this.db.pragma("wal_autocheckpoint = 1000");
   }
 
   private selectCalls(query: CallQuery): CallRow[] {

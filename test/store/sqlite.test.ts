@@ -1,9 +1,10 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { UserError } from "../../src/core/errors.js";
+import { Checkpointer } from "../../src/store/checkpointer.js";
 import { hashCredential } from "../../src/store/credentials.js";
 import { LATEST_SCHEMA_VERSION, MIGRATIONS, migrate } from "../../src/store/migrations.js";
 import { MemoryStore } from "../../src/store/memory.js";
@@ -111,6 +112,39 @@ describe("SqliteStore specifics", () => {
     expect(reader.getCall(r.callId)?.callId).toBe(r.callId);
     writer.close();
     reader.close();
+  });
+});
+
+describe("SqliteStore WAL checkpoints off the writer's thread", () => {
+  it("copies committed calls into the database file from the checkpoint worker while the writer's own autocheckpoint is far off", async () => {
+    const path = freshPath();
+    const store = new SqliteStore(path);
+    try {
+      store.createSession(makeSession(), "cred-ckpt");
+      const before = statSync(path).size;
+      // ~1 MB of records: below the writer's autocheckpoint (16,384 pages), far above what the file holds before.
+      for (let i = 0; i < 40; i++) store.insertCall(makeRecord({ callId: `call_ckpt_${i}` }, 6000));
+      // SQLite alone (1,000 pages) would not have checkpointed these yet either: only the worker can have.
+      const writer = (store as unknown as { db: Database.Database }).db;
+      expect(writer.pragma("wal_autocheckpoint", { simple: true })).toBe(16_384);
+      let size = statSync(path).size;
+      for (let waited = 0; size < before + 500_000 && waited < 10_000; waited += 50) {
+        await new Promise((r) => setTimeout(r, 50));
+        size = statSync(path).size;
+      }
+      expect(size).toBeGreaterThan(before + 500_000);
+      expect(store.countCalls()).toBe(40);
+    } finally {
+      store.close();
+    }
+  });
+
+  it("reports a worker that cannot open the store, so the writer goes back to checkpointing itself", async () => {
+    const failed = await new Promise<boolean>((resolve) => {
+      const c = Checkpointer.start(join(dir, "missing", "none.sqlite"), () => resolve(true));
+      if (c === null) resolve(false);
+    });
+    expect(failed).toBe(true);
   });
 });
 
