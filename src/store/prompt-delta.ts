@@ -7,31 +7,40 @@
  * the store.
  */
 
-/** Full token sequences of recent calls, as inserted (the arrays are the records' own: no copies). */
+/** Full token sequences of a call, as read back (the base of a delta). */
 export interface CallTokens {
   prompt: readonly number[];
   completion: readonly number[];
 }
 
 /**
- * How many recent calls the writer remembers as delta bases (LRU by insertion). A base is almost always its session's
- * latest call, so this is about one per concurrently active session; it bounds the token arrays kept alive here when
- * nothing else holds them (long real-harness prompts are ~100k tokens). A miss only stores that prompt whole.
+ * What the writer keeps of a recent call to check that a new prompt extends it: the length and a 64-bit digest of its
+ * prompt + completion. Not the tokens: holding every recent call's ~40 kB prompt array kept them alive long enough to
+ * be copied by the young-generation GC, which was about a tenth of the proxy's CPU per call.
  */
-const DEFAULT_CAPACITY = 1024;
+export interface CallDigest {
+  length: number;
+  hash: string;
+}
 
-export class RecentCallTokens {
-  private readonly map = new Map<string, CallTokens>();
+/**
+ * How many recent calls the writer remembers as delta bases (LRU by insertion). A base is almost always its session's
+ * latest call, so this is about one per concurrently active session. A miss only stores that prompt whole.
+ */
+const DEFAULT_CAPACITY = 4096;
+
+export class RecentCalls {
+  private readonly map = new Map<string, CallDigest>();
 
   constructor(private readonly capacity = DEFAULT_CAPACITY) {}
 
-  get(callId: string): CallTokens | undefined {
+  get(callId: string): CallDigest | undefined {
     return this.map.get(callId);
   }
 
-  set(callId: string, tokens: CallTokens): void {
+  set(callId: string, digest: CallDigest): void {
     this.map.delete(callId);
-    this.map.set(callId, tokens);
+    this.map.set(callId, digest);
     if (this.map.size > this.capacity) {
       const oldest = this.map.keys().next().value;
       if (oldest !== undefined) this.map.delete(oldest);
@@ -40,16 +49,32 @@ export class RecentCallTokens {
 }
 
 /**
- * How many leading prompt tokens can be stored as a reference to `base` (0: store whole). The prefix is checked token
- * by token rather than trusted from the planner's `reusedPrefixTokens`, so a stored prompt is always exact.
+ * Two independent 32-bit multiplicative hashes over the ids (with the sequence split between prompt and completion
+ * not mattering: the base is their concatenation). This guards against a planner bug claiming a prefix that is not
+ * one, not against an adversary; the ids are our own tokenizer's output.
  */
-export function deltaPrefix(prompt: readonly number[], claimed: number, base: CallTokens | undefined): number {
-  if (!base || claimed <= 0 || claimed > prompt.length || claimed > base.prompt.length + base.completion.length) return 0;
-  const p = base.prompt.length;
-  for (let i = 0; i < claimed; i++) {
-    if (prompt[i] !== (i < p ? base.prompt[i] : base.completion[i - p])) return 0;
+export function tokensDigest(parts: readonly (readonly number[])[], length = Infinity): CallDigest {
+  let h1 = 0x811c9dc5;
+  let h2 = 0x01000193;
+  let n = 0;
+  for (const part of parts) {
+    for (let i = 0; i < part.length && n < length; i++, n++) {
+      const t = part[i] as number;
+      h1 = Math.imul(h1 ^ t, 0x01000193);
+      h2 = Math.imul(h2 + t + 0x9e3779b9, 0x85ebca6b) ^ (h2 >>> 13);
+    }
   }
-  return claimed;
+  return { length: n, hash: `${(h1 >>> 0).toString(36)}.${(h2 >>> 0).toString(36)}` };
+}
+
+/**
+ * How many leading prompt tokens can be stored as a reference to `base` (0: store whole). The prefix is checked
+ * against the base's digest rather than trusted from the planner's `reusedPrefixTokens`; a prompt that reuses less
+ * than its base's whole prompt + completion is stored whole (the planner always claims all of it).
+ */
+export function deltaPrefix(prompt: readonly number[], claimed: number, base: CallDigest | undefined): number {
+  if (!base || claimed <= 0 || claimed > prompt.length || claimed !== base.length) return 0;
+  return tokensDigest([prompt], claimed).hash === base.hash ? claimed : 0;
 }
 
 /** Rebuilds a whole prompt from its base's tokens and the stored suffix. */

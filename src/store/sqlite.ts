@@ -6,7 +6,7 @@ import { decodeFloat32, decodeInt32, encodeFloat32, encodeInt32 } from "./blob.j
 import { Checkpointer, WRITER_AUTOCHECKPOINT_PAGES } from "./checkpointer.js";
 import { hashCredential } from "./credentials.js";
 import { checkSchema, migrate } from "./migrations.js";
-import { RecentCallTokens, deltaPrefix, joinPrompt, type CallTokens } from "./prompt-delta.js";
+import { RecentCalls, deltaPrefix, joinPrompt, tokensDigest, type CallTokens } from "./prompt-delta.js";
 import type { CallRecord, SessionInfo } from "./records.js";
 import type { CallQuery, Store, StoredCall } from "./types.js";
 
@@ -80,7 +80,7 @@ export class SqliteStore implements Store {
   private readonly stmts: ReturnType<SqliteStore["prepare"]>;
   private readonly statementCache = new Map<string, Database.Statement>();
   /** Calls this store wrote recently: delta bases for the next turns of their sessions. */
-  private readonly recent = new RecentCallTokens();
+  private readonly recent = new RecentCalls();
   /** Checkpoints the WAL from a worker thread once this store writes calls (undefined: not started yet). */
   private checkpointer: Checkpointer | null | undefined;
   private readonly writable: boolean;
@@ -181,7 +181,7 @@ export class SqliteStore implements Store {
     } catch (e) {
       throw this.translate(e, `call ${r.callId}`);
     }
-    this.recent.set(r.callId, { prompt: r.promptTokens, completion: r.completionTokens });
+    this.recent.set(r.callId, tokensDigest([r.promptTokens, r.completionTokens]));
   }
 
   getCall(callId: string): CallRecord | null {
@@ -208,16 +208,16 @@ export class SqliteStore implements Store {
     return record;
   }
 
-  /** Whole prompt + completion of a base call: from this read, from recent writes, or from its row (chains iterate). */
+  /** Whole prompt + completion of a base call: from this read, or from its row (chains iterate). */
   private tokensOf(callId: string, seen: Map<string, CallTokens>): CallTokens {
-    const known = seen.get(callId) ?? this.recent.get(callId);
+    const known = seen.get(callId);
     if (known) return known;
     const row = this.stmts.callById.get(callId) as CallRow | undefined;
     if (!row) throw new InfraError("store_corrupt", `${this.path}: the prompt of a stored call extends call ${callId}, which is missing`);
     // Walk up to the first base whose tokens are known, then rebuild downwards (no recursion on long sessions).
     const chain: CallRow[] = [row];
     let top = row;
-    while (top.prompt_base_call_id !== null && !seen.has(top.prompt_base_call_id) && !this.recent.get(top.prompt_base_call_id)) {
+    while (top.prompt_base_call_id !== null && !seen.has(top.prompt_base_call_id)) {
       const up = this.stmts.callById.get(top.prompt_base_call_id) as CallRow | undefined;
       if (!up) throw new InfraError("store_corrupt", `${this.path}: the prompt of call ${top.call_id} extends call ${top.prompt_base_call_id}, which is missing`);
       chain.push(up);
@@ -229,7 +229,7 @@ export class SqliteStore implements Store {
       const suffix = decodeInt32(r.prompt_tokens);
       let prompt = suffix;
       if (r.prompt_base_call_id !== null) {
-        const base = tokens ?? seen.get(r.prompt_base_call_id) ?? this.recent.get(r.prompt_base_call_id);
+        const base = tokens ?? seen.get(r.prompt_base_call_id);
         if (!base) throw new InfraError("store_corrupt", `${this.path}: cannot resolve the prompt base ${r.prompt_base_call_id} of call ${r.call_id}`);
         prompt = joinPrompt(base, r.prompt_base_len, suffix);
       }
