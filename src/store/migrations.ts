@@ -74,6 +74,59 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE calls ADD COLUMN prompt_base_len INTEGER NOT NULL DEFAULT 0;
     `,
   },
+  {
+    version: 3,
+    description: "messages and raw request stored as text deltas (src/store/text-delta.ts); fewer pages per insert (no AUTOINCREMENT, no unused parent index)",
+    // SQLite cannot drop AUTOINCREMENT in place: the table is rebuilt once. seq values are kept; new rows continue
+    // after the largest (calls are never deleted, so rowid order is insertion order as before).
+    sql: `
+      CREATE TABLE calls_v3 (
+        seq INTEGER PRIMARY KEY,
+        call_id TEXT NOT NULL UNIQUE,
+        session_id TEXT NOT NULL,
+        rollout_id TEXT,
+        record_version INTEGER NOT NULL,
+        harness TEXT,
+        agent_role TEXT,
+        agent_id TEXT,
+        protocol TEXT NOT NULL,
+        stream INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        finish_reason TEXT,
+        policy_version INTEGER,
+        parent_call_id TEXT,
+        reused_prefix_tokens INTEGER NOT NULL,
+        break_kind TEXT,
+        spawned_by_call_id TEXT,
+        received_at INTEGER NOT NULL,
+        recorded_at INTEGER NOT NULL,
+        prompt_len INTEGER NOT NULL,
+        completion_len INTEGER NOT NULL,
+        prompt_tokens BLOB NOT NULL,
+        completion_tokens BLOB NOT NULL,
+        logprobs BLOB NOT NULL,
+        messages_json TEXT NOT NULL,
+        tools_json TEXT NOT NULL,
+        response_json TEXT,
+        raw_request_json TEXT,
+        raw_response_json TEXT,
+        meta_json TEXT NOT NULL,
+        prompt_base_call_id TEXT,
+        prompt_base_len INTEGER NOT NULL DEFAULT 0,
+        text_base_call_id TEXT,
+        messages_keep INTEGER NOT NULL DEFAULT 0,
+        messages_tail INTEGER NOT NULL DEFAULT 0,
+        raw_request_keep INTEGER NOT NULL DEFAULT 0,
+        raw_request_tail INTEGER NOT NULL DEFAULT 0
+      );
+      INSERT INTO calls_v3 (seq, call_id, session_id, rollout_id, record_version, harness, agent_role, agent_id, protocol, stream, status, finish_reason, policy_version, parent_call_id, reused_prefix_tokens, break_kind, spawned_by_call_id, received_at, recorded_at, prompt_len, completion_len, prompt_tokens, completion_tokens, logprobs, messages_json, tools_json, response_json, raw_request_json, raw_response_json, meta_json, prompt_base_call_id, prompt_base_len) SELECT seq, call_id, session_id, rollout_id, record_version, harness, agent_role, agent_id, protocol, stream, status, finish_reason, policy_version, parent_call_id, reused_prefix_tokens, break_kind, spawned_by_call_id, received_at, recorded_at, prompt_len, completion_len, prompt_tokens, completion_tokens, logprobs, messages_json, tools_json, response_json, raw_request_json, raw_response_json, meta_json, prompt_base_call_id, prompt_base_len FROM calls;
+      DROP TABLE calls;
+      ALTER TABLE calls_v3 RENAME TO calls;
+      DELETE FROM sqlite_sequence WHERE name = 'calls';
+      CREATE INDEX calls_by_session ON calls(session_id, seq);
+      CREATE INDEX calls_by_rollout ON calls(rollout_id, seq);
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

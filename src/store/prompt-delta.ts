@@ -24,57 +24,49 @@ export interface CallDigest {
 }
 
 /**
- * How many recent calls the writer remembers as delta bases (LRU by insertion). A base is almost always its session's
- * latest call, so this is about one per concurrently active session. A miss only stores that prompt whole.
- */
-const DEFAULT_CAPACITY = 4096;
-
-export class RecentCalls {
-  private readonly map = new Map<string, CallDigest>();
-
-  constructor(private readonly capacity = DEFAULT_CAPACITY) {}
-
-  get(callId: string): CallDigest | undefined {
-    return this.map.get(callId);
-  }
-
-  set(callId: string, digest: CallDigest): void {
-    this.map.delete(callId);
-    this.map.set(callId, digest);
-    if (this.map.size > this.capacity) {
-      const oldest = this.map.keys().next().value;
-      if (oldest !== undefined) this.map.delete(oldest);
-    }
-  }
-}
-
-/**
  * Two independent 32-bit multiplicative hashes over the ids (with the sequence split between prompt and completion
  * not mattering: the base is their concatenation). This guards against a planner bug claiming a prefix that is not
  * one, not against an adversary; the ids are our own tokenizer's output.
  */
 export function tokensDigest(parts: readonly (readonly number[])[], length = Infinity): CallDigest {
-  let h1 = 0x811c9dc5;
-  let h2 = 0x01000193;
-  let n = 0;
-  for (const part of parts) {
-    for (let i = 0; i < part.length && n < length; i++, n++) {
-      const t = part[i] as number;
+  const h = new TokenHasher();
+  for (const part of parts) h.update(part, 0, Math.min(part.length, length - h.length));
+  return h.digest();
+}
+
+/** Incremental form of `tokensDigest`: a prompt is hashed once, for the delta check and for the next call's base. */
+export class TokenHasher {
+  private h1 = 0x811c9dc5;
+  private h2 = 0x01000193;
+  length = 0;
+
+  update(tokens: readonly number[], from = 0, to = tokens.length): this {
+    let { h1, h2 } = this;
+    for (let i = from; i < to; i++) {
+      const t = tokens[i] as number;
       h1 = Math.imul(h1 ^ t, 0x01000193);
       h2 = Math.imul(h2 + t + 0x9e3779b9, 0x85ebca6b) ^ (h2 >>> 13);
     }
+    this.h1 = h1;
+    this.h2 = h2;
+    this.length += Math.max(0, to - from);
+    return this;
   }
-  return { length: n, hash: `${(h1 >>> 0).toString(36)}.${(h2 >>> 0).toString(36)}` };
+
+  digest(): CallDigest {
+    return { length: this.length, hash: `${(this.h1 >>> 0).toString(36)}.${(this.h2 >>> 0).toString(36)}` };
+  }
 }
 
 /**
  * How many leading prompt tokens can be stored as a reference to `base` (0: store whole). The prefix is checked
  * against the base's digest rather than trusted from the planner's `reusedPrefixTokens`; a prompt that reuses less
- * than its base's whole prompt + completion is stored whole (the planner always claims all of it).
+ * than its base's whole prompt + completion is stored whole (the planner always claims all of it). `hasher` is left
+ * holding the digest of the checked prefix when the check ran, so the caller can continue it.
  */
-export function deltaPrefix(prompt: readonly number[], claimed: number, base: CallDigest | undefined): number {
+export function deltaPrefix(prompt: readonly number[], claimed: number, base: CallDigest | undefined, hasher = new TokenHasher()): number {
   if (!base || claimed <= 0 || claimed > prompt.length || claimed !== base.length) return 0;
-  return tokensDigest([prompt], claimed).hash === base.hash ? claimed : 0;
+  return hasher.update(prompt, 0, claimed).digest().hash === base.hash ? claimed : 0;
 }
 
 /** Rebuilds a whole prompt from its base's tokens and the stored suffix. */

@@ -2,11 +2,14 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { InfraError, UserError, errorMessage } from "../core/errors.js";
-import { decodeFloat32, decodeInt32, encodeFloat32, encodeInt32 } from "./blob.js";
+import { decodeFloat32, encodeFloat32, encodeInt32 } from "./blob.js";
 import { Checkpointer, WRITER_AUTOCHECKPOINT_PAGES } from "./checkpointer.js";
 import { hashCredential } from "./credentials.js";
 import { checkSchema, migrate } from "./migrations.js";
-import { RecentCalls, deltaPrefix, joinPrompt, tokensDigest, type CallTokens } from "./prompt-delta.js";
+import { DeltaResolver, type ResolvedCall } from "./delta-resolver.js";
+import { TokenHasher, deltaPrefix } from "./prompt-delta.js";
+import { RecentCalls } from "./recent-calls.js";
+import { textDelta, type TextDelta } from "./text-delta.js";
 import type { CallRecord, SessionInfo } from "./records.js";
 import type { CallQuery, Store, StoredCall } from "./types.js";
 
@@ -41,6 +44,12 @@ interface CallRow {
   /** Prompt stored as a delta: `prompt_tokens` holds what follows this many tokens of the base's prompt + completion. */
   prompt_base_call_id: string | null;
   prompt_base_len: number;
+  /** Messages / raw request stored as text deltas (text-delta.ts) of this call's: the middle, with these many kept. */
+  text_base_call_id: string | null;
+  messages_keep: number;
+  messages_tail: number;
+  raw_request_keep: number;
+  raw_request_tail: number;
   prompt_tokens: Buffer;
   completion_tokens: Buffer;
   logprobs: Buffer;
@@ -126,8 +135,9 @@ export class SqliteStore implements Store {
         agent_id, protocol, stream, status, finish_reason, policy_version, parent_call_id, reused_prefix_tokens,
         break_kind, spawned_by_call_id, received_at, recorded_at, prompt_len, completion_len, prompt_tokens,
         completion_tokens, logprobs, messages_json, tools_json, response_json, raw_request_json, raw_response_json,
-        meta_json, prompt_base_call_id, prompt_base_len)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+        meta_json, prompt_base_call_id, prompt_base_len, text_base_call_id, messages_keep, messages_tail, raw_request_keep,
+        raw_request_tail)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       callById: db.prepare("SELECT * FROM calls WHERE call_id = ?"),
     };
   }
@@ -168,75 +178,55 @@ export class SqliteStore implements Store {
   insertCall(r: CallRecord): void {
     if (this.checkpointer === undefined) this.startCheckpointer();
     const meta: CallMeta = { error: r.error, samplingRequested: r.samplingRequested, samplingUsed: r.samplingUsed, timings: r.timings, break: r.break };
-    const baseLen = r.parentCallId === null ? 0 : deltaPrefix(r.promptTokens, r.reusedPrefixTokens, this.recent.get(r.parentCallId));
+    const base = r.parentCallId === null ? undefined : this.recent.get(r.parentCallId);
+    const hasher = new TokenHasher();
+    const baseLen = deltaPrefix(r.promptTokens, r.reusedPrefixTokens, base?.tokens, hasher);
+    const messagesJson = JSON.stringify(r.messages);
+    const rawRequestJson = jsonOrNull(r.rawRequest);
+    const messagesDelta = base?.messagesJson ? textDelta(base.messagesJson, messagesJson) : null;
+    const rawDelta = base?.rawRequestJson && rawRequestJson !== null ? textDelta(base.rawRequestJson, rawRequestJson) : null;
+    const textBase = messagesDelta || rawDelta ? r.parentCallId : null;
     try {
       this.stmts.insertCall.run(
         r.callId, r.sessionId, r.rolloutId, r.schemaVersion, r.harness, r.agentRole, r.agentId, r.protocol, r.stream ? 1 : 0,
         r.status, r.finishReason, r.policyVersion, r.parentCallId, r.reusedPrefixTokens, r.break?.kind ?? null,
         r.spawnedByCallId, r.timings.receivedAt, r.timings.recordedAt, r.promptTokens.length, r.completionTokens.length,
         encodeInt32(r.promptTokens, baseLen), encodeInt32(r.completionTokens), encodeFloat32(r.logprobs),
-        JSON.stringify(r.messages), JSON.stringify(r.tools), r.response === null ? null : JSON.stringify(r.response),
-        jsonOrNull(r.rawRequest), jsonOrNull(r.rawResponse), JSON.stringify(meta), baseLen > 0 ? r.parentCallId : null, baseLen,
+        middleOf(messagesDelta, messagesJson), JSON.stringify(r.tools), r.response === null ? null : JSON.stringify(r.response),
+        rawRequestJson === null ? null : middleOf(rawDelta, rawRequestJson), jsonOrNull(r.rawResponse), JSON.stringify(meta),
+        baseLen > 0 ? r.parentCallId : null, baseLen, textBase, messagesDelta?.keep ?? 0, messagesDelta?.tail ?? 0, rawDelta?.keep ?? 0,
+        rawDelta?.tail ?? 0,
       );
     } catch (e) {
       throw this.translate(e, `call ${r.callId}`);
     }
-    this.recent.set(r.callId, tokensDigest([r.promptTokens, r.completionTokens]));
+    // The digest of prompt + completion continues from the prefix the delta check hashed (if any).
+    hasher.update(r.promptTokens, hasher.length);
+    this.recent.set(r.callId, { tokens: hasher.update(r.completionTokens).digest(), messagesJson, rawRequestJson });
   }
 
   getCall(callId: string): CallRecord | null {
     const row = this.stmts.callById.get(callId) as CallRow | undefined;
-    return row ? this.decode(row, new Map()) : null;
+    return row ? this.decode(row, this.resolver()) : null;
   }
 
   listCalls(query: CallQuery = {}): CallRecord[] {
-    const seen = new Map<string, CallTokens>();
-    return this.selectCalls(query).map((row) => this.decode(row, seen));
+    const resolver = this.resolver();
+    return this.selectCalls(query).map((row) => this.decode(row, resolver));
   }
 
   listCallEntries(query: CallQuery = {}): StoredCall[] {
-    const seen = new Map<string, CallTokens>();
-    return this.selectCalls(query).map((row) => ({ seq: row.seq, record: this.decode(row, seen) }));
+    const resolver = this.resolver();
+    return this.selectCalls(query).map((row) => ({ seq: row.seq, record: this.decode(row, resolver) }));
   }
 
-  /** A record with its whole prompt; `seen` holds the tokens of rows decoded earlier in the same read (bases come first). */
-  private decode(row: CallRow, seen: Map<string, CallTokens>): CallRecord {
-    const suffix = decodeInt32(row.prompt_tokens);
-    const prompt = row.prompt_base_call_id === null ? suffix : joinPrompt(this.tokensOf(row.prompt_base_call_id, seen), row.prompt_base_len, suffix);
-    const record = callFromRow(row, prompt);
-    seen.set(record.callId, { prompt: record.promptTokens, completion: record.completionTokens });
-    return record;
+  private resolver(): DeltaResolver {
+    return new DeltaResolver((id) => this.stmts.callById.get(id) as CallRow | undefined, this.path);
   }
 
-  /** Whole prompt + completion of a base call: from this read, or from its row (chains iterate). */
-  private tokensOf(callId: string, seen: Map<string, CallTokens>): CallTokens {
-    const known = seen.get(callId);
-    if (known) return known;
-    const row = this.stmts.callById.get(callId) as CallRow | undefined;
-    if (!row) throw new InfraError("store_corrupt", `${this.path}: the prompt of a stored call extends call ${callId}, which is missing`);
-    // Walk up to the first base whose tokens are known, then rebuild downwards (no recursion on long sessions).
-    const chain: CallRow[] = [row];
-    let top = row;
-    while (top.prompt_base_call_id !== null && !seen.has(top.prompt_base_call_id)) {
-      const up = this.stmts.callById.get(top.prompt_base_call_id) as CallRow | undefined;
-      if (!up) throw new InfraError("store_corrupt", `${this.path}: the prompt of call ${top.call_id} extends call ${top.prompt_base_call_id}, which is missing`);
-      chain.push(up);
-      top = up;
-    }
-    let tokens: CallTokens | undefined;
-    for (let i = chain.length - 1; i >= 0; i--) {
-      const r = chain[i] as CallRow;
-      const suffix = decodeInt32(r.prompt_tokens);
-      let prompt = suffix;
-      if (r.prompt_base_call_id !== null) {
-        const base = tokens ?? seen.get(r.prompt_base_call_id);
-        if (!base) throw new InfraError("store_corrupt", `${this.path}: cannot resolve the prompt base ${r.prompt_base_call_id} of call ${r.call_id}`);
-        prompt = joinPrompt(base, r.prompt_base_len, suffix);
-      }
-      tokens = { prompt, completion: decodeInt32(r.completion_tokens) };
-      seen.set(r.call_id, tokens);
-    }
-    return tokens as CallTokens;
+  /** A record with its whole prompt and texts (deltas resolved against bases read earlier or fetched by id). */
+  private decode(row: CallRow, resolver: DeltaResolver): CallRecord {
+    return callFromRow(row, resolver.resolve(row));
   }
 
   countCalls(query: { sessionId?: string; rolloutId?: string } = {}): number {
@@ -326,7 +316,12 @@ function sessionFromRow(row: SessionRow): SessionInfo {
   };
 }
 
-function callFromRow(row: CallRow, promptTokens: number[]): CallRecord {
+/** The stored text: the middle of a delta, or the whole text. */
+function middleOf(delta: TextDelta | null, whole: string): string {
+  return delta ? delta.middle : whole;
+}
+
+function callFromRow(row: CallRow, resolved: ResolvedCall): CallRecord {
   const meta = JSON.parse(row.meta_json) as CallMeta;
   return {
     schemaVersion: row.record_version,
@@ -340,13 +335,13 @@ function callFromRow(row: CallRow, promptTokens: number[]): CallRecord {
     stream: row.stream === 1,
     status: row.status,
     error: meta.error,
-    rawRequest: parseJson<unknown>(row.raw_request_json, undefined),
+    rawRequest: parseJson<unknown>(resolved.rawRequestJson, undefined),
     rawResponse: parseJson<unknown>(row.raw_response_json, undefined),
-    messages: JSON.parse(row.messages_json) as CallRecord["messages"],
+    messages: JSON.parse(resolved.messagesJson) as CallRecord["messages"],
     tools: JSON.parse(row.tools_json) as CallRecord["tools"],
     response: parseJson<CallRecord["response"]>(row.response_json, null),
-    promptTokens,
-    completionTokens: decodeInt32(row.completion_tokens),
+    promptTokens: resolved.prompt,
+    completionTokens: resolved.completion,
     logprobs: decodeFloat32(row.logprobs),
     policyVersion: row.policy_version,
     samplingRequested: meta.samplingRequested,

@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
+import type { ChatMessage } from "../../src/chat/types.js";
+import type { CallRecord } from "../../src/store/records.js";
 import { UserError } from "../../src/core/errors.js";
 import { Checkpointer } from "../../src/store/checkpointer.js";
 import { hashCredential } from "../../src/store/credentials.js";
@@ -227,6 +229,105 @@ describe("SqliteStore prompt deltas", () => {
     s.insertCall(calls[2]!); // a delta against calls[1]
     expect(storedPromptBytes(path).slice(1)).toEqual([calls[1]!.promptTokens.length * 4, 41 * 4]);
     expect(s.listCalls({ sessionId: "ses_old" })).toEqual(calls.map(asStored));
+    s.close();
+  });
+});
+
+describe("SqliteStore text deltas", () => {
+  const TOOLS = [{ name: "bash", description: "run a command ".repeat(50), parameters: { type: "object", properties: { command: { type: "string" } } } }];
+  /** A harness session: every request repeats the conversation so far, then the same tools and parameters. */
+  function grownSession(turns: number, sessionId: string): ReturnType<typeof makeRecord>[] {
+    const out: ReturnType<typeof makeRecord>[] = [];
+    const messages: ChatMessage[] = [{ role: "system", content: "You are careful. ".repeat(80) }];
+    for (let t = 0; t < turns; t++) {
+      messages.push({ role: "user", content: `step ${t}: output ${"ünï😀 ".repeat(30 + t)}` });
+      const prev = out[out.length - 1];
+      const rawRequest = { model: "policy", messages: messages.map((m) => ({ role: m.role, content: m.content })), tools: TOOLS, stream: true, max_tokens: 256 };
+      const r = makeRecord({ sessionId, messages: [...messages], rawRequest, parentCallId: prev?.callId ?? null }, 50);
+      out.push(r);
+      messages.push({ role: "assistant", content: `answer ${t} 😁` });
+    }
+    return out;
+  }
+  const storedTexts = (path: string): { m: number; r: number | null; base: string | null }[] => {
+    const db = new Database(path, { readonly: true });
+    const rows = db.prepare("SELECT length(messages_json) AS m, length(raw_request_json) AS r, text_base_call_id AS base FROM calls ORDER BY seq").all() as { m: number; r: number | null; base: string | null }[];
+    db.close();
+    return rows;
+  };
+
+  it("stores each turn's new messages and raw request text only, and every read path returns them whole", () => {
+    const path = freshPath();
+    const s = new SqliteStore(path);
+    const calls = grownSession(10, "ses_text");
+    for (const c of calls) s.insertCall(c);
+    const rows = storedTexts(path);
+    expect(rows[0]!.base).toBeNull();
+    expect(rows[0]!.m).toBe([...JSON.stringify(calls[0]!.messages)].length); // SQLite counts code points
+    for (let t = 1; t < calls.length; t++) {
+      expect(rows[t]!.base).toBe(calls[t - 1]!.callId);
+      // The new assistant + user turns (~200–300 characters), not the history (grows past 10k) nor the tools.
+      expect(rows[t]!.m).toBeLessThan(400);
+      expect(rows[t]!.r).toBeLessThan(400);
+    }
+    expect(JSON.stringify(calls[9]!.rawRequest).length).toBeGreaterThan(5000);
+    const want = calls.map(asStored);
+    expect(s.listCalls({ sessionId: "ses_text" })).toEqual(want);
+    s.close();
+    const again = new SqliteStore(path);
+    expect(again.getCall(calls[9]!.callId)).toEqual(want[9]);
+    const entries = again.listCallEntries({ sessionId: "ses_text" });
+    expect(again.listCallEntries({ afterSeq: entries[6]!.seq }).map((e) => e.record)).toEqual(want.slice(7));
+    again.close();
+  });
+
+  it("keeps a text whole when the parent is unknown, has no raw request, or shares nothing", () => {
+    const path = freshPath();
+    const s = new SqliteStore(path);
+    const [a, b, c] = grownSession(3, "ses_text2");
+    const noRaw: CallRecord = { ...a!, rawRequest: undefined };
+    s.insertCall(noRaw);
+    const unrelated: CallRecord = { ...b!, messages: [{ role: "user", content: "unrelated" }] };
+    s.insertCall(unrelated);
+    const orphan: CallRecord = { ...c!, parentCallId: "call_elsewhere" };
+    s.insertCall(orphan);
+    const rows = storedTexts(path);
+    expect(rows[0]!.r).toBeNull();
+    expect(rows[1]!.base).toBeNull(); // neither text shares enough with a parent that has no raw request
+    expect(rows[2]!.base).toBeNull();
+    expect(s.listCalls({ sessionId: "ses_text2" })).toEqual([noRaw, unrelated, orphan].map(asStored));
+    s.close();
+  });
+
+  it("migrates a version-2 store: rows, seq values and prompt deltas survive the table rebuild; new rows are text deltas", () => {
+    const path = freshPath();
+    const calls = grownSession(4, "ses_v2");
+    const src = freshPath();
+    const writer = new SqliteStore(src);
+    for (const c of calls.slice(0, 2)) writer.insertCall({ ...c, promptTokens: c.promptTokens });
+    writer.close();
+    const v2 = new Database(path);
+    migrate(v2, path, MIGRATIONS.filter((m) => m.version <= 2));
+    const cols = (v2.prepare("SELECT name FROM pragma_table_info('calls')").pluck().all() as string[]).join(", ");
+    // v2 rows hold whole texts: copy them from the v3 store with its texts resolved.
+    v2.exec(`ATTACH '${src}' AS src; INSERT INTO calls (${cols}) SELECT ${cols} FROM src.calls; DETACH src;`);
+    const whole = v2.prepare("UPDATE calls SET messages_json = ?, raw_request_json = ?, seq = seq + 40 WHERE call_id = ?");
+    for (const c of calls.slice(0, 2)) whole.run(JSON.stringify(c.messages), JSON.stringify(c.rawRequest), c.callId);
+    v2.close();
+    const s = new SqliteStore(path);
+    expect(s.listCalls({ sessionId: "ses_v2" })).toEqual(calls.slice(0, 2).map(asStored));
+    s.insertCall(calls[2]!);
+    s.insertCall(calls[3]!);
+    const entries = s.listCallEntries({ sessionId: "ses_v2" });
+    expect(entries.map((e) => e.seq)).toEqual([41, 42, 43, 44]);
+    expect(entries.map((e) => e.record)).toEqual(calls.map(asStored));
+    expect(storedTexts(path)[3]!.base).toBe(calls[2]!.callId);
+    const db = new Database(path, { readonly: true });
+    const sql = db.prepare("SELECT sql FROM sqlite_master WHERE name = 'calls'").pluck().get() as string;
+    const indexes = db.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'calls' AND sql IS NOT NULL ORDER BY name").pluck().all();
+    db.close();
+    expect(sql).not.toMatch(/AUTOINCREMENT/);
+    expect(indexes).toEqual(["calls_by_rollout", "calls_by_session"]);
     s.close();
   });
 });
