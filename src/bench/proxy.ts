@@ -4,11 +4,13 @@
  *   - direct: `engine.generate` on the scripted engine with the prompt tokens already computed (no proxy at all);
  *   - proxy: the same conversations as HTTP requests through a proxy in a child process (auth, JSON, validation,
  *     normalisation, token-exact planning, engine call, output parsing, durable SQLite record, response), stream and
- *     non-stream, from a keep-alive HTTP client.
+ *     non-stream, from a keep-alive HTTP client;
+ *   - HTTP floor: a bare node:http server in a child process answering the same requests (interleaved with the proxy
+ *     in blocks), i.e. what the HTTP hop between two processes costs by itself.
  * Added latency = proxy percentile − direct percentile over serial calls; throughput = calls/s with concurrent clients.
  * Writes docs/bench/proxy.json and the summary table in docs/proxy.md.
  *
- * Options: --calls N (serial calls per mode, default 300), --seconds S (per throughput run, default 4),
+ * Options: --calls N (serial calls per mode, default 1000), --seconds S (per throughput run, default 4),
  * --concurrency C (default 16), --out FILE, --no-docs, --store sqlite|memory (memory: to see the store's share; the
  * published numbers use sqlite), --profile DIR (CPU profile of the proxy process, for
  * `node --cpu-prof` tooling).
@@ -26,6 +28,7 @@ import type { SamplingEngine } from "../engine/types.js";
 import { DEFAULT_SAMPLING } from "../engine/types.js";
 import { createHistoryPlanner } from "../history/index.js";
 import { ProxyServer } from "../proxy/index.js";
+import { LATEST_SCHEMA_VERSION } from "../store/migrations.js";
 import { openStore } from "../store/registry.js";
 import { SqliteStore } from "../store/sqlite.js";
 import { latencySummary as summary } from "./stats.js";
@@ -51,6 +54,40 @@ function conversation(session: number, k: number): ChatMessage[] {
 }
 
 // ---------------------------------------------------------------- server (child process)
+
+/**
+ * The floor: a bare node:http server that reads the body, parses the JSON and answers with a response of the proxy's
+ * size (a JSON body, or the same SSE events). Latency through it is what any Node HTTP hop between two processes costs
+ * on this machine, so the table can say how much of "added" is the proxy's own work.
+ */
+async function serveFloor(): Promise<void> {
+  const { createServer } = await import("node:http");
+  const chat = JSON.stringify({ id: "chatcmpl_floor", object: "chat.completion", created: 0, model: "policy", choices: [{ index: 0, message: { role: "assistant", content: ANSWER }, finish_reason: "stop" }], usage: { prompt_tokens: 4000, completion_tokens: 48, total_tokens: 4048 } });
+  const events = [{ role: "assistant", content: "" }, { content: ANSWER }, {}].map((delta, i) => `data: ${JSON.stringify({ id: "chatcmpl_floor", object: "chat.completion.chunk", created: 0, model: "policy", choices: [{ index: 0, delta, finish_reason: i === 2 ? "stop" : null }] })}\n\n`).join("") + "data: [DONE]\n\n";
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      if (req.url === "/admin/sessions") {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify({ apiKey: "floor" }));
+        return;
+      }
+      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { stream?: boolean };
+      if (body.stream) {
+        res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
+        res.end(events);
+      } else {
+        res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(chat) });
+        res.end(chat);
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const address = server.address();
+  process.stdout.write(`${JSON.stringify({ port: typeof address === "object" && address ? address.port : 0 })}\n`);
+  process.on("SIGTERM", () => server.close(() => process.exit(0)));
+}
 
 async function serve(db: string): Promise<void> {
   const engine = createScriptedEngine(answer, { modelId: "policy" });
@@ -149,14 +186,23 @@ class Harness {
   }
 }
 
-async function serialLatency(client: Client, stream: boolean, calls: number): Promise<number[]> {
-  const h = new Harness(client, stream, stream ? 1 : 2);
-  const out: number[] = [];
-  for (let i = 0; i < calls + 20; i++) {
-    const call = await h.next();
-    const t = performance.now();
-    await call();
-    if (i >= 20) out.push(performance.now() - t);
+/**
+ * Serial calls against several servers in alternating blocks of 25, so that the machine's slow drifts (other
+ * processes, frequency) hit every server alike; the first block of each is warm-up.
+ */
+async function interleavedLatency(clients: Client[], stream: boolean, calls: number): Promise<number[][]> {
+  const block = 25;
+  const harnesses = clients.map((c, i) => new Harness(c, stream, (stream ? 1 : 2) + 10 * i));
+  const out = clients.map((): number[] => []);
+  for (let done = -block; done < calls; done += block) {
+    for (const [i, h] of harnesses.entries()) {
+      for (let k = 0; k < block; k++) {
+        const call = await h.next();
+        const t = performance.now();
+        await call();
+        if (done >= 0) out[i]?.push(performance.now() - t);
+      }
+    }
   }
   return out;
 }
@@ -242,25 +288,37 @@ function markdown(result: Record<string, unknown>): string {
     cpuModel: string;
     loadavg: number[];
     promptTokens: { min: number; max: number };
+    schema: number;
     modes: Record<
       string,
-      { direct: { p50: number; p99: number }; proxy: { p50: number; p99: number }; addedP50: number; addedP99: number; callsPerSecond: number; proxyCpuMsPerCall: number; callsPerCpuSecond: number }
+      {
+        direct: { p50: number; p99: number };
+        proxy: { p50: number; p99: number };
+        httpFloor: { p50: number };
+        addedP50: number;
+        addedP99: number;
+        ownP50: number;
+        callsPerSecond: number;
+        proxyCpuMsPerCall: number;
+        callsPerCpuSecond: number;
+      }
     >;
     concurrency: number;
   };
   const rows = Object.entries(r.modes).map(
     ([mode, m]) =>
-      `| ${mode} | ${m.direct.p50.toFixed(3)} | ${m.proxy.p50.toFixed(3)} | **${m.addedP50.toFixed(3)}** | ${m.direct.p99.toFixed(3)} | ${m.proxy.p99.toFixed(3)} | ${m.addedP99.toFixed(3)} | **${m.callsPerSecond}** | ${m.proxyCpuMsPerCall.toFixed(3)} | ${m.callsPerCpuSecond} |`,
+      `| ${mode} | ${m.direct.p50.toFixed(3)} | ${m.proxy.p50.toFixed(3)} | **${m.addedP50.toFixed(3)}** | ${m.httpFloor.p50.toFixed(3)} | ${m.ownP50.toFixed(3)} | ${m.proxy.p99.toFixed(3)} | ${m.addedP99.toFixed(3)} | **${m.callsPerSecond}** | ${m.proxyCpuMsPerCall.toFixed(3)} | ${m.callsPerCpuSecond} |`,
   );
   return [
     `Run ${r.date} on ${r.cpus} cores (${r.cpuModel}), load average ${r.loadavg.map((x) => x.toFixed(1)).join(" ")}; prompts ${r.promptTokens.min}–${r.promptTokens.max} tokens,`,
-    `multi-turn sessions extending token-exactly, SQLite records, OpenAI Chat Completions, ${r.concurrency} concurrent clients for calls/s.`,
-    "Latencies in ms (serial calls); added = proxy − direct engine call. calls/s = measured with the concurrent clients on",
-    "the same machine; CPU ms/call = the proxy process's own CPU time per call in that run (sessions issued",
-    "beforehand), and calls per CPU-second = what one fully available core sustains at that cost.",
+    `multi-turn sessions extending token-exactly, SQLite records (schema ${r.schema}: prompts and texts as deltas), OpenAI Chat Completions, ${r.concurrency} concurrent clients for calls/s.`,
+    "Latencies in ms (serial calls); added = proxy − direct engine call; HTTP floor = a bare node:http server in a child",
+    "process answering the same requests (measured interleaved with the proxy), own = proxy − floor. calls/s = measured",
+    "with the concurrent clients on the same machine; CPU ms/call = the proxy process's own CPU time per call in that",
+    "run (sessions issued beforehand), and calls per CPU-second = what one fully available core sustains at that cost.",
     "",
-    "| mode | direct p50 | proxy p50 | added p50 | direct p99 | proxy p99 | added p99 | calls/s | proxy CPU ms/call | calls per CPU-second |",
-    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| mode | direct p50 | proxy p50 | added p50 | HTTP floor p50 | own p50 | proxy p99 | added p99 | calls/s | proxy CPU ms/call | calls per CPU-second |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...rows,
   ].join("\n");
 }
@@ -269,7 +327,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       serve: { type: "string" },
-      calls: { type: "string", default: "300" },
+      calls: { type: "string", default: "1000" },
       seconds: { type: "string", default: "4" },
       concurrency: { type: "string", default: "16" },
       out: { type: "string" },
@@ -278,6 +336,7 @@ async function main(): Promise<void> {
       store: { type: "string", default: "sqlite" },
     },
   });
+  if (values.serve === "floor") return serveFloor();
   if (values.serve) return serve(values.serve);
   const calls = Number(values.calls);
   const seconds = Number(values.seconds);
@@ -290,16 +349,20 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "hrl-bench-proxy-"));
   if (values.store !== "sqlite" && values.store !== "memory") throw new Error(`--store must be sqlite or memory, got ${values.store}`);
   const child = await startChild(values.store === "memory" ? "memory" : join(dir, "calls.sqlite"), values.profile);
+  const floorChild = await startChild("floor", undefined);
   const client = new Client(child.port, concurrency);
+  const floorClient = new Client(floorChild.port, 1);
   const modes: Record<string, unknown> = {};
   try {
     for (const stream of [false, true]) {
       const mode = stream ? "stream" : "non-stream";
       console.error(`${mode}: direct engine, ${calls} calls…`);
       const direct = summary(await directLatency(engine, calls));
-      console.error(`${mode}: through the proxy, ${calls} serial calls…`);
+      console.error(`${mode}: through the proxy and the bare HTTP floor, ${calls} serial calls each, interleaved…`);
       await client.prepare(Math.ceil((calls + 20) / TURNS_PER_SESSION) + 1);
-      const proxy = summary(await serialLatency(client, stream, calls));
+      const [proxyTimes = [], floorTimes = []] = await interleavedLatency([client, floorClient], stream, calls);
+      const proxy = summary(proxyTimes);
+      const floor = summary(floorTimes);
       console.error(`${mode}: throughput, ${concurrency} clients for ${seconds}s…`);
       // Enough sessions for ~1,500 calls/s; more are issued on demand (and then counted).
       await client.prepare(Math.ceil((seconds * 1500) / TURNS_PER_SESSION));
@@ -312,6 +375,9 @@ async function main(): Promise<void> {
         proxy: { p50: round(proxy.p50), p99: round(proxy.p99), mean: round(proxy.mean), n: proxy.n },
         addedP50: round(proxy.p50 - direct.p50),
         addedP99: round(proxy.p99 - direct.p99),
+        // A bare Node HTTP server in a child process: the part of "added" that is the HTTP hop itself.
+        httpFloor: { p50: round(floor.p50), p99: round(floor.p99), mean: round(floor.mean), n: floor.n },
+        ownP50: round(proxy.p50 - floor.p50),
         callsPerSecond: Math.round(callsPerSecond),
         // The proxy's own CPU per call under load (the session-issuing admin call every few calls included); a
         // throughput measure that does not depend on how busy the rest of the machine is.
@@ -321,6 +387,8 @@ async function main(): Promise<void> {
     }
   } finally {
     client.close();
+    floorClient.close();
+    await floorChild.stop();
     await child.stop();
     rmSync(dir, { recursive: true, force: true });
   }
@@ -335,6 +403,7 @@ async function main(): Promise<void> {
     completionTokens: engine.tokenizer.encode(`${ANSWER}<|im_end|>`).length,
     concurrency,
     store: values.store,
+    schema: LATEST_SCHEMA_VERSION,
     serialCalls: calls,
     throughputSeconds: seconds,
     modes,
