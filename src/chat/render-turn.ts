@@ -1,3 +1,4 @@
+import { hasPrefix } from "../core/strings.js";
 import { UserError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { ChatMLToolsRenderer } from "./chatml-renderer.js";
@@ -33,7 +34,7 @@ export function renderAssistantTurn(codec: Codec, messages: readonly ChatMessage
   }
   const prompt = renderer.render(messages, tools, { addGenerationPrompt: true });
   const full = renderer.render([...messages, assistantMessageFromTurn(turn)], tools, { addGenerationPrompt: false });
-  if (!full.startsWith(prompt)) {
+  if (!hasPrefix(full, prompt)) {
     throw new UserError(
       "chat_template_error",
       "the chat template does not render an assistant turn as a continuation of its generation prompt, so a sampled turn cannot be reconstructed",

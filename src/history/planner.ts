@@ -1,3 +1,4 @@
+import { hasPrefix } from "../core/strings.js";
 import type { ChatRenderer } from "../chat/renderer.js";
 import type { ChatMessage, Conversation, ToolSpec } from "../chat/types.js";
 import type { CallRecord, HistoryBreak } from "../store/records.js";
@@ -112,7 +113,7 @@ export class TokenExactPlanner implements HistoryPlanner {
       const splice = this.spliceOf(parent, codec);
       const full = (b: HistoryBreak): PromptPlan => ({ promptTokens: codec.tokenizer.encode(rendered), parentCallId: null, reusedPrefixTokens: 0, break: b });
       if (!splice.ok) return full({ kind: "template_not_prefix_stable", detail: splice.reason, fromCallId: parent.callId });
-      const isPrefix = splice.aText !== null ? rendered.startsWith(splice.aText) : rendered.length >= splice.aLength && digest(rendered.slice(0, splice.aLength)) === splice.aDigest;
+      const isPrefix = splice.aText !== null ? hasPrefix(rendered, splice.aText) : rendered.length >= splice.aLength && digest(rendered.slice(0, splice.aLength)) === splice.aDigest;
       if (!isPrefix) {
         return full(this.templateBreak(parent, messages, parentDepth, conversation.tools, rendered, codec));
       }
@@ -230,7 +231,7 @@ export class TokenExactPlanner implements HistoryPlanner {
   private templateBreak(parent: ProducedCall, messages: readonly ChatMessage[], k: number, tools: readonly ToolSpec[], rendered: string, codec: Codec): HistoryBreak {
     if (idsDigest(messages, k) !== parent.historyIdsDigest) {
       const withTheirIds = codec.renderer.render(messages.slice(0, k), tools, { addGenerationPrompt: false });
-      if (rendered.startsWith(withTheirIds)) {
+      if (hasPrefix(rendered, withTheirIds)) {
         return { kind: "rewritten_tool_call_ids", detail: `the harness changed tool-call ids of call ${parent.callId}'s history and the template renders them`, fromCallId: parent.callId };
       }
     }

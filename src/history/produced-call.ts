@@ -1,3 +1,4 @@
+import { hasPrefix } from "../core/strings.js";
 import type { ChatRenderer } from "../chat/renderer.js";
 import type { ChatMessage, ToolSpec } from "../chat/types.js";
 import type { HistoryBreak } from "../store/records.js";
@@ -74,7 +75,7 @@ export function computeSplice(
   const { renderer, tokenizer } = codec;
   const g = renderedRequest ?? renderer.render(messages, tools, { addGenerationPrompt: true });
   const a = renderer.render([...messages, response], tools, { addGenerationPrompt: false });
-  if (!a.startsWith(g)) {
+  if (!hasPrefix(a, g)) {
     return { ok: false, reason: "the template does not render the assistant turn as a continuation of its generation prompt" };
   }
   const eot = renderer.endOfTurn;
