@@ -10,7 +10,7 @@ import { ICR_SCHEMA_VERSION } from "../store/records.js";
 import { StreamDecoder } from "../tokenizer/stream-decoder.js";
 import type { ProxyContext } from "./context.js";
 import { toProtocolError } from "./errors.js";
-import { readJsonBody } from "./http/body.js";
+import { readJsonBodyText } from "./http/body.js";
 import { sendJson } from "./http/respond.js";
 import { SseWriter } from "./http/sse.js";
 import { buildReply, reconcileStreamed } from "./output/reply.js";
@@ -42,6 +42,8 @@ interface CallState {
   req: IncomingMessage;
   parsed: ParsedRequest;
   rawRequest: unknown;
+  /** The request body as sent (its parse is `rawRequest`). */
+  rawRequestJson: string;
   plan: PromptPlan;
   params: SamplingParams;
   receivedAt: number;
@@ -84,15 +86,15 @@ function baseRecord(ctx: ProxyContext, adapter: ProtocolAdapter, s: CallState): 
   };
 }
 
-function writeRecord(ctx: ProxyContext, record: CallRecord): void {
-  persistRecord(ctx, record);
+function writeRecord(ctx: ProxyContext, record: CallRecord, s: CallState): void {
+  persistRecord(ctx, record, s);
   afterRecord(ctx, record);
 }
 
 /** The durable part: the record is committed before the response's final bytes leave. */
-function persistRecord(ctx: ProxyContext, record: CallRecord): void {
+function persistRecord(ctx: ProxyContext, record: CallRecord, s: CallState): void {
   record.timings.recordedAt = Date.now();
-  ctx.store.insertCall(record);
+  ctx.store.insertCall(record, { rawRequestJson: s.rawRequestJson });
 }
 
 /**
@@ -129,7 +131,8 @@ export async function handleModelCall<R extends ParsedRequest>(ctx: ProxyContext
 }
 
 async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: ProtocolAdapter<R>, req: IncomingMessage, res: ServerResponse, session: SessionInfo, receivedAt: number): Promise<void> {
-  const rawRequest = await readJsonBody(req, ctx.maxBodyBytes);
+  const body = await readJsonBodyText(req, ctx.maxBodyBytes);
+  const rawRequest = body.value;
   const parsed = adapter.parse(rawRequest);
   ctx.models.check(parsed.model);
 
@@ -150,6 +153,7 @@ async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: Prot
     req,
     parsed,
     rawRequest,
+    rawRequestJson: body.text,
     plan,
     params: samplingFor(ctx, parsed.maxTokens, plan.promptTokens.length),
     receivedAt,
@@ -220,7 +224,7 @@ async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: Prot
       record.error = { code: err.code, message: err.message, fault: err.fault };
       record.rawResponse = toProtocolError(adapter.protocol, err).body;
       // Input errors found by the engine (e.g. its own context check) are the caller's; everything else is recorded.
-      if (err.fault !== "user") writeRecord(ctx, record);
+      if (err.fault !== "user") writeRecord(ctx, record, s);
       throw err;
     }
     s.engineEndAt = Date.now();
@@ -235,7 +239,7 @@ async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: Prot
         policyVersion: result.policyVersion,
         finishReason: "abort",
       });
-      writeRecord(ctx, record);
+      writeRecord(ctx, record, s);
       return;
     }
 
@@ -255,7 +259,7 @@ async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: Prot
     record.logprobs = result.logprobs;
     record.policyVersion = result.policyVersion;
     record.finishReason = result.finishReason;
-    persistRecord(ctx, record);
+    persistRecord(ctx, record, s);
 
     if (live.stream) live.stream.end(reply);
     else sendJson(res, 200, body, headers);

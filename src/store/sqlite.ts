@@ -11,7 +11,7 @@ import { TokenHasher, deltaPrefix } from "./prompt-delta.js";
 import { RecentCalls } from "./recent-calls.js";
 import { textDelta, type TextDelta } from "./text-delta.js";
 import type { CallRecord, SessionInfo } from "./records.js";
-import type { CallQuery, Store, StoredCall } from "./types.js";
+import type { CallQuery, InsertHints, Store, StoredCall } from "./types.js";
 
 interface SessionRow {
   session_id: string;
@@ -175,14 +175,14 @@ export class SqliteStore implements Store {
     return rows.map(sessionFromRow);
   }
 
-  insertCall(r: CallRecord): void {
+  insertCall(r: CallRecord, hints: InsertHints = {}): void {
     if (this.checkpointer === undefined) this.startCheckpointer();
     const meta: CallMeta = { error: r.error, samplingRequested: r.samplingRequested, samplingUsed: r.samplingUsed, timings: r.timings, break: r.break };
     const base = r.parentCallId === null ? undefined : this.recent.get(r.parentCallId);
     const hasher = new TokenHasher();
     const baseLen = deltaPrefix(r.promptTokens, r.reusedPrefixTokens, base?.tokens, hasher);
     const messagesJson = JSON.stringify(r.messages);
-    const rawRequestJson = jsonOrNull(r.rawRequest);
+    const rawRequestJson = r.rawRequest === undefined ? null : (hints.rawRequestJson ?? JSON.stringify(r.rawRequest));
     const messagesDelta = base?.messagesJson ? textDelta(base.messagesJson, messagesJson) : null;
     const rawDelta = base?.rawRequestJson && rawRequestJson !== null ? textDelta(base.rawRequestJson, rawRequestJson) : null;
     const textBase = messagesDelta || rawDelta ? r.parentCallId : null;

@@ -14,6 +14,12 @@ export interface CallQuery {
   limit?: number;
 }
 
+/** What a writer already has in serialised form, so a store need not serialise it again. */
+export interface InsertHints {
+  /** `record.rawRequest` as the client sent it: JSON text whose parse is `rawRequest`. */
+  rawRequestJson?: string;
+}
+
 /**
  * Persistent storage of sessions and call records. The SQLite adapter is the embedded default; the interface stays
  * narrow so a networked store can replace it. `insertCall` must be durable when it returns.
@@ -25,7 +31,7 @@ export interface Store {
   sessionByCredential(credential: string): SessionInfo | null;
   getSession(sessionId: string): SessionInfo | null;
   listSessions(filter?: { rolloutId?: string }): SessionInfo[];
-  insertCall(record: CallRecord): void;
+  insertCall(record: CallRecord, hints?: InsertHints): void;
   getCall(callId: string): CallRecord | null;
   /** Calls in insertion order. */
   listCalls(query?: CallQuery): CallRecord[];

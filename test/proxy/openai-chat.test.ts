@@ -1,5 +1,7 @@
+import Database from "better-sqlite3";
 import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SqliteStore } from "../../src/store/sqlite.js";
 import { startProxy, expectTokenExactChain, weatherAgent, WEATHER_TOOL_SCHEMA, type TestProxy } from "./helpers.js";
 
 const tools: OpenAI.Chat.ChatCompletionTool[] = [{ type: "function", function: { name: "get_weather", description: "Weather for a city", parameters: WEATHER_TOOL_SCHEMA } }];
@@ -28,6 +30,19 @@ describe("proxy: OpenAI Chat Completions through the official openai client", ()
     expect(rec?.samplingUsed?.maxTokens).toBe(300);
     expect(rec?.response?.content).toBe(r.choices[0]?.message.content);
     expect(rec?.parentCallId).toBeNull();
+  });
+
+  it("records the request body exactly as the client sent it (formatting and key order kept)", async () => {
+    const { sessionId, apiKey } = p.session();
+    const body = JSON.stringify({ max_tokens: 50, messages: [{ content: "hello", role: "user" }], model: "policy", temperature: 0.5 }, null, 2);
+    const res = await fetch(`${p.urls.openai}/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" }, body });
+    expect(res.status).toBe(200);
+    const [rec] = p.calls(sessionId);
+    expect(rec?.rawRequest).toEqual(JSON.parse(body));
+    const db = new Database((p.store as SqliteStore).path, { readonly: true });
+    const stored = db.prepare("SELECT raw_request_json FROM calls WHERE call_id = ?").pluck().get(rec?.callId);
+    db.close();
+    expect(stored).toBe(body);
   });
 
   it("streams content in several chunks that add up to the answer, with usage when asked", async () => {

@@ -5,7 +5,12 @@ import { UserError } from "../../core/errors.js";
  * Reads a request body up to `limit` bytes and parses it as JSON. Oversized bodies are refused as soon as they cross
  * the limit (declared via Content-Length or not), so a hostile client cannot make the proxy buffer unbounded data.
  */
-export function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+export async function readJsonBody(req: IncomingMessage, limit: number): Promise<unknown> {
+  return (await readJsonBodyText(req, limit)).value;
+}
+
+/** Like `readJsonBody`, with the body's text (the record keeps the request as sent instead of serialising it again). */
+export function readJsonBodyText(req: IncomingMessage, limit: number): Promise<{ value: unknown; text: string }> {
   const declared = Number(req.headers["content-length"] ?? NaN);
   if (Number.isFinite(declared) && declared > limit) {
     req.resume();
@@ -35,7 +40,7 @@ export function readJsonBody(req: IncomingMessage, limit: number): Promise<unkno
       if (failed) return;
       const text = chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks, size).toString("utf8");
       try {
-        resolve(parseJson(text));
+        resolve({ value: parseJson(text), text });
       } catch (e) {
         reject(e);
       }
