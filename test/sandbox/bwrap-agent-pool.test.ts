@@ -32,6 +32,20 @@ async function heartbeatGrows(s: Sandbox, file: string, ms = 600): Promise<boole
   return (await size()) > a;
 }
 
+/**
+ * Takes a copy of the agent's output socket with pidfd_getfd (same user, so permitted) and writes garbage into it:
+ * the host reads it as a broken frame stream and kills the agent.
+ */
+const STEAL_AGENT_STDOUT = [
+  "import ctypes, os, time",
+  "libc = ctypes.CDLL(None, use_errno=True)",
+  "pidfd = libc.syscall(434, os.getppid(), 0)",
+  "fd = libc.syscall(438, pidfd, 1, 0)",
+  "assert fd >= 0, os.strerror(ctypes.get_errno())",
+  "os.write(fd, b'garbage that is not a frame, not at all')",
+  "time.sleep(30)",
+].join("\n");
+
 describe("bwrap exec agent", () => {
   const root = tempRoot("agent");
   let backend!: BwrapBackend;
@@ -68,6 +82,18 @@ describe("bwrap exec agent", () => {
     // A cgroup-wide kill (the fallback after a stuck timeout) also only costs the next exec an agent start.
     cgroupOf(s.id).killAll();
     expect((await s.exec(["echo", "again"])).stdout).toBe("again\n");
+    await s.destroy();
+  });
+
+  it("gives a command that corrupts its agent's control stream a failed result, not an infrastructure error", async () => {
+    // Commands run as the agent's user, so they can write into the socket the agent sends its frames on. If that
+    // surfaced as an InfraError, a rollout could excuse itself from its advantage estimate; it is the command's end.
+    const s = await backend.create({ limits: LIMITS });
+    const r = await s.exec(["python3", "-c", STEAL_AGENT_STDOUT], { timeoutMs: 20_000 });
+    expect(r).toMatchObject({ exitCode: null, signal: "SIGKILL", timedOut: false });
+    expect(r.stderr).toMatch(/exec agent ended \(exit SIGKILL: harnessrl: broken agent stream/);
+    expect(r.durationMs).toBeLessThan(10_000);
+    expect((await s.exec(["echo", "back"])).stdout).toBe("back\n");
     await s.destroy();
   });
 

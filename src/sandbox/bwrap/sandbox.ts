@@ -136,11 +136,16 @@ export class BwrapSandbox extends BaseSandbox {
     if (!r.exit) {
       // The agent's process ended during the exec, and every process of the sandbox with it.
       const died = r.agentExit;
-      if (died && !timedOut && !oomKilled && !this.destroyed && !killedBySignal(died)) {
-        throw new InfraError("sandbox_agent", `sandbox exec agent died (exit ${died.code ?? died.signal}): ${died.diagnostics.trim()}`, { retryable: true });
-      }
-      if (died && killedBySignal(died) && !timedOut && !this.destroyed) {
-        r.stderr.push(Buffer.from(`\nharnessrl-sandbox: the sandbox's exec agent was killed (exit ${died.code}); every process of the sandbox ended with it\n`));
+      if (died && !timedOut && !this.destroyed) {
+        // An agent that could not even start the command (twice) is an infrastructure failure. Once the command ran,
+        // its end is the command's result: a sandboxed command can kill its agent or write garbage into the agent's
+        // pipes (same user), and an infra error would excuse the rollout from its advantage estimate — a way for a
+        // policy to turn a failing rollout into one that does not count.
+        if (!r.started && !killedBySignal(died) && !oomKilled) {
+          throw new InfraError("sandbox_agent", `sandbox exec agent died (exit ${died.code ?? died.signal}): ${died.diagnostics.trim()}`, { retryable: true });
+        }
+        const how = killedBySignal(died) ? `was killed (exit ${died.code})` : `ended (exit ${died.code ?? died.signal}: ${died.diagnostics.trim().split("\n").pop() ?? ""})`;
+        r.stderr.push(Buffer.from(`\nharnessrl-sandbox: the sandbox's exec agent ${how} while this command ran; every process of the sandbox ended with it\n`));
       }
       return this.killedResult(r, started, timedOut, oomKilled, pidsLimitHit);
     }
