@@ -53,7 +53,9 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
   const suite = await loadSuite(values.tasks ?? defaults.tasks);
   const harnesses = listOption(values.harness, ["chat-agent"]);
   const samples = intOption("samples", values.samples, 1, 1);
+  const concurrency = intOption("concurrency", values.concurrency, 8, 1);
   const stack = await RolloutStack.open({
+    sandboxPool: concurrency,
     engine: values.engine ?? "oracle",
     store: `sqlite:${join(outDir, "records.sqlite")}`,
     sandbox: values.sandbox ?? "bwrap",
@@ -68,7 +70,7 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
       stack,
       { tasks: suite.tasks, harnesses, samples, idPrefix: command },
       {
-        concurrency: intOption("concurrency", values.concurrency, 8, 1),
+        concurrency,
         resultsFile: join(outDir, "rollouts.jsonl"),
         settings: { maxTurns: intOption("max-turns", values["max-turns"], 8, 1), maxTokens: intOption("max-tokens", values["max-tokens"], 256, 1), harnessTimeoutMs: 1000 * intOption("timeout-s", values["timeout-s"], 120, 1) },
         onResult: (r, done) => {

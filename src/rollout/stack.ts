@@ -20,6 +20,11 @@ export interface StackOptions {
   modelDir?: string;
   /** Host paths hidden from sandboxes (the store's folder is always hidden). */
   hidePaths?: string[];
+  /**
+   * Warm sandboxes kept ready: the rollout concurrency, so a wave of rollouts starts without cold sandbox starts
+   * (the backend's default of 2 would leave 14 of 16 concurrent rollouts a ~160 ms cold start each).
+   */
+  sandboxPool?: number;
 }
 
 /**
@@ -44,7 +49,8 @@ export class RolloutStack {
     const proxy = new ProxyServer({ engine, store, planner: createHistoryPlanner(store), ...(options.sampling ? { sampling: options.sampling } : {}), modelAliases: [] });
     await proxy.listen(0, "127.0.0.1");
     const hidePaths = [...(options.hidePaths ?? []), ...(storePath ? [dirname(storePath)] : [])];
-    const backend = await openSandboxBackend(options.sandbox, { hidePaths });
+    const pool = options.sandboxPool === undefined ? {} : { pool: { size: Math.max(0, Math.min(256, Math.floor(options.sandboxPool))) } };
+    const backend = await openSandboxBackend(options.sandbox, { hidePaths, ...pool });
     return new RolloutStack(engine, store, proxy, backend, taskByRollout);
   }
 

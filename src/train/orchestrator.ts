@@ -142,7 +142,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
 
     await initCritic();
 
-    stack = await RolloutStack.open({ engine: engineSpec(config, run.policyDir(state.policyVersion)), store: run.storeSpec, sandbox: config.rollout.sandbox, sampling: { temperature: config.sampling.temperature, maxTokens: config.sampling.max_tokens } });
+    stack = await RolloutStack.open({ engine: engineSpec(config, run.policyDir(state.policyVersion)), store: run.storeSpec, sandbox: config.rollout.sandbox, sandboxPool: config.rollout.concurrency, sampling: { temperature: config.sampling.temperature, maxTokens: config.sampling.max_tokens } });
     const engine = stack.engine;
     if (!isHotSwappable(engine)) throw new Error(`engine ${engine.spec} cannot switch policies between steps`);
     const tokenizer = defaultCodec().tokenizer;

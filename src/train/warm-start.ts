@@ -31,7 +31,7 @@ export async function warmStart(config: RunConfig, run: RunDir, trainer: Trainer
   if (!ws) throw new Error("warmStart called without a warm_start section");
   const started = Date.now();
   const tasks = (await loadSuite(ws.demos)).tasks;
-  const stack = await RolloutStack.open({ engine: "oracle", store: run.demoStoreSpec, sandbox: config.rollout.sandbox });
+  const stack = await RolloutStack.open({ engine: "oracle", store: run.demoStoreSpec, sandbox: config.rollout.sandbox, sandboxPool: config.rollout.concurrency });
   let built;
   try {
     const progress = new Progress("demos", tasks.length * config.harnesses.length);

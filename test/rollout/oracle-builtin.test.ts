@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import "../../src/harness/index.js";
 import { RolloutStack } from "../../src/rollout/stack.js";
 import { runRollouts } from "../../src/rollout/runner.js";
+import type { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";
 import type { RolloutResult } from "../../src/rollout/types.js";
 import type { CallRecord } from "../../src/store/records.js";
 import { loadSuite } from "../../src/tasks/registry.js";
@@ -14,7 +15,7 @@ describe("oracle engine through every built-in harness in bwrap sandboxes", () =
   let calls: CallRecord[];
 
   beforeAll(async () => {
-    stack = await RolloutStack.open({ engine: "oracle", store: "memory", sandbox: "bwrap" });
+    stack = await RolloutStack.open({ engine: "oracle", store: "memory", sandbox: "bwrap", sandboxPool: 6 });
     const tasks = [...(await loadSuite("mix:train?n=6&seed=11")).tasks, ...(await loadSuite("mix:test?n=3&seed=11")).tasks, ...(await loadSuite("calcfile:test?n=2&seed=11")).tasks, ...(await loadSuite("lookuprun:test?n=2&seed=11")).tasks];
     results = await runRollouts(stack, { tasks, harnesses: HARNESSES, samples: 1, idPrefix: "oracle" }, { concurrency: 6 });
     calls = stack.store.listCalls({});
@@ -35,6 +36,13 @@ describe("oracle engine through every built-in harness in bwrap sandboxes", () =
       }
     }
     expect(results.every((r) => r.status === "ok")).toBe(true);
+  });
+
+  it("starts rollouts from a warm sandbox pool the size of the rollout concurrency", () => {
+    const stats = (stack.backend as BwrapBackend).poolStats();
+    expect(stats.size).toBe(6);
+    // The first wave of 6 concurrent rollouts at least found its sandboxes started.
+    expect(stats.hits).toBeGreaterThanOrEqual(6);
   });
 
   it("records every model call of every rollout, attributed to the rollout", () => {
