@@ -13,6 +13,10 @@ export class MemoryStore implements Store {
   private readonly credentialHashes = new Map<string, string>();
   private readonly calls: StoredCall[] = [];
   private readonly callIndex = new Map<string, StoredCall>();
+  /** Per-session and per-rollout lists (insertion order), so a filtered read does not scan every call of the run. */
+  private readonly callsBySession = new Map<string, StoredCall[]>();
+  private readonly callsByRollout = new Map<string, StoredCall[]>();
+  private readonly sessionsByRollout = new Map<string | null, SessionInfo[]>();
   private nextSeq = 1;
   private closed = false;
 
@@ -22,8 +26,10 @@ export class MemoryStore implements Store {
     if (this.sessions.has(session.sessionId) || this.credentialHashes.has(hash)) {
       throw new UserError("store_duplicate", `session ${session.sessionId} conflicts with an existing session or credential`);
     }
-    this.sessions.set(session.sessionId, structuredClone({ ...session, metadata: session.metadata ?? {} }));
+    const copy = structuredClone({ ...session, metadata: session.metadata ?? {} });
+    this.sessions.set(session.sessionId, copy);
     this.credentialHashes.set(hash, session.sessionId);
+    push(this.sessionsByRollout, copy.rolloutId, copy);
   }
 
   sessionByCredential(credential: string): SessionInfo | null {
@@ -37,8 +43,7 @@ export class MemoryStore implements Store {
   }
 
   listSessions(filter: { rolloutId?: string } = {}): SessionInfo[] {
-    return [...this.sessions.values()]
-      .filter((s) => filter.rolloutId === undefined || s.rolloutId === filter.rolloutId)
+    return [...(filter.rolloutId === undefined ? this.sessions.values() : (this.sessionsByRollout.get(filter.rolloutId) ?? []))]
       .sort((a, b) => a.createdAt - b.createdAt || (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0))
       .map((s) => structuredClone(s));
   }
@@ -51,6 +56,8 @@ export class MemoryStore implements Store {
     const entry = { seq: this.nextSeq++, record: copy };
     this.calls.push(entry);
     this.callIndex.set(record.callId, entry);
+    push(this.callsBySession, copy.sessionId, entry);
+    if (copy.rolloutId !== null) push(this.callsByRollout, copy.rolloutId, entry);
   }
 
   getCall(callId: string): CallRecord | null {
@@ -75,8 +82,11 @@ export class MemoryStore implements Store {
   }
 
   private select(query: CallQuery): StoredCall[] {
+    const list =
+      query.sessionId !== undefined ? (this.callsBySession.get(query.sessionId) ?? []) : query.rolloutId !== undefined ? (this.callsByRollout.get(query.rolloutId) ?? []) : this.calls;
     const out: StoredCall[] = [];
-    for (const e of this.calls) {
+    for (let i = query.afterSeq === undefined ? 0 : firstAfter(list, query.afterSeq); i < list.length; i++) {
+      const e = list[i] as StoredCall;
       if (query.sessionId !== undefined && e.record.sessionId !== query.sessionId) continue;
       if (query.rolloutId !== undefined && e.record.rolloutId !== query.rolloutId) continue;
       if (query.afterSeq !== undefined && e.seq <= query.afterSeq) continue;
@@ -89,4 +99,22 @@ export class MemoryStore implements Store {
   private assertOpen(): void {
     if (this.closed) throw new UserError("store_closed", "the memory store is closed");
   }
+}
+
+function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
+
+/** Index of the first entry with seq > `seq` in a list sorted by seq. */
+function firstAfter(list: readonly StoredCall[], seq: number): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((list[mid] as StoredCall).seq <= seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
