@@ -17,6 +17,9 @@ export interface DeltaRow {
   messages_tail: number;
   raw_request_keep: number;
   raw_request_tail: number;
+  tools_json: string;
+  tools_keep: number;
+  tools_tail: number;
 }
 
 /** A call's whole prompt, completion and JSON texts, with every delta applied. */
@@ -25,6 +28,7 @@ export interface ResolvedCall {
   completion: number[];
   messagesJson: string;
   rawRequestJson: string | null;
+  toolsJson: string;
 }
 
 /**
@@ -69,14 +73,15 @@ export class DeltaResolver {
     const promptBase = row.prompt_base_call_id === null ? null : (this.seen.get(row.prompt_base_call_id) as ResolvedCall);
     const prompt = promptBase ? joinPrompt(promptBase, row.prompt_base_len, suffix) : suffix;
     const textBase = row.text_base_call_id === null ? null : (this.seen.get(row.text_base_call_id) as ResolvedCall);
-    if (!textBase) return { prompt, completion, messagesJson: row.messages_json, rawRequestJson: row.raw_request_json };
+    if (!textBase) return { prompt, completion, messagesJson: row.messages_json, rawRequestJson: row.raw_request_json, toolsJson: row.tools_json };
     const messagesJson = row.messages_keep + row.messages_tail > 0 ? applyTextDelta(textBase.messagesJson, row.messages_keep, row.messages_tail, row.messages_json) : row.messages_json;
+    const toolsJson = row.tools_keep + row.tools_tail > 0 ? applyTextDelta(textBase.toolsJson, row.tools_keep, row.tools_tail, row.tools_json) : row.tools_json;
     let rawRequestJson = row.raw_request_json;
     if (rawRequestJson !== null && row.raw_request_keep + row.raw_request_tail > 0) {
       if (textBase.rawRequestJson === null) throw this.corrupt(`call ${row.call_id}'s raw request is a delta of call ${row.text_base_call_id ?? ""}, which has none`);
       rawRequestJson = applyTextDelta(textBase.rawRequestJson, row.raw_request_keep, row.raw_request_tail, rawRequestJson);
     }
-    return { prompt, completion, messagesJson, rawRequestJson };
+    return { prompt, completion, messagesJson, rawRequestJson, toolsJson };
   }
 
   private corrupt(what: string): InfraError {

@@ -76,7 +76,7 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 3,
-    description: "messages and raw request stored as text deltas (src/store/text-delta.ts); fewer pages per insert (no AUTOINCREMENT, no unused parent index)",
+    description: "messages, tools and raw request stored as text deltas (src/store/text-delta.ts); fewer pages per insert (no AUTOINCREMENT, no unused parent index)",
     // SQLite cannot drop AUTOINCREMENT in place: the table is rebuilt once. seq values are kept; new rows continue
     // after the largest (calls are never deleted, so rowid order is insertion order as before).
     sql: `
@@ -117,7 +117,9 @@ export const MIGRATIONS: readonly Migration[] = [
         messages_keep INTEGER NOT NULL DEFAULT 0,
         messages_tail INTEGER NOT NULL DEFAULT 0,
         raw_request_keep INTEGER NOT NULL DEFAULT 0,
-        raw_request_tail INTEGER NOT NULL DEFAULT 0
+        raw_request_tail INTEGER NOT NULL DEFAULT 0,
+        tools_keep INTEGER NOT NULL DEFAULT 0,
+        tools_tail INTEGER NOT NULL DEFAULT 0
       );
       INSERT INTO calls_v3 (seq, call_id, session_id, rollout_id, record_version, harness, agent_role, agent_id, protocol, stream, status, finish_reason, policy_version, parent_call_id, reused_prefix_tokens, break_kind, spawned_by_call_id, received_at, recorded_at, prompt_len, completion_len, prompt_tokens, completion_tokens, logprobs, messages_json, tools_json, response_json, raw_request_json, raw_response_json, meta_json, prompt_base_call_id, prompt_base_len) SELECT seq, call_id, session_id, rollout_id, record_version, harness, agent_role, agent_id, protocol, stream, status, finish_reason, policy_version, parent_call_id, reused_prefix_tokens, break_kind, spawned_by_call_id, received_at, recorded_at, prompt_len, completion_len, prompt_tokens, completion_tokens, logprobs, messages_json, tools_json, response_json, raw_request_json, raw_response_json, meta_json, prompt_base_call_id, prompt_base_len FROM calls;
       DROP TABLE calls;

@@ -7,6 +7,7 @@ export interface RecentCall {
   /** Its JSON texts as stored whole (text-delta.ts); dropped first when the texts exceed their memory budget. */
   messagesJson: string | null;
   rawRequestJson: string | null;
+  toolsJson: string | null;
 }
 
 /** Recent calls kept (LRU by insertion): a base is almost always its session's latest call. */
@@ -38,6 +39,7 @@ export class RecentCalls {
         this.textChars -= textSize(old);
         old.messagesJson = null;
         old.rawRequestJson = null;
+        old.toolsJson = null;
       }
     }
   }
@@ -51,5 +53,5 @@ export class RecentCalls {
 }
 
 function textSize(c: RecentCall): number {
-  return (c.messagesJson?.length ?? 0) + (c.rawRequestJson?.length ?? 0);
+  return (c.messagesJson?.length ?? 0) + (c.rawRequestJson?.length ?? 0) + (c.toolsJson?.length ?? 0);
 }

@@ -44,12 +44,14 @@ interface CallRow {
   /** Prompt stored as a delta: `prompt_tokens` holds what follows this many tokens of the base's prompt + completion. */
   prompt_base_call_id: string | null;
   prompt_base_len: number;
-  /** Messages / raw request stored as text deltas (text-delta.ts) of this call's: the middle, with these many kept. */
+  /** Messages / raw request / tools stored as text deltas (text-delta.ts) of this call's: the middle, with these kept. */
   text_base_call_id: string | null;
   messages_keep: number;
   messages_tail: number;
   raw_request_keep: number;
   raw_request_tail: number;
+  tools_keep: number;
+  tools_tail: number;
   prompt_tokens: Buffer;
   completion_tokens: Buffer;
   logprobs: Buffer;
@@ -136,8 +138,8 @@ export class SqliteStore implements Store {
         break_kind, spawned_by_call_id, received_at, recorded_at, prompt_len, completion_len, prompt_tokens,
         completion_tokens, logprobs, messages_json, tools_json, response_json, raw_request_json, raw_response_json,
         meta_json, prompt_base_call_id, prompt_base_len, text_base_call_id, messages_keep, messages_tail, raw_request_keep,
-        raw_request_tail)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+        raw_request_tail, tools_keep, tools_tail)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       callById: db.prepare("SELECT * FROM calls WHERE call_id = ?"),
     };
   }
@@ -183,26 +185,28 @@ export class SqliteStore implements Store {
     const baseLen = deltaPrefix(r.promptTokens, r.reusedPrefixTokens, base?.tokens, hasher);
     const messagesJson = JSON.stringify(r.messages);
     const rawRequestJson = r.rawRequest === undefined ? null : (hints.rawRequestJson ?? JSON.stringify(r.rawRequest));
+    const toolsJson = JSON.stringify(r.tools);
     const messagesDelta = base?.messagesJson ? textDelta(base.messagesJson, messagesJson) : null;
     const rawDelta = base?.rawRequestJson && rawRequestJson !== null ? textDelta(base.rawRequestJson, rawRequestJson) : null;
-    const textBase = messagesDelta || rawDelta ? r.parentCallId : null;
+    const toolsDelta = base?.toolsJson ? textDelta(base.toolsJson, toolsJson) : null;
+    const textBase = messagesDelta || rawDelta || toolsDelta ? r.parentCallId : null;
     try {
       this.stmts.insertCall.run(
         r.callId, r.sessionId, r.rolloutId, r.schemaVersion, r.harness, r.agentRole, r.agentId, r.protocol, r.stream ? 1 : 0,
         r.status, r.finishReason, r.policyVersion, r.parentCallId, r.reusedPrefixTokens, r.break?.kind ?? null,
         r.spawnedByCallId, r.timings.receivedAt, r.timings.recordedAt, r.promptTokens.length, r.completionTokens.length,
         encodeInt32(r.promptTokens, baseLen), encodeInt32(r.completionTokens), encodeFloat32(r.logprobs),
-        middleOf(messagesDelta, messagesJson), JSON.stringify(r.tools), r.response === null ? null : JSON.stringify(r.response),
+        middleOf(messagesDelta, messagesJson), middleOf(toolsDelta, toolsJson), r.response === null ? null : JSON.stringify(r.response),
         rawRequestJson === null ? null : middleOf(rawDelta, rawRequestJson), jsonOrNull(r.rawResponse), JSON.stringify(meta),
         baseLen > 0 ? r.parentCallId : null, baseLen, textBase, messagesDelta?.keep ?? 0, messagesDelta?.tail ?? 0, rawDelta?.keep ?? 0,
-        rawDelta?.tail ?? 0,
+        rawDelta?.tail ?? 0, toolsDelta?.keep ?? 0, toolsDelta?.tail ?? 0,
       );
     } catch (e) {
       throw this.translate(e, `call ${r.callId}`);
     }
     // The digest of prompt + completion continues from the prefix the delta check hashed (if any).
     hasher.update(r.promptTokens, hasher.length);
-    this.recent.set(r.callId, { tokens: hasher.update(r.completionTokens).digest(), messagesJson, rawRequestJson });
+    this.recent.set(r.callId, { tokens: hasher.update(r.completionTokens).digest(), messagesJson, rawRequestJson, toolsJson });
   }
 
   getCall(callId: string): CallRecord | null {
@@ -338,7 +342,7 @@ function callFromRow(row: CallRow, resolved: ResolvedCall): CallRecord {
     rawRequest: parseJson<unknown>(resolved.rawRequestJson, undefined),
     rawResponse: parseJson<unknown>(row.raw_response_json, undefined),
     messages: JSON.parse(resolved.messagesJson) as CallRecord["messages"],
-    tools: JSON.parse(row.tools_json) as CallRecord["tools"],
+    tools: JSON.parse(resolved.toolsJson) as CallRecord["tools"],
     response: parseJson<CallRecord["response"]>(row.response_json, null),
     promptTokens: resolved.prompt,
     completionTokens: resolved.completion,

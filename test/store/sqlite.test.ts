@@ -249,14 +249,14 @@ describe("SqliteStore text deltas", () => {
     }
     return out;
   }
-  const storedTexts = (path: string): { m: number; r: number | null; base: string | null }[] => {
+  const storedTexts = (path: string): { m: number; r: number | null; t: number; base: string | null }[] => {
     const db = new Database(path, { readonly: true });
-    const rows = db.prepare("SELECT length(messages_json) AS m, length(raw_request_json) AS r, text_base_call_id AS base FROM calls ORDER BY seq").all() as { m: number; r: number | null; base: string | null }[];
+    const rows = db.prepare("SELECT length(messages_json) AS m, length(raw_request_json) AS r, length(tools_json) AS t, text_base_call_id AS base FROM calls ORDER BY seq").all() as { m: number; r: number | null; t: number; base: string | null }[];
     db.close();
     return rows;
   };
 
-  it("stores each turn's new messages and raw request text only, and every read path returns them whole", () => {
+  it("stores each turn's new messages, raw request text and tool changes only, and every read path returns them whole", () => {
     const path = freshPath();
     const s = new SqliteStore(path);
     const calls = grownSession(10, "ses_text");
@@ -269,7 +269,9 @@ describe("SqliteStore text deltas", () => {
       // The new assistant + user turns (~200–300 characters), not the history (grows past 10k) nor the tools.
       expect(rows[t]!.m).toBeLessThan(400);
       expect(rows[t]!.r).toBeLessThan(400);
+      expect(rows[t]!.t).toBe(0); // the same tools as the parent's: nothing stored
     }
+    expect(rows[0]!.t).toBe(JSON.stringify(calls[0]!.tools).length);
     expect(JSON.stringify(calls[9]!.rawRequest).length).toBeGreaterThan(5000);
     const want = calls.map(asStored);
     expect(s.listCalls({ sessionId: "ses_text" })).toEqual(want);
@@ -293,8 +295,12 @@ describe("SqliteStore text deltas", () => {
     s.insertCall(orphan);
     const rows = storedTexts(path);
     expect(rows[0]!.r).toBeNull();
-    expect(rows[1]!.base).toBeNull(); // neither text shares enough with a parent that has no raw request
+    // Messages share nothing and the parent has no raw request: both whole; only the (same) tools are a delta.
+    expect(rows[1]!.m).toBe([...JSON.stringify(unrelated.messages)].length);
+    expect(rows[1]!.r).toBe([...JSON.stringify(unrelated.rawRequest)].length);
+    expect(rows[1]!.t).toBe(0);
     expect(rows[2]!.base).toBeNull();
+    expect(rows[2]!.t).toBe(JSON.stringify(orphan.tools).length);
     expect(s.listCalls({ sessionId: "ses_text2" })).toEqual([noRaw, unrelated, orphan].map(asStored));
     s.close();
   });
@@ -311,8 +317,8 @@ describe("SqliteStore text deltas", () => {
     const cols = (v2.prepare("SELECT name FROM pragma_table_info('calls')").pluck().all() as string[]).join(", ");
     // v2 rows hold whole texts: copy them from the v3 store with its texts resolved.
     v2.exec(`ATTACH '${src}' AS src; INSERT INTO calls (${cols}) SELECT ${cols} FROM src.calls; DETACH src;`);
-    const whole = v2.prepare("UPDATE calls SET messages_json = ?, raw_request_json = ?, seq = seq + 40 WHERE call_id = ?");
-    for (const c of calls.slice(0, 2)) whole.run(JSON.stringify(c.messages), JSON.stringify(c.rawRequest), c.callId);
+    const whole = v2.prepare("UPDATE calls SET messages_json = ?, raw_request_json = ?, tools_json = ?, seq = seq + 40 WHERE call_id = ?");
+    for (const c of calls.slice(0, 2)) whole.run(JSON.stringify(c.messages), JSON.stringify(c.rawRequest), JSON.stringify(c.tools), c.callId);
     v2.close();
     const s = new SqliteStore(path);
     expect(s.listCalls({ sessionId: "ses_v2" })).toEqual(calls.slice(0, 2).map(asStored));
