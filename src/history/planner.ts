@@ -117,11 +117,9 @@ export class TokenExactPlanner implements HistoryPlanner {
       if (!isPrefix) {
         return full(this.templateBreak(parent, messages, parentDepth, conversation.tools, rendered, codec));
       }
-      const prefix = promptTokensOf(parent, parent.completion);
-      const reused = prefix.length;
       const suffix = codec.tokenizer.encode(splice.tail + rendered.slice(splice.aLength));
-      for (const t of suffix) prefix.push(t);
-      return { promptTokens: prefix, parentCallId: parent.callId, reusedPrefixTokens: reused, break: laterBreak };
+      const promptTokens = promptTokensOf(parent, parent.completion, suffix);
+      return { promptTokens, parentCallId: parent.callId, reusedPrefixTokens: promptTokens.length - suffix.length, break: laterBreak };
     }
 
     return { promptTokens: codec.tokenizer.encode(rendered), parentCallId: null, reusedPrefixTokens: 0, break: this.classify(state, messages, keys, nodes, toolsMismatch) };

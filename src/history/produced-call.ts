@@ -48,12 +48,15 @@ export interface ProducedCall {
   pending: { messages: ChatMessage[]; response: ChatMessage; tools: ToolSpec[] } | null;
 }
 
-/** The call's full prompt token ids followed by `extra` (e.g. its completion), assembled from the chain. */
-export function promptTokensOf(call: ProducedCall, extra?: readonly number[]): number[] {
+/**
+ * The call's full prompt token ids followed by `extra` (e.g. its completion and the next prompt's new tokens),
+ * assembled from the chain in one allocation: pushing onto the result afterwards would copy a 100k-token array again.
+ */
+export function promptTokensOf(call: ProducedCall, ...extra: (readonly number[])[]): number[] {
   const segments: (readonly number[])[] = [call.ownPrompt];
   for (let c: ProducedCall | null = call.base; c; c = c.base) segments.push(c.completion, c.ownPrompt);
   segments.reverse();
-  if (extra) segments.push(extra);
+  segments.push(...extra);
   // concat of packed small-integer arrays is a block copy in V8: several times faster than element-wise copies.
   return ([] as number[]).concat(...segments);
 }

@@ -12,7 +12,8 @@ export function encodeInt32(values: readonly number[], from = 0): Buffer {
   const arr = new Int32Array(values.length - from);
   for (let i = from; i < values.length; i++) {
     const v = values[i] as number;
-    if (!Number.isInteger(v) || v < -2147483648 || v > 2147483647) {
+    // `v | 0` is v exactly when v is an integer in Int32 range (one comparison instead of three checks per token).
+    if ((v | 0) !== v) {
       throw new InfraError("bad_token_id", `token id at position ${i} is not a 32-bit integer: ${String(v)}`);
     }
     arr[i - from] = v;

@@ -105,6 +105,16 @@ describe("SqliteStore specifics", () => {
     expect(() => new SqliteStore(join(blocker, "nested.sqlite"))).toThrow(UserError);
   });
 
+  it("refuses token ids that are not 32-bit integers instead of storing something else", () => {
+    const s = new SqliteStore(freshPath());
+    for (const bad of [1.5, 2 ** 31, -(2 ** 31) - 1, Number.NaN]) {
+      expect(() => s.insertCall(makeRecord({ promptTokens: [1, 2, bad] }))).toThrow(/not a 32-bit integer/);
+    }
+    s.insertCall(makeRecord({ promptTokens: [2 ** 31 - 1, -(2 ** 31), 0] }));
+    expect(s.countCalls()).toBe(1);
+    s.close();
+  });
+
   it("sees rows another connection committed (readers in other processes)", () => {
     const path = freshPath();
     const writer = new SqliteStore(path);
