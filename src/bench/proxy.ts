@@ -35,6 +35,9 @@ import { latencySummary as summary } from "./stats.js";
 
 const ANSWER = "Done: the change is applied and the tests pass.";
 const TURNS_PER_SESSION = 4;
+/** Long-session phase: turns, and how many of the last (largest) turns the reported p50 covers. */
+const LONG_TURNS = 60;
+const LONG_TAIL = 20;
 const SYSTEM = Array.from({ length: 38 }, (_, i) => `Rule ${i + 1}: keep edits small, explain them briefly, and run the tests after every change.`).join("\n");
 const TOOL_SPECS = [{ name: "bash", description: "Run a shell command", parameters: { type: "object", properties: { command: { type: "string" } }, required: ["command"] } }];
 const TOOLS = TOOL_SPECS.map(({ name, description, parameters }) => ({ type: "function", function: { name, description, parameters } }));
@@ -90,7 +93,8 @@ async function serveFloor(): Promise<void> {
 }
 
 async function serve(db: string): Promise<void> {
-  const engine = createScriptedEngine(answer, { modelId: "policy" });
+  // A long context: the long-session phase grows one conversation to ~150k tokens.
+  const engine = createScriptedEngine(answer, { modelId: "policy", contextWindow: 1 << 20 });
   // "memory" isolates the proxy's cost from the durable store's (a comparison run, not the default).
   const store = db === "memory" ? openStore("memory") : new SqliteStore(db);
   const server = new ProxyServer({ engine, store, planner: createHistoryPlanner(store), adminToken: "bench-admin", onError: () => undefined });
@@ -190,6 +194,41 @@ class Harness {
  * Serial calls against several servers in alternating blocks of 25, so that the machine's slow drifts (other
  * processes, frequency) hit every server alike; the first block of each is warm-up.
  */
+/** A Claude-Code-sized conversation: ~10 kB system prompt, 16 tools (~33 kB of JSON), ~1.9 kB tool output per turn. */
+const LONG_TOOLS = Array.from({ length: 16 }, (_, i) => ({
+  type: "function",
+  function: { name: i === 0 ? "bash" : `tool_${i}`, description: "Does one thing well and reports what it did. ".repeat(40), parameters: { type: "object", properties: { command: { type: "string", description: "What to run, exactly. ".repeat(16) } }, required: ["command"] } },
+}));
+const LONG_SYSTEM = "You are a coding agent working in a large repository. Follow the rules below. ".repeat(130);
+
+function longConversation(session: number, turns: number): { role: string; content: string }[] {
+  const messages = [{ role: "system", content: LONG_SYSTEM }, { role: "user", content: `Session ${session}: fix the failing parser tests.` }];
+  for (let t = 0; t < turns; t++) {
+    messages.push({ role: "assistant", content: ANSWER }, { role: "user", content: `tool output ${t}:\n${"-rw-r--r-- 1 dev dev 4096 Dec  1 12:00 src/parser/module.ts\n".repeat(32)}` });
+  }
+  return messages;
+}
+
+/**
+ * One session grown turn by turn to ~150k tokens, each request sent to the proxy and then to the floor server:
+ * per-call latency at real-harness sizes (bodies of 50–200 kB that repeat the whole history and tool list).
+ */
+async function longSessionLatency(proxy: Client, floor: Client, turns: number): Promise<{ proxy: number[]; floor: number[]; promptChars: number[] }> {
+  const key = await proxy.session();
+  const out = { proxy: [] as number[], floor: [] as number[], promptChars: [] as number[] };
+  for (let t = 0; t < turns; t++) {
+    const body = JSON.stringify({ model: "policy", messages: longConversation(1, t), tools: LONG_TOOLS, max_tokens: 256 });
+    for (const [client, times, k] of [[proxy, out.proxy, key], [floor, out.floor, "floor"]] as const) {
+      const start = performance.now();
+      const r = await client.post("/v1/chat/completions", k, body);
+      times.push(performance.now() - start);
+      if (r.status !== 200 || !r.text.includes(ANSWER)) throw new Error(`bad response ${r.status}: ${r.text.slice(0, 300)}`);
+    }
+    out.promptChars.push(body.length);
+  }
+  return out;
+}
+
 async function interleavedLatency(clients: Client[], stream: boolean, calls: number): Promise<number[][]> {
   const block = 25;
   const harnesses = clients.map((c, i) => new Harness(c, stream, (stream ? 1 : 2) + 10 * i));
@@ -304,7 +343,9 @@ function markdown(result: Record<string, unknown>): string {
       }
     >;
     concurrency: number;
+    longSession: { turns: number; bodyKb: { first: number; last: number }; promptTokens: { first: number; last: number }; lastTurns: number; proxyP50: number; floorP50: number; ownP50: number };
   };
+  const l = r.longSession;
   const rows = Object.entries(r.modes).map(
     ([mode, m]) =>
       `| ${mode} | ${m.direct.p50.toFixed(3)} | ${m.proxy.p50.toFixed(3)} | **${m.addedP50.toFixed(3)}** | ${m.httpFloor.p50.toFixed(3)} | ${m.ownP50.toFixed(3)} | ${m.proxy.p99.toFixed(3)} | ${m.addedP99.toFixed(3)} | **${m.callsPerSecond}** | ${m.proxyCpuMsPerCall.toFixed(3)} | ${m.callsPerCpuSecond} |`,
@@ -320,6 +361,10 @@ function markdown(result: Record<string, unknown>): string {
     "| mode | direct p50 | proxy p50 | added p50 | HTTP floor p50 | own p50 | proxy p99 | added p99 | calls/s | proxy CPU ms/call | calls per CPU-second |",
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ...rows,
+    "",
+    `Long session (real-harness sizes): one conversation grown over ${l.turns} turns from ${l.promptTokens.first} to ${l.promptTokens.last} prompt tokens`,
+    `(request bodies ${l.bodyKb.first}–${l.bodyKb.last} kB: the whole history and a 16-tool list every call), non-stream. Over the last ${l.lastTurns} turns:`,
+    `proxy p50 **${l.proxyP50.toFixed(2)} ms**, HTTP floor p50 ${l.floorP50.toFixed(2)} ms, own p50 **${l.ownP50.toFixed(2)} ms**.`,
   ].join("\n");
 }
 
@@ -353,6 +398,9 @@ async function main(): Promise<void> {
   const client = new Client(child.port, concurrency);
   const floorClient = new Client(floorChild.port, 1);
   const modes: Record<string, unknown> = {};
+  let longSession: Record<string, unknown> | undefined;
+  const lengthOf = (messages: { role: string; content: string }[]): number =>
+    engine.tokenizer.encode(engine.renderer.render(messages as ChatMessage[], LONG_TOOLS.map((t) => ({ name: t.function.name, description: t.function.description, parameters: t.function.parameters })), { addGenerationPrompt: true })).length;
   try {
     for (const stream of [false, true]) {
       const mode = stream ? "stream" : "non-stream";
@@ -385,6 +433,18 @@ async function main(): Promise<void> {
         callsPerCpuSecond: Math.round(tp.calls / (cpuMicros / 1e6)),
       };
     }
+    console.error(`long session: ${LONG_TURNS} turns growing to ~150k tokens, proxy and floor alternately…`);
+    const long = await longSessionLatency(client, floorClient, LONG_TURNS);
+    const last = (xs: number[]): number[] => xs.slice(-LONG_TAIL);
+    longSession = {
+      turns: LONG_TURNS,
+      bodyKb: { first: Math.round((long.promptChars[0] ?? 0) / 1024), last: Math.round((long.promptChars.at(-1) ?? 0) / 1024) },
+      promptTokens: { first: lengthOf(longConversation(1, 0)), last: lengthOf(longConversation(1, LONG_TURNS - 1)) },
+      lastTurns: LONG_TAIL,
+      proxyP50: round(summary(last(long.proxy)).p50),
+      floorP50: round(summary(last(long.floor)).p50),
+      ownP50: round(summary(last(long.proxy)).p50 - summary(last(long.floor)).p50),
+    };
   } finally {
     client.close();
     floorClient.close();
@@ -407,6 +467,7 @@ async function main(): Promise<void> {
     serialCalls: calls,
     throughputSeconds: seconds,
     modes,
+    longSession,
   };
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
