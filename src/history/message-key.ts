@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
+import { toolsJson } from "../chat/tools-json.js";
 import type { ChatMessage, Role, ToolSpec } from "../chat/types.js";
 
 /**
@@ -48,7 +49,7 @@ export function digest(text: string): string {
 
 /** Tools as the template sees them, in order (key order matters: templates print `tojson` verbatim). */
 export function toolsKey(tools: readonly ToolSpec[]): string {
-  return JSON.stringify(tools);
+  return toolsJson(tools);
 }
 
 export function hasAssistant(messages: readonly ChatMessage[]): boolean {
