@@ -10,7 +10,7 @@
  * Added latency = proxy percentile − direct percentile over serial calls; throughput = calls/s with concurrent clients.
  * Writes docs/bench/proxy.json and the summary table in docs/proxy.md.
  *
- * Options: --calls N (serial calls per mode, default 1000), --seconds S (per throughput run, default 4),
+ * Options: --calls N (serial calls per mode, default 1000), --warmup N (uncounted calls first, default 1000), --seconds S (per throughput run, default 4),
  * --concurrency C (default 16), --out FILE, --no-docs, --store sqlite|memory (memory: to see the store's share; the
  * published numbers use sqlite), --profile DIR (CPU profile of the proxy process, for
  * `node --cpu-prof` tooling).
@@ -190,10 +190,6 @@ class Harness {
   }
 }
 
-/**
- * Serial calls against several servers in alternating blocks of 25, so that the machine's slow drifts (other
- * processes, frequency) hit every server alike; the first block of each is warm-up.
- */
 /** A Claude-Code-sized conversation: ~10 kB system prompt, 16 tools (~33 kB of JSON), ~1.9 kB tool output per turn. */
 const LONG_TOOLS = Array.from({ length: 16 }, (_, i) => ({
   type: "function",
@@ -229,21 +225,28 @@ async function longSessionLatency(proxy: Client, floor: Client, turns: number): 
   return out;
 }
 
-async function interleavedLatency(clients: Client[], stream: boolean, calls: number): Promise<number[][]> {
+/**
+ * Serial calls against several servers in alternating blocks of 25, so that the machine's slow drifts (other
+ * processes, frequency) hit every server alike. The first `warmup` calls of each are not counted: a proxy serves
+ * rollouts for hours, and its first ~1,000 calls run before the JIT, the heap and SQLite's page cache settle
+ * (~25 % slower here).
+ */
+async function interleavedLatency(clients: Client[], stream: boolean, calls: number, warmup: number): Promise<{ measured: number[][]; warmup: number[][] }> {
   const block = 25;
   const harnesses = clients.map((c, i) => new Harness(c, stream, (stream ? 1 : 2) + 10 * i));
   const out = clients.map((): number[] => []);
-  for (let done = -block; done < calls; done += block) {
+  const early = clients.map((): number[] => []);
+  for (let done = -Math.ceil(warmup / block) * block; done < calls; done += block) {
     for (const [i, h] of harnesses.entries()) {
       for (let k = 0; k < block; k++) {
         const call = await h.next();
         const t = performance.now();
         await call();
-        if (done >= 0) out[i]?.push(performance.now() - t);
+        (done >= 0 ? out : early)[i]?.push(performance.now() - t);
       }
     }
   }
-  return out;
+  return { measured: out, warmup: early };
 }
 
 async function throughput(client: Client, stream: boolean, concurrency: number, seconds: number): Promise<{ perSecond: number; calls: number }> {
@@ -328,6 +331,7 @@ function markdown(result: Record<string, unknown>): string {
     loadavg: number[];
     promptTokens: { min: number; max: number };
     schema: number;
+    warmupCalls: number;
     modes: Record<
       string,
       {
@@ -337,6 +341,7 @@ function markdown(result: Record<string, unknown>): string {
         addedP50: number;
         addedP99: number;
         ownP50: number;
+        proxyWarmupP50: number | null;
         callsPerSecond: number;
         proxyCpuMsPerCall: number;
         callsPerCpuSecond: number;
@@ -353,7 +358,8 @@ function markdown(result: Record<string, unknown>): string {
   return [
     `Run ${r.date} on ${r.cpus} cores (${r.cpuModel}), load average ${r.loadavg.map((x) => x.toFixed(1)).join(" ")}; prompts ${r.promptTokens.min}–${r.promptTokens.max} tokens,`,
     `multi-turn sessions extending token-exactly, SQLite records (schema ${r.schema}: prompts and texts as deltas), OpenAI Chat Completions, ${r.concurrency} concurrent clients for calls/s.`,
-    "Latencies in ms (serial calls); added = proxy − direct engine call; HTTP floor = a bare node:http server in a child",
+    `Latencies in ms (serial calls, after ${r.warmupCalls} uncounted warm-up calls per server; a freshly started proxy's first calls: p50 ${Object.values(r.modes)[0]?.proxyWarmupP50?.toFixed(3) ?? "?"}`,
+    "non-stream); added = proxy − direct engine call; HTTP floor = a bare node:http server in a child",
     "process answering the same requests (measured interleaved with the proxy), own = proxy − floor. calls/s = measured",
     "with the concurrent clients on the same machine; CPU ms/call = the proxy process's own CPU time per call in that",
     "run (sessions issued beforehand), and calls per CPU-second = what one fully available core sustains at that cost.",
@@ -373,6 +379,7 @@ async function main(): Promise<void> {
     options: {
       serve: { type: "string" },
       calls: { type: "string", default: "1000" },
+      warmup: { type: "string", default: "1000" },
       seconds: { type: "string", default: "4" },
       concurrency: { type: "string", default: "16" },
       out: { type: "string" },
@@ -384,6 +391,7 @@ async function main(): Promise<void> {
   if (values.serve === "floor") return serveFloor();
   if (values.serve) return serve(values.serve);
   const calls = Number(values.calls);
+  const warmup = Number(values.warmup);
   const seconds = Number(values.seconds);
   const concurrency = Number(values.concurrency);
   const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -407,8 +415,10 @@ async function main(): Promise<void> {
       console.error(`${mode}: direct engine, ${calls} calls…`);
       const direct = summary(await directLatency(engine, calls));
       console.error(`${mode}: through the proxy and the bare HTTP floor, ${calls} serial calls each, interleaved…`);
-      await client.prepare(Math.ceil((calls + 20) / TURNS_PER_SESSION) + 1);
-      const [proxyTimes = [], floorTimes = []] = await interleavedLatency([client, floorClient], stream, calls);
+      await client.prepare(Math.ceil((calls + warmup + 50) / TURNS_PER_SESSION) + 1);
+      const serial = await interleavedLatency([client, floorClient], stream, calls, warmup);
+      const [proxyTimes = [], floorTimes = []] = serial.measured;
+      const [proxyWarmup = []] = serial.warmup;
       const proxy = summary(proxyTimes);
       const floor = summary(floorTimes);
       console.error(`${mode}: throughput, ${concurrency} clients for ${seconds}s…`);
@@ -426,6 +436,8 @@ async function main(): Promise<void> {
         // A bare Node HTTP server in a child process: the part of "added" that is the HTTP hop itself.
         httpFloor: { p50: round(floor.p50), p99: round(floor.p99), mean: round(floor.mean), n: floor.n },
         ownP50: round(proxy.p50 - floor.p50),
+        // The uncounted first calls (a freshly started proxy: JIT, heap and SQLite cache still warming up).
+        proxyWarmupP50: proxyWarmup.length > 0 ? round(summary(proxyWarmup).p50) : null,
         callsPerSecond: Math.round(callsPerSecond),
         // The proxy's own CPU per call under load (the session-issuing admin call every few calls included); a
         // throughput measure that does not depend on how busy the rest of the machine is.
@@ -465,6 +477,7 @@ async function main(): Promise<void> {
     store: values.store,
     schema: LATEST_SCHEMA_VERSION,
     serialCalls: calls,
+    warmupCalls: warmup,
     throughputSeconds: seconds,
     modes,
     longSession,
