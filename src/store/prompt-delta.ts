@@ -24,17 +24,10 @@ export interface CallDigest {
 }
 
 /**
- * Two independent 32-bit multiplicative hashes over the ids (with the sequence split between prompt and completion
- * not mattering: the base is their concatenation). This guards against a planner bug claiming a prefix that is not
- * one, not against an adversary; the ids are our own tokenizer's output.
+ * Two independent 32-bit multiplicative hashes over token ids, fed incrementally: a prompt is hashed once, for the
+ * delta check and then on into the completion for the next call's base. This guards against a planner bug claiming a
+ * prefix that is not one, not against an adversary (the ids are our own tokenizer's output).
  */
-export function tokensDigest(parts: readonly (readonly number[])[], length = Infinity): CallDigest {
-  const h = new TokenHasher();
-  for (const part of parts) h.update(part, 0, Math.min(part.length, length - h.length));
-  return h.digest();
-}
-
-/** Incremental form of `tokensDigest`: a prompt is hashed once, for the delta check and for the next call's base. */
 export class TokenHasher {
   private h1 = 0x811c9dc5;
   private h2 = 0x01000193;

@@ -293,6 +293,21 @@ describe("SqliteStore text deltas", () => {
     again.close();
   });
 
+  it("reports a delta whose base row is gone as a corrupt store (InfraError store_corrupt), not a wrong record", () => {
+    const path = freshPath();
+    const s = new SqliteStore(path);
+    const [a, b] = grownSession(2, "ses_text3");
+    s.insertCall(a!);
+    s.insertCall(b!);
+    s.close();
+    const db = new Database(path);
+    db.prepare("DELETE FROM calls WHERE call_id = ?").run(a!.callId);
+    db.close();
+    const again = new SqliteStore(path);
+    expect(() => again.getCall(b!.callId)).toThrow(expect.objectContaining({ code: "store_corrupt", fault: "infra" }));
+    again.close();
+  });
+
   it("keeps a text whole when the parent is unknown, has no raw request, or shares nothing", () => {
     const path = freshPath();
     const s = new SqliteStore(path);
