@@ -131,8 +131,8 @@ export async function handleModelCall<R extends ParsedRequest>(ctx: ProxyContext
 }
 
 async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: ProtocolAdapter<R>, req: IncomingMessage, res: ServerResponse, session: SessionInfo, receivedAt: number): Promise<void> {
-  const body = await readJsonBodyText(req, ctx.maxBodyBytes);
-  const rawRequest = body.value;
+  const request = await readJsonBodyText(req, ctx.maxBodyBytes);
+  const rawRequest = request.value;
   const parsed = adapter.parse(rawRequest);
   ctx.models.check(parsed.model);
 
@@ -153,7 +153,7 @@ async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: Prot
     req,
     parsed,
     rawRequest,
-    rawRequestJson: body.text,
+    rawRequestJson: request.text,
     plan,
     params: samplingFor(ctx, parsed.maxTokens, plan.promptTokens.length),
     receivedAt,
