@@ -97,6 +97,20 @@ describe("bwrap exec agent", () => {
     await s.destroy();
   });
 
+  it("lets the OOM killer take the sandbox's commands, not its agent", async () => {
+    // Six ~25 MB processes in a 96 MiB sandbox: each is smaller than the agent (node), which the kernel would pick
+    // first by size; with the commands' oom_score_adj raised it kills commands and the agent lives on.
+    const s = await backend.create({ limits: { ...LIMITS, memoryBytes: 96 * 1024 * 1024 } });
+    const agent = cgroupOf(s.id).pids();
+    const script = "for i in 1 2 3 4 5 6; do python3 -c 'b = b\"x\" * (20 << 20); import time; time.sleep(4)' & done; wait; echo finished";
+    const r = await s.exec(["sh", "-c", script], { timeoutMs: 30_000 });
+    expect(r).toMatchObject({ exitCode: 0, stdout: "finished\n", oomKilled: true });
+    expect(r.stderr).not.toContain("exec agent");
+    const still = cgroupOf(s.id).pids();
+    expect(agent.every((p) => still.includes(p))).toBe(true);
+    await s.destroy();
+  });
+
   it("relays a large output without charging it to the sandbox's memory", async () => {
     // 300 MB through the agent in a sandbox allowed 32 MiB: the agent must not queue or retain what it relayed.
     const s = await backend.create({ limits: { ...LIMITS, memoryBytes: 32 * 1024 * 1024 } });

@@ -12,7 +12,7 @@
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { Forwarder } from "./forwarder.js";
 import { inPrivatePidNamespace, killExecTree, sweepNamespace } from "./procs.js";
 import { FrameDecoder, FrameType, encodeFrame, encodeJson, parseJson } from "./protocol.js";
@@ -146,6 +146,20 @@ function spawnFailed(run: Running, e: NodeJS.ErrnoException): void {
   })();
 }
 
+/**
+ * When the sandbox runs out of memory, the kernel should kill a command, not this agent: the agent's death ends every
+ * process of the sandbox and costs the next exec a cold start. Raising a process's `oom_score_adj` needs no privilege
+ * (lowering the agent's own would). Its children inherit the value; what the command forks in the microseconds
+ * before this write keeps the default.
+ */
+function preferAsOomVictim(pid: number): void {
+  try {
+    writeFileSync(`/proc/${pid}/oom_score_adj`, "1000");
+  } catch {
+    // No /proc or not permitted: the kernel's own choice stands.
+  }
+}
+
 function startCommand(run: Running): void {
   const { argv, cwd, env, stdin } = run.request;
   const [file = "", ...args] = argv;
@@ -158,7 +172,10 @@ function startCommand(run: Running): void {
     return;
   }
   run.child = child;
-  if (child.pid !== undefined) send(encodeFrame(FrameType.started, run.id));
+  if (child.pid !== undefined) {
+    preferAsOomVictim(child.pid);
+    send(encodeFrame(FrameType.started, run.id));
+  }
   run.closed = new Promise((resolve) => child.once("close", () => resolve()));
   const { stdout, stderr } = child;
   stdout?.on("data", (c: Buffer) => relay(FrameType.stdout, run.id, c, stdout));
