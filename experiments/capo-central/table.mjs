@@ -32,16 +32,24 @@ const sd = (xs) => {
   const m = mean(xs);
   return xs.length < 2 ? 0 : Math.sqrt(xs.reduce((a, x) => a + (x - m) ** 2, 0) / (xs.length - 1));
 };
-const seedLines = ["| arm | seeds | pass@1 after (%) per seed | mean after (%) | mean change (points) ± sd over seeds | pooled after (rollouts) |", "| --- | ---: | --- | ---: | --- | ---: |"];
-const pooled = {};
+// Every "before" evaluates the same warm-start checkpoint (only the evaluation's sampling differs by seed), so the
+// reference for every arm is their pooled mean; an arm's own "before" is one noisy draw of it.
+const all = arms.flatMap((arm) => runsOf(arm).map((d) => ({ arm, d })));
+const beforeOf = (d) => JSON.parse(readFileSync(`${d}/eval-before.json`, "utf8")).byHarness["central-agent"];
+const afterOf = (d) => JSON.parse(readFileSync(`${d}/eval-after.json`, "utf8")).byHarness["central-agent"];
+const start = mean(all.map(({ d }) => beforeOf(d).passAt1));
+const seedLines = [
+  `Pooled start (all ${all.length} "before" evaluations of the warm start): ${pct(start)} %.`,
+  "",
+  "| arm | seeds | pass@1 after (%) per seed | mean after (%) ± sd over seeds | after − pooled start (points) | rollouts | mean capo/grad_cosine |",
+  "| --- | ---: | --- | --- | ---: | ---: | ---: |",
+];
 for (const arm of arms) {
   const dirs = runsOf(arm);
   if (dirs.length < 2) continue;
-  const after = dirs.map((d) => JSON.parse(readFileSync(`${d}/eval-after.json`, "utf8")).byHarness["central-agent"]);
-  const before = dirs.map((d) => JSON.parse(readFileSync(`${d}/eval-before.json`, "utf8")).byHarness["central-agent"]);
-  const changes = after.map((a, i) => 100 * (a.passAt1 - before[i].passAt1));
-  const n = after.reduce((s, a) => s + (a.rollouts ?? a.n ?? 0), 0);
-  pooled[arm] = mean(after.map((a) => a.passAt1));
-  seedLines.push(`| ${arm} | ${dirs.length} | ${after.map((a) => pct(a.passAt1)).join(", ")} | ${pct(pooled[arm])} | ${mean(changes).toFixed(1)} ± ${sd(changes).toFixed(1)} | ${n || "–"} |`);
+  const after = dirs.map((d) => 100 * afterOf(d).passAt1);
+  const cos = mean(dirs.flatMap((d) => readFileSync(`${d}/metrics.jsonl`, "utf8").trim().split("\n").map((l) => JSON.parse(l)["capo/grad_cosine"]).filter((v) => typeof v === "number")));
+  const rollouts = dirs.reduce((n, d) => n + afterOf(d).rollouts, 0);
+  seedLines.push(`| ${arm} | ${dirs.length} | ${after.map((x) => x.toFixed(1)).join(", ")} | ${mean(after).toFixed(1)} ± ${sd(after).toFixed(1)} | ${(mean(after) - 100 * start).toFixed(1)} | ${rollouts} | ${f3(cos)} |`);
 }
-if (seedLines.length > 2) console.log(`\n${seedLines.join("\n")}`);
+if (seedLines.length > 4) console.log(`\n${seedLines.join("\n")}`);
