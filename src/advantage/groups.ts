@@ -1,4 +1,4 @@
-import type { RolloutResult } from "../rollout/types.js";
+import type { RolloutResult } from "../tasks/rollout-result.js";
 import type { AdvantageConfig, GroupField } from "./config.js";
 
 /** The fields of a rollout result the estimators read (a RolloutResult satisfies it). */

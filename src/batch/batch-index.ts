@@ -1,4 +1,4 @@
-import type { BreakKind } from "../store/records.js";
+import type { BreakKind } from "../icr/records.js";
 import type { FilterStats } from "../trees/filter.js";
 import type { BranchLabel, TokenRole } from "../trees/types.js";
 import type { PackedBatch } from "./types.js";

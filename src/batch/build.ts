@@ -1,5 +1,5 @@
 import { UserError } from "../core/errors.js";
-import type { BreakKind, CallRecord } from "../store/records.js";
+import type { BreakKind, CallRecord } from "../icr/records.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 import type { FilterOptions, KeptForest } from "../trees/filter.js";
 import { filterForests } from "../trees/filter.js";

@@ -1,4 +1,4 @@
-import type { CallRecord } from "../store/records.js";
+import type { CallRecord } from "../icr/records.js";
 import type { SessionTree, TreeNode } from "../trees/types.js";
 import { TOKEN_ROLES } from "../trees/types.js";
 import type { RowIndex } from "./batch-index.js";

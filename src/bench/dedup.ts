@@ -1,5 +1,5 @@
 import { buildBatch } from "../batch/build.js";
-import type { CallRecord, SessionInfo } from "../store/records.js";
+import type { CallRecord, SessionInfo } from "../icr/records.js";
 import { buildForests } from "../trees/forest.js";
 
 /** Tree-packed vs flat token counts of one set of calls (no filtering, one big row budget so no tree is split). */

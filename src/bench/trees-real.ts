@@ -21,7 +21,7 @@ import { REAL_HARNESS_SHELL_TOOLS } from "../harness/real/index.js";
 import { createScriptedEngine, type ScriptReply, type ScriptRequest } from "../engine/scripted/index.js";
 import { runRollouts } from "../rollout/runner.js";
 import { RolloutStack } from "../rollout/stack.js";
-import type { CallRecord, SessionInfo } from "../store/records.js";
+import type { CallRecord, SessionInfo } from "../icr/records.js";
 import type { Task } from "../tasks/task.js";
 import { dedupStats, round3, type DedupStats } from "./dedup.js";
 

@@ -4,7 +4,7 @@ import { Progress } from "../core/progress.js";
 import "../harness/index.js";
 import { RolloutStack } from "../rollout/stack.js";
 import { runRollouts } from "../rollout/runner.js";
-import type { RolloutResult } from "../rollout/types.js";
+import type { RolloutResult } from "../tasks/rollout-result.js";
 import { loadSuite } from "../tasks/registry.js";
 import { intOption, listOption, numberOption } from "./args.js";
 

@@ -1,4 +1,4 @@
-import type { RolloutResult } from "../rollout/types.js";
+import type { RolloutResult } from "../tasks/rollout-result.js";
 
 /**
  * Unbiased pass@k from n samples with c passes (Chen et al., 2021): 1 − C(n−c, k) / C(n, k), computed as a product

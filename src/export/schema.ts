@@ -1,4 +1,4 @@
-import type { CallRecord, SessionInfo } from "../store/records.js";
+import type { CallRecord, SessionInfo } from "../icr/records.js";
 import type { Segment, SessionTree, TreeCall, TreeNode } from "../trees/types.js";
 import type { TableDef } from "./parquet-table.js";
 

@@ -1,4 +1,4 @@
-import type { Protocol } from "../store/records.js";
+import type { Protocol } from "../icr/records.js";
 
 /** What a harness needs to know to run one rollout inside a sandbox. */
 export interface LaunchContext {

@@ -1,5 +1,5 @@
 import type { ChatMessage } from "../chat/types.js";
-import type { BreakKind, HistoryBreak } from "../store/records.js";
+import type { BreakKind, HistoryBreak } from "../icr/records.js";
 import { sameJson } from "./message-key.js";
 
 /** A produced call the request is compared against, with its history `messages ++ [response]` and their keys. */

@@ -1,7 +1,7 @@
 import { hasPrefix } from "../core/strings.js";
 import type { ChatRenderer } from "../chat/renderer.js";
 import type { ChatMessage, Conversation, ToolSpec } from "../chat/types.js";
-import type { CallRecord, HistoryBreak } from "../store/records.js";
+import type { CallRecord, HistoryBreak } from "../icr/records.js";
 import type { Store } from "../store/types.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 import { classifyDivergence } from "./classify.js";

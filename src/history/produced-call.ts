@@ -1,7 +1,7 @@
 import { hasPrefix } from "../core/strings.js";
 import type { ChatRenderer } from "../chat/renderer.js";
 import type { ChatMessage, ToolSpec } from "../chat/types.js";
-import type { HistoryBreak } from "../store/records.js";
+import type { HistoryBreak } from "../icr/records.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 import { digest } from "./message-key.js";
 import type { TrieNode } from "./trie.js";

@@ -1,6 +1,6 @@
 import type { ChatRenderer } from "../chat/renderer.js";
 import type { Conversation } from "../chat/types.js";
-import type { CallRecord, HistoryBreak } from "../store/records.js";
+import type { CallRecord, HistoryBreak } from "../icr/records.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 
 /** How a new call's prompt tokens were obtained. */

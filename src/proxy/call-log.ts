@@ -1,4 +1,4 @@
-import type { CallRecord } from "../store/records.js";
+import type { CallRecord } from "../icr/records.js";
 
 /** One human-readable line per recorded call, for `harnessrl proxy --verbose`. */
 export function callLogLine(r: CallRecord): string {

@@ -1,6 +1,6 @@
 import type { SamplingEngine, SamplingParams } from "../engine/types.js";
 import type { HistoryPlanner } from "../history/types.js";
-import type { CallRecord } from "../store/records.js";
+import type { CallRecord } from "../icr/records.js";
 import type { Store } from "../store/types.js";
 import type { ModelCatalog } from "./models.js";
 import type { SessionRegistry } from "./sessions.js";

@@ -1,5 +1,5 @@
 import { isHarnessRLError, toHarnessRLError, type HarnessRLError } from "../core/errors.js";
-import type { Protocol } from "../store/records.js";
+import type { Protocol } from "../icr/records.js";
 
 /**
  * The proxy's single error boundary: every failure (ours, the caller's, the engine's) is a HarnessRLError by the

@@ -4,7 +4,7 @@ import { UserError, isHarnessRLError } from "../core/errors.js";
 import { newSecret } from "../core/ids.js";
 import { DEFAULT_SAMPLING, type SamplingEngine, type SamplingParams } from "../engine/types.js";
 import type { HistoryPlanner } from "../history/types.js";
-import type { CallRecord, Protocol } from "../store/records.js";
+import type { CallRecord, Protocol } from "../icr/records.js";
 import type { Store } from "../store/types.js";
 import { handleAdmin, sessionStatus } from "./admin.js";
 import { handleModelCall } from "./call.js";

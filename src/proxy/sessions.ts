@@ -2,7 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import { UserError } from "../core/errors.js";
 import { newId, newSecret } from "../core/ids.js";
-import type { SessionInfo } from "../store/records.js";
+import type { SessionInfo } from "../icr/records.js";
 import type { Store } from "../store/types.js";
 
 export interface IssueSessionRequest {

@@ -5,7 +5,7 @@ import { verifierFilesOf, workspaceSeedOf } from "../tasks/materialize.js";
 import type { Task } from "../tasks/task.js";
 import { parseVerifierOutput, type VerifierResult } from "../tasks/verifier-result.js";
 import { DEFAULT_SETTLE, waitSettled, type SettleOptions } from "./settle.js";
-import type { RolloutRequest, RolloutResult, RolloutStatus } from "./types.js";
+import type { RolloutRequest, RolloutResult, RolloutStatus } from "../tasks/rollout-result.js";
 
 /** What a rollout needs from the capture proxy: credentials for its session and its sessions' call counts. */
 export interface RolloutProxy {

@@ -5,7 +5,7 @@ import type { Task } from "../tasks/task.js";
 import { runPool } from "./pool.js";
 import { DEFAULT_ROLLOUT_SETTINGS, runRollout, type RolloutSettings } from "./run-one.js";
 import type { RolloutStack } from "./stack.js";
-import type { RolloutRequest, RolloutResult } from "./types.js";
+import type { RolloutRequest, RolloutResult } from "../tasks/rollout-result.js";
 
 export interface RolloutPlan {
   tasks: readonly Task[];

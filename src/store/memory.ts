@@ -1,6 +1,6 @@
 import { UserError } from "../core/errors.js";
 import { hashCredential } from "./credentials.js";
-import type { CallRecord, SessionInfo } from "./records.js";
+import type { CallRecord, SessionInfo } from "../icr/records.js";
 import type { CallQuery, Store, StoredCall } from "./types.js";
 
 /**

@@ -10,7 +10,7 @@ import { DeltaResolver, type ResolvedCall } from "./delta-resolver.js";
 import { TokenHasher, deltaPrefix } from "./prompt-delta.js";
 import { RecentCalls } from "./recent-calls.js";
 import { textDelta, type TextDelta } from "./text-delta.js";
-import type { CallRecord, SessionInfo } from "./records.js";
+import type { CallRecord, SessionInfo } from "../icr/records.js";
 import type { CallQuery, InsertHints, Store, StoredCall } from "./types.js";
 
 interface SessionRow {

@@ -1,4 +1,4 @@
-import type { CallRecord, SessionInfo } from "./records.js";
+import type { CallRecord, SessionInfo } from "../icr/records.js";
 
 /** A call record with its insertion sequence number (monotonic per store; what `afterSeq` compares against). */
 export interface StoredCall {

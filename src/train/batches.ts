@@ -1,6 +1,6 @@
 import { buildBatch } from "../batch/build.js";
 import type { BuiltBatch } from "../batch/batch-index.js";
-import type { RolloutResult } from "../rollout/types.js";
+import type { RolloutResult } from "../tasks/rollout-result.js";
 import type { Store } from "../store/types.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 import { buildForests } from "../trees/forest.js";

@@ -8,7 +8,7 @@ import type { EvalSummary } from "../eval/metrics.js";
 import "../harness/index.js";
 import { RolloutStack } from "../rollout/stack.js";
 import { runRollouts } from "../rollout/runner.js";
-import type { RolloutResult } from "../rollout/types.js";
+import type { RolloutResult } from "../tasks/rollout-result.js";
 import { loadSuite } from "../tasks/registry.js";
 import type { Task } from "../tasks/task.js";
 import { createTrainer } from "../trainer/index.js";

@@ -1,5 +1,5 @@
 import { advantageMetrics, applyAdvantages, parseAdvantageConfig, type AdvantageConfig } from "../advantage/index.js";
-import type { RolloutResult } from "../rollout/types.js";
+import type { RolloutResult } from "../tasks/rollout-result.js";
 import type { Store } from "../store/types.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 import type { OptimStepResult, Trainer } from "../trainer/types.js";

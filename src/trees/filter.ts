@@ -1,4 +1,4 @@
-import type { CallRecord } from "../store/records.js";
+import type { CallRecord } from "../icr/records.js";
 import { treePaths } from "./paths.js";
 import type { BranchLabel, RolloutForest, SessionTree, TreeCall } from "./types.js";
 

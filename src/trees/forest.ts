@@ -1,4 +1,4 @@
-import type { CallRecord, SessionInfo } from "../store/records.js";
+import type { CallRecord, SessionInfo } from "../icr/records.js";
 import type { Store } from "../store/types.js";
 import { buildSessionTree } from "./session-tree.js";
 import type { RolloutForest, SessionTree } from "./types.js";

@@ -1,7 +1,7 @@
 import { parseAssistantOutput } from "../chat/parse-output.js";
 import type { Span } from "../chat/parse-output.js";
 import { tokenSpans } from "../chat/token-spans.js";
-import type { CallRecord } from "../store/records.js";
+import type { CallRecord } from "../icr/records.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 
 /** Action / args flags over one call's completion tokens, plus what the parser found. */

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { tokenSpans } from "../chat/token-spans.js";
 import { UserError } from "../core/errors.js";
-import type { CallRecord } from "../store/records.js";
+import type { CallRecord } from "../icr/records.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 import { completionMasks } from "./masks.js";
 

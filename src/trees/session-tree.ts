@@ -1,4 +1,4 @@
-import type { CallRecord, SessionInfo } from "../store/records.js";
+import type { CallRecord, SessionInfo } from "../icr/records.js";
 import { append, boundary, newRoot, walk } from "./radix.js";
 import type { BranchLabel, ContextKind, Segment, SessionTree, TreeBuildOptions, TreeCall, TreeNode } from "./types.js";
 

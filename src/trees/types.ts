@@ -1,4 +1,4 @@
-import type { BreakKind, CallRecord, SessionInfo } from "../store/records.js";
+import type { BreakKind, CallRecord, SessionInfo } from "../icr/records.js";
 
 /**
  * What a branch of a session tree is. `main`: the agent's own trajectory; `sub-agent`: a session spawned by a call of

@@ -1,4 +1,4 @@
-import type { BreakKind } from "../store/records.js";
+import type { BreakKind } from "../icr/records.js";
 import { treePaths } from "./paths.js";
 import type { BranchLabel, ContextKind, ParentDisagreement, RolloutForest, SessionTree, TokenRole, TreeNode } from "./types.js";
 

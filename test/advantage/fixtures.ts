@@ -3,9 +3,9 @@
  * or real ChatML text through the byte tokenizer where tool calls and masks matter.
  */
 import { parseAssistantOutput } from "../../src/chat/parse-output.js";
-import type { RolloutResult, RolloutStatus } from "../../src/rollout/types.js";
-import type { CallRecord } from "../../src/store/records.js";
-import { ICR_SCHEMA_VERSION } from "../../src/store/records.js";
+import type { RolloutResult, RolloutStatus } from "../../src/tasks/rollout-result.js";
+import type { CallRecord } from "../../src/icr/records.js";
+import { ICR_SCHEMA_VERSION } from "../../src/icr/records.js";
 import { ByteTokenizer } from "../../src/tokenizer/bytes.js";
 
 export const tok = new ByteTokenizer();

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { applyAdvantages, parseAdvantageConfig } from "../../src/advantage/index.js";
 import type { BuiltBatch } from "../../src/batch/batch-index.js";
 import { buildBatch } from "../../src/batch/build.js";
-import type { CallRecord } from "../../src/store/records.js";
+import type { CallRecord } from "../../src/icr/records.js";
 import { buildForests } from "../../src/trees/forest.js";
 import { branching, linear, rec, result, tok } from "./fixtures.js";
 import { byToken } from "./helpers.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { applyAdvantages, decisionsOf, mainAgentCalls, parseAdvantageConfig } from "../../src/advantage/index.js";
 import { buildBatch } from "../../src/batch/build.js";
-import type { CallRecord } from "../../src/store/records.js";
+import type { CallRecord } from "../../src/icr/records.js";
 import { buildForests } from "../../src/trees/forest.js";
 import { subAgentRollout } from "../trees/fixtures.js";
 import { rec, result, tok } from "./fixtures.js";

@@ -5,7 +5,7 @@ import { buildBatch } from "../../src/batch/build.js";
 import { parseBatchConfig } from "../../src/batch/config.js";
 import type { PackedRow } from "../../src/batch/types.js";
 import { buildForests } from "../../src/trees/forest.js";
-import type { CallRecord } from "../../src/store/records.js";
+import type { CallRecord } from "../../src/icr/records.js";
 import { compactionSession, editedHistorySession, linearSession, parallelSession, randomSession, retrySession, strippedReasoningSession, subAgentRollout, tok } from "../trees/fixtures.js";
 
 interface TokenData {

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/index.js";
-import { checkConsistency, workerScorer } from "../../src/engine/llamacpp/consistency.js";
+import { checkConsistency, workerScorer } from "../../src/train/consistency.js";
 import { createTrainer } from "../../src/trainer/index.js";
 import type { Trainer } from "../../src/trainer/types.js";
 import { startCpuLoad } from "./cpu-load.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { groupMetrics, passAtK, summarise } from "../../src/eval/metrics.js";
-import type { RolloutResult } from "../../src/rollout/types.js";
+import type { RolloutResult } from "../../src/tasks/rollout-result.js";
 
 function result(taskId: string, harness: string, score: number, status: RolloutResult["status"] = score >= 1 ? "ok" : "task_failed", f1?: number): RolloutResult {
   return {

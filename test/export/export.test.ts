@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CallRecord } from "../../src/store/records.js";
+import type { CallRecord } from "../../src/icr/records.js";
 import { SqliteStore } from "../../src/store/sqlite.js";
 import { compactionSession, retrySession, subAgentRollout } from "../trees/fixtures.js";
 

@@ -8,8 +8,8 @@ import { REAL_HARNESS_SHELL_TOOLS, commandHarnessFromSpec, createCommandHarness 
 import type { HarnessDefinition } from "../../src/harness/types.js";
 import { runRollouts } from "../../src/rollout/runner.js";
 import { RolloutStack } from "../../src/rollout/stack.js";
-import type { RolloutResult } from "../../src/rollout/types.js";
-import type { CallRecord } from "../../src/store/records.js";
+import type { RolloutResult } from "../../src/tasks/rollout-result.js";
+import type { CallRecord } from "../../src/icr/records.js";
 import type { Task } from "../../src/tasks/task.js";
 
 /**

@@ -3,7 +3,7 @@ import { renderAssistantTurn } from "../../src/chat/render-turn.js";
 import type { AssistantTurn, ChatMessage, ToolSpec } from "../../src/chat/types.js";
 import { newId } from "../../src/core/ids.js";
 import type { HistoryPlanner, PromptPlan } from "../../src/history/types.js";
-import { ICR_SCHEMA_VERSION, type CallRecord } from "../../src/store/records.js";
+import { ICR_SCHEMA_VERSION, type CallRecord } from "../../src/icr/records.js";
 import type { Store } from "../../src/store/types.js";
 import { mulberry32 } from "../../src/core/random.js";
 

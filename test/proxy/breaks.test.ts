@@ -1,7 +1,7 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CallRecord } from "../../src/store/records.js";
+import type { CallRecord } from "../../src/icr/records.js";
 import { startProxy, weatherAgent, WEATHER_TOOL_SCHEMA, type TestProxy } from "./helpers.js";
 
 const chatTools: OpenAI.Chat.ChatCompletionTool[] = [{ type: "function", function: { name: "get_weather", parameters: WEATHER_TOOL_SCHEMA } }];

@@ -7,7 +7,7 @@ import { createScriptedEngine, type ScriptFunction, type ScriptedEngineOptions }
 import type { SamplingEngine } from "../../src/engine/types.js";
 import { createHistoryPlanner } from "../../src/history/index.js";
 import { ProxyServer, type ProxyOptions, type ProxyUrls } from "../../src/proxy/index.js";
-import type { CallRecord } from "../../src/store/records.js";
+import type { CallRecord } from "../../src/icr/records.js";
 import { SqliteStore } from "../../src/store/sqlite.js";
 import type { Store } from "../../src/store/types.js";
 

@@ -3,8 +3,8 @@ import "../../src/harness/index.js";
 import { RolloutStack } from "../../src/rollout/stack.js";
 import { runRollouts } from "../../src/rollout/runner.js";
 import type { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";
-import type { RolloutResult } from "../../src/rollout/types.js";
-import type { CallRecord } from "../../src/store/records.js";
+import type { RolloutResult } from "../../src/tasks/rollout-result.js";
+import type { CallRecord } from "../../src/icr/records.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 
 const HARNESSES = ["chat-agent", "claw-agent", "resp-agent", "central-agent"];

@@ -6,7 +6,7 @@ import { summarise } from "../../src/eval/metrics.js";
 import "../../src/harness/index.js";
 import { RolloutStack } from "../../src/rollout/stack.js";
 import { runRollouts } from "../../src/rollout/runner.js";
-import type { RolloutResult } from "../../src/rollout/types.js";
+import type { RolloutResult } from "../../src/tasks/rollout-result.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import { createTrainer } from "../../src/trainer/index.js";
 

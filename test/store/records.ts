@@ -1,6 +1,6 @@
 import type { ChatMessage } from "../../src/chat/types.js";
 import { newId } from "../../src/core/ids.js";
-import { ICR_SCHEMA_VERSION, type CallRecord, type SessionInfo } from "../../src/store/records.js";
+import { ICR_SCHEMA_VERSION, type CallRecord, type SessionInfo } from "../../src/icr/records.js";
 
 /** A realistic call record: `promptLength` prompt tokens, a tool call in the response, logprobs per completion token. */
 export function makeRecord(overrides: Partial<CallRecord> = {}, promptLength = 64): CallRecord {

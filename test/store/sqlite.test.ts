@@ -4,7 +4,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import type { ChatMessage } from "../../src/chat/types.js";
-import type { CallRecord } from "../../src/store/records.js";
+import type { CallRecord } from "../../src/icr/records.js";
 import { UserError } from "../../src/core/errors.js";
 import { Checkpointer } from "../../src/store/checkpointer.js";
 import { hashCredential } from "../../src/store/credentials.js";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import "../../src/harness/index.js";
 import { RolloutStack } from "../../src/rollout/stack.js";
 import { runRollouts } from "../../src/rollout/runner.js";
-import type { RolloutResult } from "../../src/rollout/types.js";
+import type { RolloutResult } from "../../src/tasks/rollout-result.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
 

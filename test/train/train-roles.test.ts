@@ -3,7 +3,7 @@ import { applyAdvantages, parseAdvantageConfig } from "../../src/advantage/index
 import type { BuiltBatch } from "../../src/batch/batch-index.js";
 import type { PackedBatch } from "../../src/batch/types.js";
 import type { RolloutStack } from "../../src/rollout/stack.js";
-import type { RolloutResult } from "../../src/rollout/types.js";
+import type { RolloutResult } from "../../src/tasks/rollout-result.js";
 import { batchForRollouts } from "../../src/train/batches.js";
 import { parseRunConfig } from "../../src/train/config.js";
 import { trainOnRollouts } from "../../src/train/rl-step.js";

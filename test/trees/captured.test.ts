@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { buildBatch } from "../../src/batch/build.js";
-import type { CallRecord, SessionInfo } from "../../src/store/records.js";
+import type { CallRecord, SessionInfo } from "../../src/icr/records.js";
 import { SqliteStore } from "../../src/store/sqlite.js";
 import { buildForests, forestsFromStore } from "../../src/trees/forest.js";
 import type { RolloutForest } from "../../src/trees/types.js";

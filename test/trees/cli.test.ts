@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CallRecord } from "../../src/store/records.js";
+import type { CallRecord } from "../../src/icr/records.js";
 import { SqliteStore } from "../../src/store/sqlite.js";
 import type { ForestView } from "../../src/trees/view.js";
 import { compactionSession, retrySession, subAgentRollout } from "./fixtures.js";

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { buildBatch } from "../../src/batch/build.js";
-import type { CallRecord, SessionInfo } from "../../src/store/records.js";
+import type { CallRecord, SessionInfo } from "../../src/icr/records.js";
 import { decisionRewards, rolloutDecisions } from "../../src/trees/decisions.js";
 import { buildForests } from "../../src/trees/forest.js";
 import type { RolloutForest } from "../../src/trees/types.js";

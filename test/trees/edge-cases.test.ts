@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { buildBatch } from "../../src/batch/build.js";
-import type { CallRecord } from "../../src/store/records.js";
+import type { CallRecord } from "../../src/icr/records.js";
 import { filterForests } from "../../src/trees/filter.js";
 import { buildForests } from "../../src/trees/forest.js";
 import { treePaths } from "../../src/trees/paths.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { CallRecord } from "../../src/store/records.js";
+import type { CallRecord } from "../../src/icr/records.js";
 import { filterForests } from "../../src/trees/filter.js";
 import { buildForests } from "../../src/trees/forest.js";
 import { parsedValidity } from "../../src/trees/masks.js";

@@ -4,8 +4,8 @@
  * are a later addition (they need the proxy + built-in harnesses end to end).
  */
 import { parseAssistantOutput } from "../../src/chat/parse-output.js";
-import type { BreakKind, CallRecord } from "../../src/store/records.js";
-import { ICR_SCHEMA_VERSION } from "../../src/store/records.js";
+import type { BreakKind, CallRecord } from "../../src/icr/records.js";
+import { ICR_SCHEMA_VERSION } from "../../src/icr/records.js";
 import { ByteTokenizer } from "../../src/tokenizer/bytes.js";
 import { mulberry32 } from "../../src/core/random.js";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { CallRecord } from "../../src/store/records.js";
+import type { CallRecord } from "../../src/icr/records.js";
 import { buildForests } from "../../src/trees/forest.js";
 import { treePaths } from "../../src/trees/paths.js";
 import { buildSessionTree } from "../../src/trees/session-tree.js";

@@ -2,7 +2,7 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { UserError, errorMessage } from "../../core/errors.js";
 import { createEngine } from "../../engine/index.js";
-import { checkConsistency, referenceScorer, workerScorer, type Scorer } from "../../engine/llamacpp/consistency.js";
+import { checkConsistency, referenceScorer, workerScorer, type Scorer } from "../../train/consistency.js";
 import { createTrainer } from "../../trainer/index.js";
 import type { Trainer } from "../../trainer/types.js";
 import type { Command } from "../command.js";

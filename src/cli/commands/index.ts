@@ -9,9 +9,9 @@ import { exportCommand } from "./export.js";
 import { modelCommand } from "./model.js";
 import { proxyCommand } from "./proxy.js";
 import { treesCommand } from "./trees.js";
-import { tasksCommand } from "../../tasks/command.js";
+import { tasksCommand } from "./tasks.js";
 import { harnessCommand } from "./harness.js";
-import { reportCommand } from "../../report/command.js";
+import { reportCommand } from "./report.js";
 
 /** Every CLI subcommand, in the order `harnessrl --help` lists them. Add one import + one entry per command. */
 export const commands: Command[] = [quickstartCommand, listCommand, proxyCommand, rolloutCommand, evalCommand, trainCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand, harnessCommand, reportCommand];

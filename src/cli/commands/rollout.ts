@@ -1,4 +1,4 @@
-import { ROLLOUT_STATUSES } from "../../rollout/types.js";
+import { ROLLOUT_STATUSES } from "../../tasks/rollout-result.js";
 import { parseOptions } from "../args.js";
 import type { Command } from "../command.js";
 import { rolloutOptions, rolloutUsage, runRolloutJob } from "../rollout-job.js";

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { InfraError } from "../../core/errors.js";
-import type { Protocol } from "../../store/records.js";
+import type { Protocol } from "../../icr/records.js";
 import { harnessrlEnv } from "../launch-env.js";
 import type { ExitInfo, HarnessDefinition, LaunchContext, LaunchPlan, OracleProfile } from "../types.js";
 

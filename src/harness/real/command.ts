@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import { z } from "zod";
 import { UserError } from "../../core/errors.js";
-import type { Protocol } from "../../store/records.js";
+import type { Protocol } from "../../icr/records.js";
 import type { ExitInfo, HarnessDefinition, LaunchContext } from "../types.js";
 import { harnessrlEnv } from "../launch-env.js";
 import { QUIET_ENV, stderrHint } from "./common.js";

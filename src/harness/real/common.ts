@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { installPin, pinPackageDir, pinPrefix } from "../install/npm-install.js";
 import { PINS, type NpmPin } from "../install/pins.js";
 import type { ExitInfo, HarnessDefinition, LaunchContext, LaunchPlan } from "../types.js";
-import type { Protocol } from "../../store/records.js";
+import type { Protocol } from "../../icr/records.js";
 
 /** Every JSON object printed one per line (headless CLIs' event streams); other lines (banners, a truncation mark) are skipped. */
 export function jsonLines(stdout: string): Record<string, unknown>[] {

@@ -1,5 +1,5 @@
 import type { ChatMessage, Conversation } from "../../chat/types.js";
-import type { Protocol } from "../../store/records.js";
+import type { Protocol } from "../../icr/records.js";
 import type { SseWriter } from "../http/sse.js";
 
 /** A validated model-call request, already converted to the normalised conversation. */

@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { MemoryStore } from "./memory.js";
-import { ICR_SCHEMA_VERSION, type CallRecord } from "./records.js";
-import { SqliteStore } from "./sqlite.js";
-import type { Store } from "./types.js";
+import { MemoryStore } from "../store/memory.js";
+import { ICR_SCHEMA_VERSION, type CallRecord } from "../icr/records.js";
+import { SqliteStore } from "../store/sqlite.js";
+import type { Store } from "../store/types.js";
 
 export interface InsertBenchResult {
   store: string;

@@ -1,7 +1,7 @@
-import { PACKED_BATCH_VERSION, type PackedBatch, type PackedRow } from "../../batch/types.js";
-import type { Trainer } from "../../trainer/types.js";
-import { loadReferenceModel } from "../../weights/reference-forward.js";
-import { DEFAULT_SAMPLING, type SamplingEngine } from "../types.js";
+import { PACKED_BATCH_VERSION, type PackedBatch, type PackedRow } from "../batch/types.js";
+import type { Trainer } from "../trainer/types.js";
+import { loadReferenceModel } from "../weights/reference-forward.js";
+import { DEFAULT_SAMPLING, type SamplingEngine } from "../engine/types.js";
 
 /**
  * Training–inference consistency: sample sequences with an engine, teacher-force the same tokens with a scorer (the

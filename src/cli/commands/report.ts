@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
-import { UserError, errorMessage } from "../core/errors.js";
-import type { Command } from "../cli/command.js";
-import { writeReport } from "./write.js";
+import { UserError, errorMessage } from "../../core/errors.js";
+import type { Command } from "../command.js";
+import { writeReport } from "../../report/write.js";
 
 const usage = `Usage:
   harnessrl report RUN_DIR [--metrics FILE] [--out FILE] [--title TEXT]

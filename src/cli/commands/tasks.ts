@@ -1,9 +1,9 @@
 import { parseArgs } from "node:util";
-import type { Command } from "../cli/command.js";
-import { errorMessage, UserError } from "../core/errors.js";
-import { checkTasks } from "./check.js";
-import { writeNativeSuite } from "./layout-native.js";
-import { listSuites, loadSuite } from "./registry.js";
+import type { Command } from "../command.js";
+import { errorMessage, UserError } from "../../core/errors.js";
+import { checkTasks } from "../../tasks/check.js";
+import { writeNativeSuite } from "../../tasks/layout-native.js";
+import { listSuites, loadSuite } from "../../tasks/registry.js";
 
 const usage = `Usage:
   harnessrl tasks list [--json]

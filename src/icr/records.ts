@@ -1,5 +1,5 @@
 import type { ChatMessage, ToolSpec } from "../chat/types.js";
-import type { FinishReason, SamplingParams } from "../engine/types.js";
+import type { FinishReason, SamplingParams } from "./sampling.js";
 
 /** Version of the persisted Interface Call Record shape. Bump with a migration when it changes. */
 export const ICR_SCHEMA_VERSION = 1;

@@ -1,12 +1,12 @@
-// Entry point: `node dist/history/bench-main.js [--quick]` measures the store's durable inserts and the history
+// Entry point: `node dist/bench/history.js [--quick]` measures the store's durable inserts and the history
 // planner over a long session, and writes docs/bench/history-store.md. Wiring only.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { defaultCodec } from "../chat/codec.js";
-import { runStoreBench } from "../store/bench.js";
-import { runPlannerBench } from "./bench.js";
+import { runStoreBench } from "./store.js";
+import { runPlannerBench } from "./history-planner.js";
 
 const quick = process.argv.includes("--quick");
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -17,7 +17,7 @@ const lines = [
   "# Store and history planner benchmark",
   "",
   `Run ${new Date().toISOString()} on ${cpus().length} cores (${cpus()[0]?.model ?? "?"}), load average ${loadavg().map((x) => x.toFixed(1)).join(" ")}.`,
-  "Regenerate with `npm run build && node dist/history/bench-main.js`. On a shared machine the tails (p99) mostly measure",
+  "Regenerate with `npm run build && node dist/bench/history.js`. On a shared machine the tails (p99) mostly measure",
   "other processes; the medians are the useful numbers.",
   "",
   "## Durable insert of one call record (4,096 prompt tokens, ~16 kB raw request)",

@@ -1,4 +1,4 @@
-import type { VerifierResult } from "../tasks/verifier-result.js";
+import type { VerifierResult } from "./verifier-result.js";
 
 /**
  * How a rollout ended. `infra_error` is ours (sandbox, proxy, verifier machinery) and is excluded from advantage

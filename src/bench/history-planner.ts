@@ -2,9 +2,9 @@ import { performance } from "node:perf_hooks";
 import type { ChatRenderer } from "../chat/renderer.js";
 import type { ChatMessage, ToolSpec } from "../chat/types.js";
 import { MemoryStore } from "../store/memory.js";
-import { ICR_SCHEMA_VERSION, type CallRecord } from "../store/records.js";
+import { ICR_SCHEMA_VERSION, type CallRecord } from "../icr/records.js";
 import type { Tokenizer } from "../tokenizer/types.js";
-import { createHistoryPlanner } from "./planner.js";
+import { createHistoryPlanner } from "../history/planner.js";
 
 export interface PlannerBenchRow {
   call: number;
