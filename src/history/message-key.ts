@@ -64,6 +64,32 @@ function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
   }
 }
 
+/** JSON text with object keys sorted and no spacing: equal for texts that parse to the same value. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * Identity of an assistant turn up to the form of its tool-call arguments: equal for turns whose arguments parse to the
+ * same JSON values (key order, spacing, escapes). Null for other messages (their form is their identity), and for
+ * arguments that are not JSON.
+ */
+export function valueKey(m: ChatMessage): string | null {
+  if (m.role !== "assistant" || !m.toolCalls || m.toolCalls.length === 0) return null;
+  const calls: [string, string][] = [];
+  for (const c of m.toolCalls) {
+    const parsed = parseJson(c.arguments);
+    if (!parsed.ok) return null;
+    calls.push([c.name, canonicalJson(parsed.value)]);
+  }
+  return JSON.stringify([m.role, m.content, m.reasoning ?? "", m.name ?? "", calls]);
+}
+
 /** Argument texts that differ but parse to the same JSON value (key order, spacing, escapes): a re-serialisation. */
 export function sameJson(a: string, b: string): boolean {
   if (a === b) return true;

@@ -1,7 +1,7 @@
 import { hasPrefix } from "../core/strings.js";
 import type { ChatRenderer } from "../chat/renderer.js";
 import type { ChatMessage, Conversation, ToolSpec } from "../chat/types.js";
-import type { CallRecord, HistoryBreak } from "../icr/records.js";
+import type { CallRecord, HistoryBreak, RealignedTurn } from "../icr/records.js";
 import type { Store } from "../store/types.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 import { classifyDivergence } from "./classify.js";
@@ -35,6 +35,8 @@ const RECENT_TEXTS = 2;
 interface Planned {
   length: number;
   tools: readonly ToolSpec[];
+  /** The request's messages with realigned turns as they were sampled, and their keys: what the prompt renders. */
+  messages: readonly ChatMessage[];
   keys: string[];
   rendered: string;
 }
@@ -68,16 +70,18 @@ export class TokenExactPlanner implements HistoryPlanner {
     const state = this.session(sessionId);
     const messages = conversation.messages;
     const tools = this.intern(state, toolsKey(conversation.tools));
-    const keys = messages.map(contentKey);
-    const nodes = walk(state.root, keys);
+    const sentKeys = messages.map(contentKey);
+    const { nodes, realigned: realignedAt } = walk(state.root, sentKeys, messages);
     const depth = nodes.length - 1;
+    // Turns the harness re-serialised are planned as the model sampled them: the same value, the sampled text.
+    const { messages: effective, keys, realigned } = realignedAt.length === 0 ? { messages, keys: sentKeys, realigned: [] } : realign(messages, sentKeys, nodes, realignedAt);
 
     // Same request again (retry / regeneration): the same prompt, in the same place of the tree as the first try.
     if (depth === messages.length) {
       const ids = idsDigest(messages);
       const same = latestOf((nodes[depth] as TrieNode).requests.filter((c) => c.tools === tools && c.requestIdsDigest === ids));
       if (same) {
-        return { promptTokens: promptTokensOf(same), parentCallId: same.parentCallId, reusedPrefixTokens: same.reusedPrefixTokens, break: same.break };
+        return { promptTokens: promptTokensOf(same), parentCallId: same.parentCallId, reusedPrefixTokens: same.reusedPrefixTokens, break: same.break, realigned };
       }
     }
 
@@ -98,31 +102,33 @@ export class TokenExactPlanner implements HistoryPlanner {
       parentDepth = k;
     }
 
-    const rendered = codec.renderer.render(messages, conversation.tools, { addGenerationPrompt: true });
-    this.planned.set(messages, { length: messages.length, tools: conversation.tools, keys, rendered });
+    const rendered = codec.renderer.render(effective, conversation.tools, { addGenerationPrompt: true });
+    this.planned.set(messages, { length: messages.length, tools: conversation.tools, messages: effective, keys, rendered });
 
     // A sampled turn after the parent that the harness changed (e.g. re-serialised arguments of the latest turn while
     // an earlier call is still an intact prefix): the prompt still extends the parent, but the rewrite is recorded.
     let laterBreak: HistoryBreak | null = null;
     if (parent && depth > parentDepth && depth < messages.length && messages[depth]?.role === "assistant") {
       const asked = latestOf((nodes[depth] as TrieNode).requests.filter((c) => c.tools === tools));
-      if (asked) laterBreak = this.divergence(messages, keys, depth, asked);
+      if (asked) laterBreak = this.divergence(effective, keys, depth, asked);
     }
 
     if (parent) {
       const splice = this.spliceOf(parent, codec);
-      const full = (b: HistoryBreak): PromptPlan => ({ promptTokens: codec.tokenizer.encode(rendered), parentCallId: null, reusedPrefixTokens: 0, break: b });
+      // A break renders the request as the harness sent it: nothing of it is kept as sampled.
+      const full = (b: HistoryBreak): PromptPlan => ({ promptTokens: codec.tokenizer.encode(realigned.length === 0 ? rendered : codec.renderer.render(messages, conversation.tools, { addGenerationPrompt: true })), parentCallId: null, reusedPrefixTokens: 0, break: b, realigned: [] });
       if (!splice.ok) return full({ kind: "template_not_prefix_stable", detail: splice.reason, fromCallId: parent.callId });
       const isPrefix = splice.aText !== null ? hasPrefix(rendered, splice.aText) : rendered.length >= splice.aLength && digest(rendered.slice(0, splice.aLength)) === splice.aDigest;
       if (!isPrefix) {
-        return full(this.templateBreak(parent, messages, parentDepth, conversation.tools, rendered, codec));
+        return full(this.templateBreak(parent, effective, parentDepth, conversation.tools, rendered, codec));
       }
       const suffix = codec.tokenizer.encode(splice.tail + rendered.slice(splice.aLength));
       const promptTokens = promptTokensOf(parent, parent.completion, suffix);
-      return { promptTokens, parentCallId: parent.callId, reusedPrefixTokens: promptTokens.length - suffix.length, break: laterBreak };
+      return { promptTokens, parentCallId: parent.callId, reusedPrefixTokens: promptTokens.length - suffix.length, break: laterBreak, realigned: realigned.filter((r) => r.messageIndex < parentDepth) };
     }
 
-    return { promptTokens: codec.tokenizer.encode(rendered), parentCallId: null, reusedPrefixTokens: 0, break: this.classify(state, messages, keys, nodes, toolsMismatch) };
+    const renderedAsSent = realigned.length === 0 ? rendered : codec.renderer.render(messages, conversation.tools, { addGenerationPrompt: true });
+    return { promptTokens: codec.tokenizer.encode(renderedAsSent), parentCallId: null, reusedPrefixTokens: 0, break: this.classify(state, effective, keys, nodes, toolsMismatch), realigned: [] };
   }
 
   remember(record: CallRecord, codec?: Codec): void {
@@ -160,13 +166,23 @@ export class TokenExactPlanner implements HistoryPlanner {
     if (record.status !== "ok" || record.response === null || record.completionTokens.length === 0) return;
     if (state.calls.has(record.callId)) return;
     const tools = this.intern(state, toolsKey(record.tools));
+    // The history as the prompt rendered it (realigned turns as sampled), so the next call's prompt splices onto it.
+    // Without the plan (a record reloaded from the store) the request is walked again to find its realigned turns.
     const planned = this.plannedFor(record);
+    let messages: readonly ChatMessage[] = record.messages;
+    let keys: readonly string[];
+    if (planned) ({ messages, keys } = planned);
+    else {
+      keys = record.messages.map(contentKey);
+      const w = walk(state.root, keys, record.messages);
+      if (w.realigned.length > 0) ({ messages, keys } = realign(record.messages, keys, w.nodes, w.realigned));
+    }
     let node = state.root;
-    record.messages.forEach((m, i) => {
-      node = node.child(planned?.keys[i] ?? contentKey(m));
+    messages.forEach((m, i) => {
+      node = node.child(keys[i] as string, m);
     });
     const requestNode = node;
-    const historyNode = node.child(contentKey(record.response));
+    const historyNode = node.child(contentKey(record.response), record.response);
     const base = record.parentCallId === null ? undefined : state.calls.get(record.parentCallId);
     const chained = base !== undefined && record.reusedPrefixTokens > 0 && record.reusedPrefixTokens === base.promptLength + base.completion.length;
     const call: ProducedCall = {
@@ -185,7 +201,7 @@ export class TokenExactPlanner implements HistoryPlanner {
       completion: record.completionTokens.slice(),
       promptLength: record.promptTokens.length,
       splice: new Map(),
-      pending: { messages: record.messages, response: record.response, tools: record.tools },
+      pending: { messages: [...messages], response: record.response, tools: record.tools },
     };
     state.calls.set(call.callId, call);
     requestNode.requests.push(call);
@@ -276,6 +292,25 @@ export class TokenExactPlanner implements HistoryPlanner {
     return tools;
   }
 
+}
+
+/**
+ * The request with each value-matched assistant turn replaced by the text the model sampled (from its trie node),
+ * keeping the harness's ids: templates that print ids still see the ids the harness sent.
+ */
+function realign(messages: readonly ChatMessage[], keys: readonly string[], nodes: readonly TrieNode[], at: readonly number[]): { messages: ChatMessage[]; keys: string[]; realigned: RealignedTurn[] } {
+  const out = [...messages];
+  const outKeys = [...keys];
+  const realigned: RealignedTurn[] = [];
+  for (const i of at) {
+    const node = nodes[i + 1] as TrieNode;
+    const sampled = messageFromKey(node.key);
+    const sent = messages[i] as ChatMessage;
+    out[i] = { ...sent, content: sampled.content, toolCalls: (sent.toolCalls ?? []).map((c, j) => ({ ...c, arguments: sampled.toolCalls?.[j]?.arguments ?? c.arguments })) };
+    outKeys[i] = node.key;
+    realigned.push({ messageIndex: i, kind: "reserialized_tool_args", fromCallId: latestOf(node.ends)?.callId ?? null });
+  }
+  return { messages: out, keys: outKeys, realigned };
 }
 
 function latestOf(calls: readonly ProducedCall[]): ProducedCall | null {

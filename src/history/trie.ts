@@ -1,5 +1,5 @@
 import type { ChatMessage } from "../chat/types.js";
-import { messageFromKey } from "./message-key.js";
+import { messageFromKey, valueKey } from "./message-key.js";
 import type { ProducedCall } from "./produced-call.js";
 
 /**
@@ -11,6 +11,8 @@ import type { ProducedCall } from "./produced-call.js";
  */
 export class TrieNode {
   readonly children = new Map<string, TrieNode>();
+  /** Children that are assistant turns with tool calls, by `valueKey`: a re-serialised turn still finds its node. */
+  readonly valueChildren = new Map<string, TrieNode>();
   /** Calls whose `messages ++ [response]` ends here (parent candidates). */
   readonly ends: ProducedCall[] = [];
   /** Calls whose request `messages` ends here (retry / regeneration targets). */
@@ -25,11 +27,15 @@ export class TrieNode {
     readonly key: string,
   ) {}
 
-  child(key: string): TrieNode {
+  /** The child for a message's content key (created when new); `message` is the message the key was made from. */
+  child(key: string, message: ChatMessage): TrieNode {
     let c = this.children.get(key);
     if (!c) {
       c = new TrieNode(this.depth + 1, this, key);
       this.children.set(key, c);
+      const value = valueKey(message);
+      // The first node of a value wins: a produced response is inserted before any request that echoes it.
+      if (value !== null && !this.valueChildren.has(value)) this.valueChildren.set(value, c);
     }
     return c;
   }
@@ -47,15 +53,32 @@ export class TrieNode {
   }
 }
 
-/** Walks `keys` from the root as far as the trie goes; nodes[i] is the node after i messages (nodes[0] = root). */
-export function walk(root: TrieNode, keys: readonly string[]): TrieNode[] {
+export interface Walk {
+  /** nodes[i] is the node after i messages (nodes[0] = root). */
+  nodes: TrieNode[];
+  /** Indices of assistant messages matched by value only (their text differs from the node's). */
+  realigned: number[];
+}
+
+/**
+ * Walks `keys` from the root as far as the trie goes. An assistant message with no node of its exact text continues
+ * through a node of the same value (`valueKey`) when one exists: a harness that re-serialises the arguments the model
+ * sampled still extends that turn.
+ */
+export function walk(root: TrieNode, keys: readonly string[], messages: readonly ChatMessage[]): Walk {
   const nodes = [root];
+  const realigned: number[] = [];
   let n = root;
-  for (const k of keys) {
-    const next = n.children.get(k);
+  for (const [i, k] of keys.entries()) {
+    let next = n.children.get(k);
+    if (!next && n.valueChildren.size > 0) {
+      const value = valueKey(messages[i] as ChatMessage);
+      next = value === null ? undefined : n.valueChildren.get(value);
+      if (next) realigned.push(i);
+    }
     if (!next) break;
     nodes.push(next);
     n = next;
   }
-  return nodes;
+  return { nodes, realigned };
 }

@@ -1,6 +1,6 @@
 import type { ChatRenderer } from "../chat/renderer.js";
 import type { Conversation } from "../chat/types.js";
-import type { CallRecord, HistoryBreak } from "../icr/records.js";
+import type { CallRecord, HistoryBreak, RealignedTurn } from "../icr/records.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 
 /** How a new call's prompt tokens were obtained. */
@@ -12,6 +12,8 @@ export interface PromptPlan {
   reusedPrefixTokens: number;
   /** Set when the harness (or the template) rewrote history and the prompt was rendered from what it sent. */
   break: HistoryBreak | null;
+  /** Turns the harness changed only in form whose sampled tokens the prompt keeps (not breaks). */
+  realigned: RealignedTurn[];
 }
 
 /**

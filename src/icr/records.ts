@@ -1,8 +1,11 @@
 import type { ChatMessage, ToolSpec } from "../chat/types.js";
 import type { FinishReason, SamplingParams } from "./sampling.js";
 
-/** Version of the persisted Interface Call Record shape. Bump with a migration when it changes. */
-export const ICR_SCHEMA_VERSION = 1;
+/**
+ * Version of the persisted Interface Call Record shape. Bump with a migration when it changes.
+ * 2: `realigned` (turns the harness changed only in form, kept as sampled). Version-1 records read as none realigned.
+ */
+export const ICR_SCHEMA_VERSION = 2;
 
 export type Protocol = "openai-chat" | "openai-responses" | "anthropic-messages";
 
@@ -26,6 +29,19 @@ export interface HistoryBreak {
   /** Human-readable detail: which message index, what differed. */
   detail: string;
   /** The call whose history was rewritten, if one was identified. */
+  fromCallId: string | null;
+}
+
+/**
+ * A turn the harness sent back changed only in form (arguments that parse to the same JSON value, e.g. re-stringified
+ * by a JavaScript harness): the prompt keeps the tokens that were sampled for it, and the call records that it did so.
+ * Not a break: the prompt still extends its parent token for token.
+ */
+export interface RealignedTurn {
+  /** Index of the assistant message in the request's `messages`. */
+  messageIndex: number;
+  kind: "reserialized_tool_args";
+  /** The call that sampled the turn. */
   fromCallId: string | null;
 }
 
@@ -75,6 +91,8 @@ export interface CallRecord {
   /** Number of leading prompt tokens copied token-exact from the parent's prompt + completion. */
   reusedPrefixTokens: number;
   break: HistoryBreak | null;
+  /** Turns of the request kept as sampled although the harness re-serialised them (absent or empty: none). */
+  realigned?: RealignedTurn[];
   /** A parent call in another session that spawned this session (sub-agents). */
   spawnedByCallId: string | null;
 }

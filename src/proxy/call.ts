@@ -82,6 +82,7 @@ function baseRecord(ctx: ProxyContext, adapter: ProtocolAdapter, s: CallState): 
     parentCallId: plan.parentCallId,
     reusedPrefixTokens: plan.reusedPrefixTokens,
     break: plan.break,
+    ...(plan.realigned.length > 0 ? { realigned: plan.realigned } : {}),
     spawnedByCallId: header(req, "x-harnessrl-parent-call") ?? session.spawnedByCallId,
   };
 }

@@ -70,6 +70,7 @@ interface CallMeta {
   samplingUsed: CallRecord["samplingUsed"];
   timings: CallRecord["timings"];
   break: CallRecord["break"];
+  realigned?: CallRecord["realigned"];
 }
 
 export interface SqliteStoreOptions {
@@ -179,7 +180,7 @@ export class SqliteStore implements Store {
 
   insertCall(r: CallRecord, hints: InsertHints = {}): void {
     if (this.checkpointer === undefined) this.startCheckpointer();
-    const meta: CallMeta = { error: r.error, samplingRequested: r.samplingRequested, samplingUsed: r.samplingUsed, timings: r.timings, break: r.break };
+    const meta: CallMeta = { error: r.error, samplingRequested: r.samplingRequested, samplingUsed: r.samplingUsed, timings: r.timings, break: r.break, ...(r.realigned && r.realigned.length > 0 ? { realigned: r.realigned } : {}) };
     const base = r.parentCallId === null ? undefined : this.recent.get(r.parentCallId);
     const hasher = new TokenHasher();
     const baseLen = deltaPrefix(r.promptTokens, r.reusedPrefixTokens, base?.tokens, hasher);
@@ -355,6 +356,7 @@ function callFromRow(row: CallRow, resolved: ResolvedCall): CallRecord {
     parentCallId: row.parent_call_id,
     reusedPrefixTokens: row.reused_prefix_tokens,
     break: meta.break,
+    ...(meta.realigned ? { realigned: meta.realigned } : {}),
     spawnedByCallId: row.spawned_by_call_id,
   };
 }

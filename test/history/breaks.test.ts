@@ -93,12 +93,44 @@ describe("history breaks", () => {
     expectBreak(sim, [...stripped, { role: "user", content: "thanks" }], "stripped_reasoning", c1.callId);
   });
 
-  it("reserialized_tool_args: arguments come back as the same JSON written differently", () => {
+  it("re-serialised tool arguments are realigned: the prompt keeps the sampled tokens and records the turn, no break", () => {
     const sim = newSim();
-    const { c1, a1, history } = toolLoop(sim);
+    const { c1, a1, c2, history } = toolLoop(sim);
     const rewritten = { ...a1, toolCalls: a1.toolCalls!.map((c) => ({ ...c, arguments: '{ "cwd": "/w", "cmd": "ls" }' })) };
-    const plan = expectBreak(sim, [...history.slice(0, 2), rewritten, ...history.slice(3), { role: "user", content: "ok" }], "reserialized_tool_args", c1.callId);
-    expect(plan.break?.detail).toContain("run");
+    const plan = sim.planner.plan(sim.sessionId, { messages: [...history.slice(0, 2), rewritten, ...history.slice(3), { role: "user", content: "ok" }], tools: TOOLS }, base);
+    expect(plan.break).toBeNull();
+    expect(plan.parentCallId).toBe(c2.callId);
+    expect(plan.realigned).toEqual([{ messageIndex: 2, kind: "reserialized_tool_args", fromCallId: c1.callId }]);
+    expect(plan.promptTokens.slice(0, plan.reusedPrefixTokens)).toEqual([...c2.promptTokens, ...c2.completionTokens]);
+  });
+
+  it("a JavaScript harness re-stringifies every sampled turn: each call still extends its parent token for token", () => {
+    for (const restart of [false, true]) {
+      const store = new MemoryStore();
+      let sim = new SessionSim(createHistoryPlanner(store), store, base);
+      // The harness keeps the parsed arguments and serialises them its own way on every later request.
+      const reformat = (text: string): string => JSON.stringify(JSON.parse(text), null, 1);
+      const restringify = (m: ChatMessage): ChatMessage => (m.role === "assistant" && m.toolCalls ? { ...m, toolCalls: m.toolCalls.map((c) => ({ ...c, arguments: reformat(c.arguments) })) } : m);
+      let messages: ChatMessage[] = [SYSTEM, { role: "user", content: "Find the bug." }];
+      let previous: { promptTokens: number[]; completionTokens: number[]; callId: string } | null = null;
+      for (let turn = 0; turn < 4; turn++) {
+        const { record, plan } = sim.call(messages.map(restringify), TOOLS, { toolCalls: [{ name: "run", arguments: { cmd: `grep -n bug f${turn}.ts`, cwd: "/w" } }] });
+        if (previous) {
+          expect(plan.break, plan.break?.detail).toBeNull();
+          expect(plan.parentCallId).toBe(previous.callId);
+          expect(plan.promptTokens.slice(0, plan.reusedPrefixTokens)).toEqual([...previous.promptTokens, ...previous.completionTokens]);
+          expect(plan.realigned.map((r) => r.messageIndex)).toEqual(messages.flatMap((m, i) => (m.role === "assistant" ? [i] : [])));
+        }
+        // What the harness sends back really differs from the text it was given.
+        const given = record.response!.toolCalls![0]!.arguments;
+        expect(reformat(given)).not.toBe(given);
+        previous = record;
+        const a = echo(record.response!);
+        messages = [...messages, a, ...toolResults(a, () => `f${turn}.ts:3: bug`)];
+        // A proxy restarted mid-session reloads the produced calls from the store and stays token-exact.
+        if (restart) sim = new SessionSim(createHistoryPlanner(store), store, base, sim.sessionId);
+      }
+    }
   });
 
   it("arguments changed to a different value are edited_history", () => {
@@ -192,11 +224,13 @@ describe("history breaks", () => {
     const m2 = [...m1, echo(c1.response!), { role: "user" as const, content: "run ls" }];
     const c2 = sim.call(echo(m2), TOOLS, { toolCalls: [{ name: "run", arguments: { cmd: "ls", cwd: "." } }] }).record;
     const a2 = echo(c2.response!);
-    const reser = { ...a2, toolCalls: a2.toolCalls!.map((c) => ({ ...c, arguments: JSON.stringify({ cwd: ".", cmd: "ls" }, null, 1) })) };
-    const plan = sim.planner.plan(sim.sessionId, { messages: [...m2, reser, ...toolResults(a2, () => "x")], tools: TOOLS }, base);
-    expect(plan.break?.kind).toBe("reserialized_tool_args");
+    const edited = { ...a2, toolCalls: a2.toolCalls!.map((c) => ({ ...c, arguments: JSON.stringify({ cmd: "ls -la", cwd: "." }) })) };
+    const plan = sim.planner.plan(sim.sessionId, { messages: [...m2, edited, ...toolResults(a2, () => "x")], tools: TOOLS }, base);
+    expect(plan.break?.kind).toBe("edited_history");
     expect(plan.break?.fromCallId).toBe(c2.callId);
     expect(plan.parentCallId).toBe(c1.callId);
+    expect(plan.realigned).toEqual([]);
     expect(plan.promptTokens.slice(0, plan.reusedPrefixTokens)).toEqual([...c1.promptTokens, ...c1.completionTokens]);
   });
+
 });

@@ -184,7 +184,7 @@ describe("token-exact history", () => {
     expect(retry.break).toBeNull();
     // The retry of the session's first call is a root again.
     const again = planner.plan(sim.sessionId, { messages: [{ role: "user", content: "hi" }], tools: TOOLS }, codec);
-    expect(again).toEqual({ promptTokens: first.promptTokens, parentCallId: null, reusedPrefixTokens: 0, break: null });
+    expect(again).toEqual({ promptTokens: first.promptTokens, parentCallId: null, reusedPrefixTokens: 0, break: null, realigned: [] });
   });
 
   it("branches token-exactly from an older call, not only from the latest ones", () => {

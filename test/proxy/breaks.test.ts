@@ -70,7 +70,7 @@ describe("proxy: history rewritten by the harness becomes a classified break in 
     expectRenderedFromRequest(p, records[1]);
   });
 
-  it("re-serialised tool arguments (Chat Completions): same JSON value, different text", async () => {
+  it("re-serialised tool arguments (Chat Completions): the same JSON value as other text keeps the sampled tokens", async () => {
     const { sessionId, apiKey } = p.session();
     const client = p.openai(apiKey);
     const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: "user", content: "weather?" }];
@@ -83,7 +83,11 @@ describe("proxy: history rewritten by the harness becomes a classified break in 
     messages.push({ role: "tool", tool_call_id: call.id, content: "sunny" });
     await client.chat.completions.create({ model: "policy", messages, tools: chatTools });
     const records = p.calls(sessionId);
-    expect(records[1]?.break).toMatchObject({ kind: "reserialized_tool_args", fromCallId: records[0]?.callId });
+    expect(records[1]?.break).toBeNull();
+    expect(records[1]?.parentCallId).toBe(records[0]?.callId);
+    expect(records[1]?.realigned).toEqual([{ messageIndex: 1, kind: "reserialized_tool_args", fromCallId: records[0]?.callId }]);
+    const r0 = records[0]!;
+    expect(records[1]?.promptTokens.slice(0, records[1]?.reusedPrefixTokens)).toEqual([...r0.promptTokens, ...r0.completionTokens]);
   });
 
   it("a harness that leaves history alone gets no break (Responses, three turns)", async () => {

@@ -21,6 +21,9 @@ export function storeContract(name: string, open: () => Store): void {
       const errored = makeRecord({ status: "error", error: { code: "engine_down", message: "boom", fault: "engine" }, response: null, completionTokens: [], logprobs: [], finishReason: null, policyVersion: null, samplingUsed: null, rolloutId: null, rawResponse: null });
       store.insertCall(errored);
       expect(store.getCall(errored.callId)).toEqual(errored);
+      const realigned = makeRecord({ realigned: [{ messageIndex: 3, kind: "reserialized_tool_args", fromCallId: "call_p" }] });
+      store.insertCall(realigned);
+      expect(store.getCall(realigned.callId)?.realigned).toEqual(realigned.realigned);
     });
 
     it("returns null for unknown calls and sessions", () => {
