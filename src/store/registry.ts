@@ -27,6 +27,15 @@ export function listStores(): { name: string; summary: string }[] {
 
 const SQLITE_FILE = /\.(sqlite|sqlite3|db)$/i;
 
+/** The SQLite file a store spec names (`sqlite:<path>`, or a bare path ending in .sqlite/.sqlite3/.db), else null. */
+export function sqliteFileOf(spec: string): string | null {
+  const trimmed = spec.trim();
+  const { scheme, arg } = parseSpec(trimmed);
+  if (scheme === "sqlite") return arg === "" ? null : arg;
+  if (stores.has(scheme)) return null;
+  return SQLITE_FILE.test(trimmed) ? trimmed : null;
+}
+
 /**
  * Opens a store by spec: `memory`, `sqlite:<path>`, or a bare path ending in `.sqlite`, `.sqlite3` or `.db`.
  * Other `scheme:arg` specs go to registered adapters.
@@ -38,6 +47,7 @@ export function openStore(spec: string): Store {
   const adapter = stores.find(scheme);
   if (adapter) return adapter.open(arg);
   // A bare file path is the sqlite store, even without registered adapters: it is the durable default.
-  if (SQLITE_FILE.test(trimmed)) return new SqliteStore(trimmed);
+  const file = sqliteFileOf(trimmed);
+  if (file !== null) return new SqliteStore(file);
   throw new UserError("unknown_store", `unknown store "${spec}" (use a path ending in .sqlite/.db, or a registered scheme; ${stores.knownText()})`);
 }

@@ -9,7 +9,7 @@ import { createEngine, listEngines } from "../../src/engine/index.js";
 import { listHarnesses } from "../../src/harness/index.js";
 import { listSandboxBackends } from "../../src/sandbox/index.js";
 import { listSchedulers } from "../../src/schedule/index.js";
-import { listStores, openStore } from "../../src/store/registry.js";
+import { listStores, openStore, sqliteFileOf } from "../../src/store/registry.js";
 import { listSuites, loadSuite } from "../../src/tasks/registry.js";
 import { createTrainer, listTrainers } from "../../src/trainer/index.js";
 
@@ -95,6 +95,14 @@ describe("parseSpec", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("finds the SQLite file a store spec names, whichever of the three spellings it uses", () => {
+    expect(sqliteFileOf("sqlite:/runs/a:b/calls.sqlite")).toBe("/runs/a:b/calls.sqlite");
+    expect(sqliteFileOf("runs/x/records.db")).toBe("runs/x/records.db");
+    expect(sqliteFileOf(" runs/x/records.sqlite3 ")).toBe("runs/x/records.sqlite3");
+    expect(sqliteFileOf("memory")).toBeNull();
+    expect(sqliteFileOf("sqlite:")).toBeNull();
   });
 });
 
