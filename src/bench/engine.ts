@@ -18,6 +18,7 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { PACKED_BATCH_VERSION, type PackedBatch } from "../batch/types.js";
+import { registerBuiltins } from "../builtins.js";
 import { createEngine } from "../engine/index.js";
 import type { LlamaCppEngine } from "../engine/llamacpp/engine.js";
 import { parseLlamaCppSpec } from "../engine/llamacpp/options.js";
@@ -175,6 +176,7 @@ function markdown(results: PresetResult[], meta: Record<string, unknown>): strin
 }
 
 async function main(): Promise<void> {
+  registerBuiltins();
   const { values } = parseArgs({
     options: {
       threads: { type: "string", default: "1" },

@@ -22,6 +22,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { registerBuiltins } from "../builtins.js";
 import type { ChatMessage } from "../chat/types.js";
 import { createScriptedEngine } from "../engine/scripted/index.js";
 import type { SamplingEngine } from "../engine/types.js";
@@ -375,6 +376,7 @@ function markdown(result: Record<string, unknown>): string {
 }
 
 async function main(): Promise<void> {
+  registerBuiltins();
   const { values } = parseArgs({
     options: {
       serve: { type: "string" },

@@ -15,7 +15,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import "../harness/index.js";
+import { registerBuiltins } from "../builtins.js";
 import { registerEngine } from "../engine/registry.js";
 import { REAL_HARNESS_SHELL_TOOLS } from "../harness/real/index.js";
 import { createScriptedEngine, type ScriptReply, type ScriptRequest } from "../engine/scripted/index.js";
@@ -90,6 +90,7 @@ function perRolloutStats(records: CallRecord[], sessions: SessionInfo[]): Omit<D
 }
 
 async function main(): Promise<void> {
+  registerBuiltins();
   const { values } = parseArgs({
     options: {
       harnesses: { type: "string" },
@@ -107,7 +108,7 @@ async function main(): Promise<void> {
   const samples = Number(values.samples ?? 4);
   const out = resolve(values.out ?? "docs/bench/trees-real.json");
 
-  registerEngine("bench-trees-real", "scripted model for bench:trees-real", async () => createScriptedEngine(makeScript(turns), { modelId: "policy" }));
+  registerEngine({ name: "bench-trees-real", summary: "scripted model for bench:trees-real", create: async () => createScriptedEngine(makeScript(turns), { modelId: "policy" }) });
   const stack = await RolloutStack.open({ engine: "bench-trees-real:", store: "memory", sandbox: "bwrap", sampling: { maxTokens: 256 } });
   const byHarness: Record<string, HarnessResult> = {};
   const saved: { records: CallRecord[]; sessions: SessionInfo[] } = { records: [], sessions: [] };

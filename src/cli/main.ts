@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { registerBuiltins } from "../builtins.js";
 import { isHarnessRLError, errorMessage } from "../core/errors.js";
 import { commands } from "./commands/index.js";
 
@@ -9,6 +10,7 @@ function help(): string {
 }
 
 async function main(argv: string[]): Promise<number> {
+  registerBuiltins();
   const [name, ...rest] = argv;
   if (!name || name === "--help" || name === "-h" || name === "help") {
     console.log(help());

@@ -1,7 +1,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Progress } from "../core/progress.js";
-import "../harness/index.js";
 import { RolloutStack } from "../rollout/stack.js";
 import { runRollouts } from "../rollout/runner.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";

@@ -1,6 +1,3 @@
-// Importing this module registers every built-in engine adapter. Add one side-effect import per adapter.
-export { createEngine, listEngines, registerEngine } from "./registry.js";
-import "./scripted/register.js";
-import "./llamacpp/register.js";
-import "./remote/register.js";
-import "./oracle/register.js";
+// The engine layer's registry. Adapters do not register themselves: src/builtins.ts registers the built-in ones.
+export { createEngine, engines, listEngines, registerEngine } from "./registry.js";
+export type { EngineAdapter, EngineFactory, EngineFactoryOptions } from "./registry.js";

@@ -1,4 +1,4 @@
-import { UserError } from "../core/errors.js";
+import { parseSpec, Registry } from "../core/registry.js";
 import type { Task } from "../tasks/task.js";
 import type { SamplingEngine } from "./types.js";
 
@@ -12,31 +12,26 @@ export interface EngineFactoryOptions {
 /** Creates an engine from the part of the spec after `scheme:` (may be empty). */
 export type EngineFactory = (arg: string, options: EngineFactoryOptions) => Promise<SamplingEngine>;
 
-interface Entry {
-  factory: EngineFactory;
+/** An engine adapter as registered: `name` is the spec's scheme (`scripted`, `llamacpp`, `vllm`, …). */
+export interface EngineAdapter {
+  name: string;
   summary: string;
+  create: EngineFactory;
 }
 
-const engines = new Map<string, Entry>();
+/** The engine adapters; filled by registerBuiltins() (src/builtins.ts) and library users. */
+export const engines = new Registry<EngineAdapter>("engine", "unknown_engine");
 
-/** Adapters register themselves by scheme (`scripted`, `llamacpp`, `vllm`, …). */
-export function registerEngine(scheme: string, summary: string, factory: EngineFactory): void {
-  engines.set(scheme, { factory, summary });
+export function registerEngine(adapter: EngineAdapter): void {
+  engines.register(adapter);
 }
 
-export function listEngines(): { scheme: string; summary: string }[] {
-  return [...engines.entries()].map(([scheme, e]) => ({ scheme, summary: e.summary }));
+export function listEngines(): { name: string; summary: string }[] {
+  return engines.list();
 }
 
 /** `scheme` or `scheme:arg`; the arg may itself contain colons (URLs). */
 export async function createEngine(spec: string, options: EngineFactoryOptions = {}): Promise<SamplingEngine> {
-  const i = spec.indexOf(":");
-  const scheme = i < 0 ? spec : spec.slice(0, i);
-  const arg = i < 0 ? "" : spec.slice(i + 1);
-  const entry = engines.get(scheme);
-  if (!entry) {
-    const known = [...engines.keys()].sort().join(", ");
-    throw new UserError("unknown_engine", `unknown engine "${scheme}" in spec "${spec}" (known: ${known})`);
-  }
-  return entry.factory(arg, options);
+  const { scheme, arg } = parseSpec(spec);
+  return engines.get(scheme, `engine spec "${spec}"`).create(arg, options);
 }

@@ -1,6 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { UserError } from "../core/errors.js";
+import { parseSpec } from "../core/registry.js";
 import { openStore } from "../store/registry.js";
 import type { Store } from "../store/types.js";
 
@@ -12,7 +13,9 @@ import type { Store } from "../store/types.js";
 export function openRecordedStore(spec: string): Store {
   const s = spec.trim();
   if (s === "") throw new UserError("bad_arguments", "--db needs a store file");
-  const path = s.startsWith("sqlite:") ? s.slice("sqlite:".length) : /^[a-z][a-z0-9+-]*:/i.test(s) ? null : s;
+  const { scheme, arg } = parseSpec(s);
+  // `sqlite:<path>` or a plain path (which may contain colons) is read here; another `scheme:arg` goes to the registry.
+  const path = scheme === "sqlite" ? arg : s.includes(":") && /^[a-z][a-z0-9+-]*$/i.test(scheme) ? null : s;
   if (path === null) return openStore(s);
   if (!existsSync(path)) throw new UserError("store_not_found", `no call record store at ${path}`);
   // A run directory (harnessrl rollout / eval / train --out) keeps its records in records.sqlite.

@@ -1,10 +1,6 @@
-// Importing this module registers every harness definition (built-in and real).
-import { builtinHarnesses } from "./builtin/definitions.js";
-import { realHarnesses } from "./real/index.js";
-import { registerHarness } from "./registry.js";
-
-for (const def of builtinHarnesses) registerHarness(def);
-for (const def of realHarnesses) registerHarness(def);
-
-export { getHarness, listHarnesses, registerHarness } from "./registry.js";
+// Public surface of the harness layer. Definitions do not register themselves: src/builtins.ts registers the built-in
+// and real ones.
+export { builtinHarnesses } from "./builtin/definitions.js";
+export { realHarnesses } from "./real/index.js";
+export { getHarness, harnesses, listHarnesses, registerHarness } from "./registry.js";
 export type { HarnessDefinition, LaunchContext, LaunchPlan } from "./types.js";

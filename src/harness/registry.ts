@@ -1,18 +1,17 @@
-import { UserError } from "../core/errors.js";
+import { Registry } from "../core/registry.js";
 import type { HarnessDefinition } from "./types.js";
 
-const harnesses = new Map<string, HarnessDefinition>();
+/** The harness definitions; filled by registerBuiltins() (src/builtins.ts) and library users. */
+export const harnesses = new Registry<HarnessDefinition>("harness", "unknown_harness");
 
 export function registerHarness(def: HarnessDefinition): void {
-  harnesses.set(def.name, def);
+  harnesses.register(def);
 }
 
 export function getHarness(name: string): HarnessDefinition {
-  const def = harnesses.get(name);
-  if (!def) throw new UserError("unknown_harness", `unknown harness "${name}" (known: ${[...harnesses.keys()].sort().join(", ")})`);
-  return def;
+  return harnesses.get(name);
 }
 
 export function listHarnesses(): HarnessDefinition[] {
-  return [...harnesses.values()];
+  return harnesses.values();
 }

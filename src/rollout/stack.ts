@@ -6,7 +6,7 @@ import { createHistoryPlanner } from "../history/index.js";
 import { ProxyServer } from "../proxy/index.js";
 import { openSandboxBackend } from "../sandbox/index.js";
 import type { SandboxBackend } from "../sandbox/types.js";
-import { openStore } from "../store/registry.js";
+import { openStore, sqliteFileOf } from "../store/registry.js";
 import type { Store } from "../store/types.js";
 import type { Task } from "../tasks/task.js";
 import type { RolloutProxy } from "./run-one.js";
@@ -42,7 +42,7 @@ export class RolloutStack {
 
   static async open(options: StackOptions): Promise<RolloutStack> {
     const taskByRollout = new Map<string, Task>();
-    const storePath = options.store.startsWith("sqlite:") ? options.store.slice("sqlite:".length) : options.store.endsWith(".sqlite") ? options.store : null;
+    const storePath = sqliteFileOf(options.store);
     if (storePath) mkdirSync(dirname(storePath), { recursive: true });
     const store = openStore(options.store);
     const engine = await createEngine(options.engine, { ...(options.modelDir ? { modelDir: options.modelDir } : {}), tasks: { taskForRollout: (id) => taskByRollout.get(id) } });

@@ -1,23 +1,40 @@
 import { UserError } from "../core/errors.js";
-import { MemoryStore } from "./memory.js";
+import { parseSpec, Registry } from "../core/registry.js";
 import { SqliteStore } from "./sqlite.js";
 import type { Store } from "./types.js";
 
 /** Creates a store from the part of the spec after `scheme:`. */
 export type StoreFactory = (arg: string) => Store;
 
-const factories = new Map<string, { factory: StoreFactory; summary: string }>();
-
-/** Adapters register by scheme; `openStore("<scheme>:<arg>")` finds them. */
-export function registerStore(scheme: string, summary: string, factory: StoreFactory): void {
-  factories.set(scheme, { factory, summary });
+/** A store adapter as registered: `name` is the spec's scheme (`memory`, `sqlite`, …). */
+export interface StoreAdapter {
+  name: string;
+  summary: string;
+  open: StoreFactory;
 }
 
-export function listStores(): { scheme: string; summary: string }[] {
-  return [...factories.entries()].map(([scheme, e]) => ({ scheme, summary: e.summary }));
+/** The store adapters; filled by registerBuiltins() (src/builtins.ts) and library users. */
+export const stores = new Registry<StoreAdapter>("store", "unknown_store");
+
+/** `openStore("<scheme>:<arg>")` finds adapters registered here. */
+export function registerStore(adapter: StoreAdapter): void {
+  stores.register(adapter);
+}
+
+export function listStores(): { name: string; summary: string }[] {
+  return stores.list();
 }
 
 const SQLITE_FILE = /\.(sqlite|sqlite3|db)$/i;
+
+/** The SQLite file a store spec names (`sqlite:<path>`, or a bare path ending in .sqlite/.sqlite3/.db), else null. */
+export function sqliteFileOf(spec: string): string | null {
+  const trimmed = spec.trim();
+  const { scheme, arg } = parseSpec(trimmed);
+  if (scheme === "sqlite") return arg === "" ? null : arg;
+  if (stores.has(scheme)) return null;
+  return SQLITE_FILE.test(trimmed) ? trimmed : null;
+}
 
 /**
  * Opens a store by spec: `memory`, `sqlite:<path>`, or a bare path ending in `.sqlite`, `.sqlite3` or `.db`.
@@ -26,20 +43,11 @@ const SQLITE_FILE = /\.(sqlite|sqlite3|db)$/i;
 export function openStore(spec: string): Store {
   const trimmed = spec.trim();
   if (trimmed === "") throw new UserError("bad_store_spec", "the store spec is empty (use memory, sqlite:<path> or <path>.sqlite)");
-  const i = trimmed.indexOf(":");
-  const scheme = i < 0 ? trimmed : trimmed.slice(0, i);
-  const entry = factories.get(scheme);
-  if (entry) return entry.factory(i < 0 ? "" : trimmed.slice(i + 1));
-  if (SQLITE_FILE.test(trimmed)) return new SqliteStore(trimmed);
-  const known = [...factories.keys()].sort().join(", ");
-  throw new UserError("unknown_store", `unknown store "${spec}" (use a path ending in .sqlite/.db, or one of: ${known})`);
+  const { scheme, arg } = parseSpec(trimmed);
+  const adapter = stores.find(scheme);
+  if (adapter) return adapter.open(arg);
+  // A bare file path is the sqlite store, even without registered adapters: it is the durable default.
+  const file = sqliteFileOf(trimmed);
+  if (file !== null) return new SqliteStore(file);
+  throw new UserError("unknown_store", `unknown store "${spec}" (use a path ending in .sqlite/.db, or a registered scheme; ${stores.knownText()})`);
 }
-
-registerStore("memory", "in-process maps; lost when the process exits", (arg) => {
-  if (arg !== "") throw new UserError("bad_store_spec", `the memory store takes no argument (got "memory:${arg}")`);
-  return new MemoryStore();
-});
-registerStore("sqlite", "SQLite file (WAL), the durable default: sqlite:<path>", (arg) => {
-  if (arg === "") throw new UserError("bad_store_spec", "sqlite: needs a file path, e.g. sqlite:runs/calls.sqlite");
-  return new SqliteStore(arg);
-});

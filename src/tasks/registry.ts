@@ -1,11 +1,5 @@
-import { UserError } from "../core/errors.js";
+import { Registry } from "../core/registry.js";
 import type { TaskFamily } from "./family.js";
-import { arithFamily } from "./families/arith.js";
-import { calcfileFamily, calcrunFamily } from "./families/calcfile.js";
-import { lookuprunFamily } from "./families/lookuprun.js";
-import { filesFamily } from "./families/files.js";
-import { lookupFamily } from "./families/lookup.js";
-import { loadSuiteDir } from "./load.js";
 import { parseSuiteSpec, type SuiteSpec } from "./suite-spec.js";
 import type { Split, Task } from "./task.js";
 
@@ -31,30 +25,33 @@ export interface Suite {
 export const DEFAULT_COUNT = 100;
 export const DEFAULT_SPLIT: Split = "train";
 
-const families = new Map<string, TaskFamily>();
-const providers = new Map<string, SuiteProvider>();
+/** Task suites by the name a suite spec starts with; filled by registerBuiltins() (src/builtins.ts) and library users. */
+export const suites = new Registry<SuiteProvider>("task suite", "unknown_suite");
+/** Generating task families, so a built-in task can be regenerated from its id. Each is also a suite. */
+export const taskFamilies = new Registry<TaskFamily>("task family", "unknown_task_family");
 
 export function registerSuite(provider: SuiteProvider): void {
-  providers.set(provider.name, provider);
+  suites.register(provider);
+}
+
+/** Registers a generating family and the suite of the same name that generates from it. */
+export function registerTaskFamily(family: TaskFamily): void {
+  taskFamilies.register(family);
+  suites.register(familySuite(family));
 }
 
 export function listSuites(): { name: string; summary: string }[] {
-  return [...providers.values()].map((p) => ({ name: p.name, summary: p.summary }));
+  return suites.list();
 }
 
 export function getFamily(name: string): TaskFamily | undefined {
-  return families.get(name);
+  return taskFamilies.find(name);
 }
 
 /** Loads a suite from its spec (see suite-spec.ts). Generated suites default to the train split and n=100. */
 export async function loadSuite(spec: string, options: LoadSuiteOptions = {}): Promise<Suite> {
   const parsed = parseSuiteSpec(spec);
-  const provider = providers.get(parsed.name);
-  if (!provider) {
-    const known = [...providers.keys()].sort().join(", ");
-    throw new UserError("unknown_suite", `unknown task suite "${parsed.name}" in "${spec}" (known: ${known}, dir:<path>)`);
-  }
-  const tasks = await provider.load(parsed, options);
+  const tasks = await suites.get(parsed.name, `"${spec}"`).load(parsed, options);
   const suite: Suite = { spec, name: parsed.name, tasks };
   if (parsed.split) suite.split = parsed.split;
   return suite;
@@ -64,11 +61,11 @@ export async function loadSuite(spec: string, options: LoadSuiteOptions = {}): P
 export function builtinTaskById(id: string): Task | undefined {
   const m = /^([a-z]+)-(train|test)-s(\d+)-(\d+)$/.exec(id);
   if (!m) return undefined;
-  const family = families.get(m[1]!);
+  const family = taskFamilies.find(m[1]!);
   return family?.generate(m[2] as Split, Number(m[3]), Number(m[4]));
 }
 
-function familyProvider(family: TaskFamily): SuiteProvider {
+function familySuite(family: TaskFamily): SuiteProvider {
   return {
     name: family.name,
     summary: family.summary,
@@ -79,34 +76,3 @@ function familyProvider(family: TaskFamily): SuiteProvider {
     },
   };
 }
-
-for (const family of [arithFamily, calcfileFamily, calcrunFamily, filesFamily, lookupFamily, lookuprunFamily]) {
-  families.set(family.name, family);
-  registerSuite(familyProvider(family));
-}
-
-registerSuite({
-  name: "mix",
-  summary: "arith, files and lookup interleaved round-robin (n counts all three together)",
-  load: (spec) => {
-    const split = spec.split ?? DEFAULT_SPLIT;
-    const seed = spec.seed ?? 0;
-    const all = [arithFamily, filesFamily, lookupFamily];
-    const n = spec.n ?? DEFAULT_COUNT * all.length;
-    return Promise.resolve(Array.from({ length: n }, (_, i) => all[i % all.length]!.generate(split, seed, Math.floor(i / all.length))));
-  },
-});
-
-registerSuite({
-  name: "dir",
-  summary: "tasks from a folder: native layout (task.json) or ClawGym-Bench (data_entry.json); dir:<path>",
-  load: (spec, options) => {
-    if (spec.n !== undefined || spec.seed !== undefined) {
-      throw new UserError("bad_suite_spec", "n and seed apply to generated suites only, not dir:");
-    }
-    const dirOptions: Parameters<typeof loadSuiteDir>[1] = {};
-    if (spec.split) dirOptions.split = spec.split;
-    if (options.workspaceRoot) dirOptions.workspaceRoot = options.workspaceRoot;
-    return loadSuiteDir(spec.path ?? "", dirOptions);
-  },
-});

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { UserError } from "../core/errors.js";
+import { parseSpec } from "../core/registry.js";
 import { formatIssues, SPLITS, type Split } from "./task.js";
 
 /**
@@ -39,13 +40,13 @@ export function parseSuiteSpec(spec: string): SuiteSpec {
   for (const [k, v] of new URLSearchParams(query)) raw[k] = v;
   const opts = optionsSchema.safeParse(raw);
   if (!opts.success) throw new UserError("bad_suite_spec", `task suite spec "${spec}": ${formatIssues(opts.error)}`);
-  const out: SuiteSpec = { name: head };
-  if (head.startsWith("dir:")) {
-    out.name = "dir";
-    out.path = head.slice(4);
-    if (!out.path) throw new UserError("bad_suite_spec", `task suite spec "${spec}": dir: needs a folder path`);
+  const { scheme, arg } = parseSpec(head);
+  const out: SuiteSpec = { name: scheme };
+  if (scheme === "dir") {
+    if (!arg) throw new UserError("bad_suite_spec", `task suite spec "${spec}": dir: needs a folder path`);
+    out.path = arg;
   } else if (head.includes(":")) {
-    throw new UserError("bad_suite_spec", `task suite spec "${spec}": unknown split "${head.slice(head.indexOf(":") + 1)}" (use train or test)`);
+    throw new UserError("bad_suite_spec", `task suite spec "${spec}": unknown split "${arg}" (use train or test)`);
   }
   if (split) out.split = split;
   if (opts.data.n !== undefined) out.n = opts.data.n;

@@ -5,7 +5,6 @@ import { newId } from "../core/ids.js";
 import { Progress } from "../core/progress.js";
 import { isHotSwappable } from "../engine/types.js";
 import type { EvalSummary } from "../eval/metrics.js";
-import "../harness/index.js";
 import { RolloutStack } from "../rollout/stack.js";
 import { runRollouts } from "../rollout/runner.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";

@@ -1,3 +1,4 @@
-// Importing this module registers every built-in trainer adapter. Add one side-effect import per adapter.
-export { createTrainer, listTrainers, registerTrainer } from "./registry.js";
-import "./torch/register.js";
+// The trainer layer's registry. Adapters do not register themselves: src/builtins.ts registers the built-in ones.
+export { createTrainer, listTrainers, registerTrainer, trainers } from "./registry.js";
+export type { TrainerAdapter, TrainerFactory } from "./registry.js";
+export { torchTrainerAdapter } from "./torch/register.js";

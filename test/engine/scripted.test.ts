@@ -45,7 +45,7 @@ runEngineContract({ name: "scripted", create: () => createEngine(`scripted:${con
 
 describe("scripted engine", () => {
   it("is registered under the scripted scheme", () => {
-    expect(listEngines().map((e) => e.scheme)).toContain("scripted");
+    expect(listEngines().map((e) => e.name)).toContain("scripted");
   });
 
   it("hands the script the normalised request with parsed tool-call arguments (raw text when not JSON)", async () => {

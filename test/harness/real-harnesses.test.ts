@@ -67,7 +67,7 @@ function proofTask(): Task {
 let stack: RolloutStack;
 
 beforeAll(async () => {
-  registerEngine("test-real-harness", "scripted model for the real-harness tests", async () => createScriptedEngine(script, { modelId: "policy" }));
+  registerEngine({ name: "test-real-harness", summary: "scripted model for the real-harness tests", create: async () => createScriptedEngine(script, { modelId: "policy" }) });
   stack = await RolloutStack.open({ engine: "test-real-harness:", store: "memory", sandbox: "bwrap", sampling: { maxTokens: 256 } });
 });
 

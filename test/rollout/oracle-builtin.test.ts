@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import "../../src/harness/index.js";
 import { RolloutStack } from "../../src/rollout/stack.js";
 import { runRollouts } from "../../src/rollout/runner.js";
 import type { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";

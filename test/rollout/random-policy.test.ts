@@ -3,7 +3,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { summarise } from "../../src/eval/metrics.js";
-import "../../src/harness/index.js";
 import { RolloutStack } from "../../src/rollout/stack.js";
 import { runRollouts } from "../../src/rollout/runner.js";
 import type { RolloutResult } from "../../src/tasks/rollout-result.js";

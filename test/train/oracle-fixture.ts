@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import "../../src/harness/index.js";
 import { RolloutStack } from "../../src/rollout/stack.js";
 import { runRollouts } from "../../src/rollout/runner.js";
 import type { RolloutResult } from "../../src/tasks/rollout-result.js";

@@ -2,13 +2,17 @@ import { listEngines } from "../../engine/index.js";
 import { listHarnesses } from "../../harness/index.js";
 import { MODEL_PRESETS } from "../../model/presets.js";
 import { listSandboxBackends } from "../../sandbox/index.js";
+import { listSchedulers } from "../../schedule/index.js";
+import { listStores } from "../../store/registry.js";
 import { listSuites } from "../../tasks/registry.js";
+import { listTrainers } from "../../trainer/index.js";
 import { parseOptions } from "../args.js";
 import type { Command } from "../command.js";
 
 const usage = `Usage: harnessrl list [--json]
 
-Shows the available harnesses, task suites, engines, model presets and sandbox backends.`;
+Shows everything a config or command line can name: harnesses, task suites, engines, stores, sandbox backends,
+trainers, harness schedulers and model presets.`;
 
 interface Row {
   name: string;
@@ -22,16 +26,19 @@ function section(title: string, rows: Row[]): string {
 
 export const listCommand: Command = {
   name: "list",
-  summary: "show harnesses, task suites, engines, model presets and sandbox backends",
+  summary: "show harnesses, task suites, engines, stores, sandboxes, trainers, schedulers and model presets",
   usage,
   async run(argv) {
     const values = parseOptions(argv, { json: { type: "boolean" } }, usage);
     const inventory = {
       harnesses: listHarnesses().map((h) => ({ name: h.name, summary: h.summary, kind: h.kind, protocol: h.protocol })),
       suites: listSuites(),
-      engines: listEngines().map((e) => ({ name: e.scheme, summary: e.summary })),
-      presets: MODEL_PRESETS.map((p) => ({ name: p.name, summary: `${p.modelType}, ${(p.parameters / 1e6).toFixed(2)}M parameters: ${p.description}` })),
+      engines: listEngines(),
+      stores: listStores(),
       sandboxes: listSandboxBackends(),
+      trainers: listTrainers(),
+      schedulers: listSchedulers(),
+      presets: MODEL_PRESETS.map((p) => ({ name: p.name, summary: `${p.modelType}, ${(p.parameters / 1e6).toFixed(2)}M parameters: ${p.description}` })),
     };
     if (values.json) {
       console.log(JSON.stringify(inventory, null, 2));
@@ -42,8 +49,11 @@ export const listCommand: Command = {
         section("Harnesses", inventory.harnesses.map((h) => ({ name: h.name, summary: `[${h.kind}, ${h.protocol}] ${h.summary}` }))),
         section("Task suites", inventory.suites),
         section("Engines", inventory.engines),
-        section("Model presets", inventory.presets),
+        section("Stores", inventory.stores),
         section("Sandbox backends", inventory.sandboxes),
+        section("Trainers", inventory.trainers),
+        section("Harness schedulers", inventory.schedulers),
+        section("Model presets", inventory.presets),
       ].join("\n\n"),
     );
     return 0;

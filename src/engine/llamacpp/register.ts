@@ -1,9 +1,14 @@
-import { registerEngine } from "../registry.js";
+import type { EngineAdapter } from "../registry.js";
 import { parseLlamaCppSpec } from "./options.js";
 
-// node-llama-cpp is imported lazily so processes that never use this engine do not pay for loading it.
-registerEngine("llamacpp", "llama.cpp embedded (node-llama-cpp), GGUF exported from a model dir: llamacpp:<dir>[?threads=&sequences=&ctx=&kv=&fa=&cache=]", async (arg, options) => {
-  const parsed = parseLlamaCppSpec(arg, options.modelDir);
-  const { LlamaCppEngine } = await import("./engine.js");
-  return LlamaCppEngine.create(`llamacpp:${arg}`, parsed);
-});
+/** The `llamacpp` engine adapter (registered by src/builtins.ts). */
+export const llamacppEngineAdapter: EngineAdapter = {
+  name: "llamacpp",
+  summary: "llama.cpp embedded (node-llama-cpp), GGUF exported from a model dir: llamacpp:<dir>[?threads=&sequences=&ctx=&kv=&fa=&cache=]",
+  // node-llama-cpp is imported lazily so processes that never use this engine do not pay for loading it.
+  create: async (arg, options) => {
+    const parsed = parseLlamaCppSpec(arg, options.modelDir);
+    const { LlamaCppEngine } = await import("./engine.js");
+    return LlamaCppEngine.create(`llamacpp:${arg}`, parsed);
+  },
+};

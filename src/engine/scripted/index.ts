@@ -1,5 +1,5 @@
-// Public surface of the scripted engine (registration happens in ./register.ts, imported by src/engine/index.ts).
+// Public surface of the scripted engine (src/builtins.ts registers its adapter from ./register.ts).
 export { SCRIPTED_DEFAULT_CONTEXT, ScriptedEngine, createScriptedEngine } from "./scripted-engine.js";
 export type { ScriptedEngineOptions } from "./scripted-engine.js";
 export type { ScriptFunction, ScriptMessage, ScriptReply, ScriptRequest } from "./script-types.js";
-export { loadScript, parseScriptedArg } from "./register.js";
+export { loadScript, parseScriptedArg, scriptedEngineAdapter } from "./register.js";

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { UserError, errorMessage } from "../../core/errors.js";
-import { registerEngine } from "../registry.js";
+import type { EngineAdapter } from "../registry.js";
 import { ScriptedEngine } from "./scripted-engine.js";
 import type { ScriptedEngineOptions } from "./scripted-engine.js";
 import type { ScriptFunction } from "./script-types.js";
@@ -44,7 +44,12 @@ export async function loadScript(path: string): Promise<ScriptFunction> {
   return mod.default as ScriptFunction;
 }
 
-registerEngine("scripted", "scripted:<module.mjs>[?ctx=N&delay=MS] — a JavaScript function plays the model (tests, driving harnesses without a model)", async (arg) => {
-  const { path, options } = parseScriptedArg(arg);
-  return new ScriptedEngine(await loadScript(path), { ...options, spec: `scripted:${arg}` });
-});
+/** The `scripted` engine adapter (registered by src/builtins.ts). */
+export const scriptedEngineAdapter: EngineAdapter = {
+  name: "scripted",
+  summary: "scripted:<module.mjs>[?ctx=N&delay=MS] — a JavaScript function plays the model (tests, driving harnesses without a model)",
+  create: async (arg) => {
+    const { path, options } = parseScriptedArg(arg);
+    return new ScriptedEngine(await loadScript(path), { ...options, spec: `scripted:${arg}` });
+  },
+};

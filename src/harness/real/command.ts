@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import { z } from "zod";
 import { UserError } from "../../core/errors.js";
+import { parseSpec } from "../../core/registry.js";
 import type { Protocol } from "../../icr/records.js";
 import type { ExitInfo, HarnessDefinition, LaunchContext } from "../types.js";
 import { harnessrlEnv } from "../launch-env.js";
@@ -95,8 +96,9 @@ export function createCommandHarness(input: CommandHarnessConfig): HarnessDefini
  * argv array), as given on the command line; the harness is named after the whole spec.
  */
 export function commandHarnessFromSpec(spec: string): HarnessDefinition {
-  if (!spec.startsWith("command:")) throw new UserError("invalid_command_harness", `not a command harness spec: "${spec}" (use command:<command line>)`);
-  const body = spec.slice("command:".length).trim();
+  const { scheme, arg } = parseSpec(spec);
+  if (scheme !== "command" || !spec.includes(":")) throw new UserError("invalid_command_harness", `not a command harness spec: "${spec}" (use command:<command line>)`);
+  const body = arg.trim();
   if (!body) throw new UserError("invalid_command_harness", "command: needs a command line, e.g. command:my-agent --prompt \"$HARNESSRL_PROMPT\"");
   if (body.startsWith("{") || body.startsWith("[")) {
     let value: unknown;

@@ -1,6 +1,9 @@
-import { registerTrainer } from "../registry.js";
+import type { TrainerAdapter } from "../registry.js";
 import { TorchTrainer } from "./torch-trainer.js";
 
-registerTrainer("torch", "local PyTorch worker process (torch:<device> picks cpu, cuda, cuda:N)", (arg, options) =>
-  TorchTrainer.start({ ...options, device: arg || options.device }),
-);
+/** The `torch` trainer adapter (registered by src/builtins.ts). */
+export const torchTrainerAdapter: TrainerAdapter = {
+  name: "torch",
+  summary: "local PyTorch worker process (torch:<device> picks cpu, cuda, cuda:N)",
+  create: (arg, options) => TorchTrainer.start({ ...options, device: arg || options.device }),
+};

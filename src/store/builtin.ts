@@ -1,0 +1,25 @@
+import { UserError } from "../core/errors.js";
+import { MemoryStore } from "./memory.js";
+import type { StoreAdapter } from "./registry.js";
+import { SqliteStore } from "./sqlite.js";
+
+const memoryStore: StoreAdapter = {
+  name: "memory",
+  summary: "in-process maps; lost when the process exits",
+  open: (arg) => {
+    if (arg !== "") throw new UserError("bad_store_spec", `the memory store takes no argument (got "memory:${arg}")`);
+    return new MemoryStore();
+  },
+};
+
+const sqliteStore: StoreAdapter = {
+  name: "sqlite",
+  summary: "SQLite file (WAL), the durable default: sqlite:<path> (or a bare <path>.sqlite)",
+  open: (arg) => {
+    if (arg === "") throw new UserError("bad_store_spec", "sqlite: needs a file path, e.g. sqlite:runs/calls.sqlite");
+    return new SqliteStore(arg);
+  },
+};
+
+/** The built-in store adapters (registered by src/builtins.ts). */
+export const builtinStores: readonly StoreAdapter[] = [memoryStore, sqliteStore];
