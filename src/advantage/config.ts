@@ -126,19 +126,25 @@ export function toAdvantageConfig(s: AdvantageSection): AdvantageConfig {
   };
 }
 
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
 /** camelCase → snake_case keys (code input to the section's spelling). */
 function snakeKeys(value: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v]));
 }
 
 /**
- * Validates an advantage config given in code (camelCase, any subset), filling defaults from the one section schema;
- * invalid input is a UserError naming the field (in its YAML spelling).
+ * Validates an advantage config given in code (camelCase `AdvantageConfigInput`, any subset), filling defaults from the
+ * one section schema; invalid input is a UserError naming the field (in its YAML spelling).
  */
-export function parseAdvantageConfig(input: AdvantageConfigInput = {}): AdvantageConfig {
-  const section = snakeKeys(input);
-  if (input.groupBy) section.group_by = input.groupBy.map((g) => GROUP_NAME_OF[g] ?? g);
-  if (input.process) section.process = snakeKeys(input.process);
+export function parseAdvantageConfig(input: unknown = {}): AdvantageConfig {
+  let section: unknown = input ?? {};
+  if (isRecord(input)) {
+    const snake = snakeKeys(input);
+    if (Array.isArray(input.groupBy)) snake.group_by = input.groupBy.map((g: unknown) => (typeof g === "string" && g in GROUP_NAME_OF ? GROUP_NAME_OF[g as GroupField] : g));
+    if (isRecord(input.process)) snake.process = snakeKeys(input.process);
+    section = snake;
+  }
   const parsed = advantageSectionSchema.safeParse(section);
   if (!parsed.success) throw new UserError("invalid_config", `invalid advantage config:\n${parsed.error.issues.map((i) => `  ${["advantage", ...i.path.map(String)].join(".")}: ${i.message}`).join("\n")}`);
   return toAdvantageConfig(parsed.data);
