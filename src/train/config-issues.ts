@@ -68,18 +68,32 @@ function nearest(key: string, known: readonly string[]): string | null {
 const dotted = (path: readonly PropertyKey[]): string => (path.length ? path.map(String).join(".") : "(root)");
 
 /**
+ * A union none of whose options matched (e.g. `model`: preset | dir | checkpoint): the option that came closest, i.e.
+ * with the fewest issues, explains the failure best; its issues are re-rooted at the union's path.
+ */
+function closestOption(i: z.core.$ZodIssueInvalidUnion): z.core.$ZodIssue[] | null {
+  const best = [...i.errors].filter((e) => e.length > 0).sort((a, b) => a.length - b.length)[0];
+  return best ? best.map((j) => ({ ...j, path: [...i.path, ...j.path] })) : null;
+}
+
+/**
  * One line per issue: `path.to.key: message`; unknown keys get their own path and a "did you mean", or where the knob
  * lives now when `moved` (dotted old path → dotted new path) knows it.
  */
 export function issueLines(issues: readonly z.core.$ZodIssue[], schema: z.core.$ZodType, input: unknown, moved: Readonly<Record<string, string>> = {}): string[] {
   return issues.flatMap((i) => {
+    if (i.code === "invalid_union") {
+      const closest = closestOption(i);
+      if (closest) return issueLines(closest, schema, input, moved);
+    }
     if (i.code !== "unrecognized_keys") return [`${dotted(i.path)}: ${i.message}`];
     const known = schemaKeysAt(schema, i.path, input);
     return i.keys.map((k) => {
       const at = dotted([...i.path, k]);
       const now = moved[at];
       const guess = nearest(k, known);
-      return `${at}: unknown key${now ? ` (now ${now})` : guess ? ` (did you mean ${guess}?)` : known.length ? ` (known: ${known.join(", ")})` : ""}`;
+      const hint = now ? `now ${now}` : known.includes(k) ? "not with the other keys given here" : guess ? `did you mean ${guess}?` : known.length ? `known: ${known.join(", ")}` : "";
+      return `${at}: unknown key${hint ? ` (${hint})` : ""}`;
     });
   });
 }

@@ -117,6 +117,9 @@ describe("a typo in any section of the run config", () => {
     };
     expect(lines({ ...base, advantage: { estimator: "reinforce", group_by: ["taskId"] } })).toEqual([expect.stringMatching(/^ {2}advantage\.estimator: /), expect.stringMatching(/^ {2}advantage\.group_by\.0: /)]);
     expect(lines({ ...base, advantage: { process: { subscore: "hits", decisions: "tool" } } })).toEqual([expect.stringMatching(/^ {2}advantage\.process\.tool: /)]);
+    // model is preset | dir | checkpoint: a union none of whose options matches is explained by the closest one.
+    expect(lines({ ...base, model: { presett: "tiny-1m" } })).toEqual(["  model.preset: Invalid input: expected string, received undefined", "  model.presett: unknown key (did you mean preset?)"]);
+    expect(lines({ ...base, model: { preset: "tiny-1m", dir: "models/x" } })).toEqual(["  model.dir: unknown key (not with the other keys given here)"]);
     expect(lines({ ...base, mix: "scheduled" })).toEqual([expect.stringMatching(/^ {2}scheduler: mix: scheduled needs a scheduler section/)]);
     expect(lines({ ...base, scheduler: { name: "round-robin" } })).toEqual([expect.stringMatching(/^ {2}scheduler: a scheduler is only used with mix: scheduled/)]);
     expect(lines({ ...base, mix: "scheduled", scheduler: { name: "harness-bandit", p_min: 0.6 } })).toEqual([expect.stringMatching(/^ {2}scheduler\.p_min: 0\.6 is infeasible for 2 harnesses/)]);
