@@ -6,5 +6,3 @@ export type { BatchLayout, BatchOptions } from "./build.js";
 export type { BatchIndex, BatchStats, BuiltBatch, CallRef, PathInfo, RowIndex } from "./batch-index.js";
 export { fillAdvantages } from "./advantage-slots.js";
 export type { AdvantageSlot } from "./advantage-slots.js";
-export { BatchConfigSchema, parseBatchConfig } from "./config.js";
-export type { BatchConfig } from "./config.js";

@@ -1,13 +1,18 @@
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { advantageSectionSchema } from "../advantage/config.js";
 import { UserError, errorMessage } from "../core/errors.js";
+import { schedulerConfigSchema } from "../schedule/config.js";
 import { ROW_TOKEN_BUDGET } from "./batches.js";
+import { issueLines } from "./config-issues.js";
 import { lrScheduleSchema } from "./lr-schedule.js";
 
 /**
- * One YAML file describes a run. Every field has a default that suits the tiny CPU presets; unknown keys are errors
- * (a typo must not silently fall back to a default).
+ * One YAML file describes a run, and this schema checks all of it before anything runs: every section is typed here
+ * (sections owned by other modules, `advantage` and `scheduler`, are imported), keys are snake_case, unknown keys are
+ * errors (a typo must not silently fall back to a default), and each default is written once, on its field (sections
+ * use `.prefault({})` so an absent section gets its fields' defaults).
  */
 const modelSchema = z.union([
   z.strictObject({ preset: z.string().min(1), seed: z.number().int().default(0), model_type: z.enum(["qwen2", "qwen3"]).optional() }),
@@ -33,7 +38,7 @@ const engineSchema = z
 
 const samplingSchema = z
   .strictObject({ temperature: z.number().positive().default(1), max_tokens: z.number().int().positive().default(128) })
-  .default({ temperature: 1, max_tokens: 128 });
+  .prefault({});
 
 const rolloutSchema = z
   .strictObject({
@@ -43,7 +48,7 @@ const rolloutSchema = z
     timeout_s: z.number().positive().default(90),
     memory_mb: z.number().int().positive().default(1024),
   })
-  .default({ sandbox: "bwrap", concurrency: 8, max_turns: 4, timeout_s: 90, memory_mb: 1024 });
+  .prefault({});
 
 const warmStartSchema = z.strictObject({
   /** Oracle demonstrations: a task suite spec solved by the oracle engine through every training harness. */
@@ -57,17 +62,15 @@ const warmStartSchema = z.strictObject({
   max_seconds: z.number().positive().optional(),
 });
 
+/** The policy loss and its optimizer. The estimator (GRPO/PPO), its normalisation and the loss aggregation are `advantage`. */
 const algorithmSchema = z
   .strictObject({
-    name: z.enum(["grpo", "ppo"]).default("grpo"),
-    std_normalize: z.boolean().default(true),
     clip_low: z.number().positive().default(0.2),
     clip_high: z.number().positive().default(0.28),
     is_mode: z.enum(["truncate", "mask", "none"]).default("truncate"),
     tis_cap: z.number().positive().default(2),
     entropy_coef: z.number().min(0).default(0),
     kl_coef: z.number().min(0).default(0),
-    loss_agg: z.enum(["token-mean", "sequence-mean", "prompt-equal"]).default("token-mean"),
     lr: z.number().positive().default(1e-3),
     lr_schedule: lrScheduleSchema,
     weight_decay: z.number().min(0).default(0),
@@ -85,10 +88,10 @@ const algorithmSchema = z
      * row, so rows must hold a group's trees for that sharing: real harnesses' prompts are tens of thousands of tokens.
      */
     row_tokens: z.number().int().positive().default(ROW_TOKEN_BUDGET),
-    /** PPO only: the critic's learning rate. */
+    /** PPO (`advantage.estimator: ppo`) only: the critic's learning rate. */
     critic_lr: z.number().positive().default(1e-3),
   })
-  .default({ name: "grpo", std_normalize: true, clip_low: 0.2, clip_high: 0.28, is_mode: "truncate", tis_cap: 2, entropy_coef: 0, kl_coef: 0, loss_agg: "token-mean", lr: 1e-3, lr_schedule: { warmup_steps: 0, decay: "constant", min_ratio: 0.1 }, weight_decay: 0, max_grad_norm: 1, minibatches: 1, batch_tokens: 16_384, row_tokens: ROW_TOKEN_BUDGET, critic_lr: 1e-3 });
+  .prefault({});
 
 const budgetSchema = z
   .strictObject({
@@ -98,7 +101,7 @@ const budgetSchema = z
     /** Stop starting new steps after this many minutes of training (the final evaluation still runs). */
     max_minutes: z.number().positive().optional(),
   })
-  .default({ steps: 10, tasks_per_step: 8, samples: 4 });
+  .prefault({});
 
 const evalSchema = z
   .strictObject({
@@ -125,17 +128,17 @@ export const runConfigSchema = z.strictObject({
   warm_start: warmStartSchema.optional(),
   algorithm: algorithmSchema,
   /**
-   * Advanced advantage options (src/advantage/config.ts: grouping, zero-variance handling, process rewards, PPO γ/λ).
-   * `algorithm.name`, `std_normalize` and `loss_agg` fill in estimator, normalizeStd and aggregation unless given here.
+   * The estimator (grpo | ppo) and how rewards become token advantages and loss weights: grouping, std normalisation,
+   * zero-variance groups, negative scaling, aggregation, process rewards, PPO γ/λ (src/advantage/config.ts).
    */
-  advantage: z.record(z.string(), z.unknown()).optional(),
+  advantage: advantageSectionSchema.prefault({}),
   /**
    * Mix-harness training: `mixed` — every step spans all `harnesses` (GRPO groups are (task, harness)); `single` —
    * exactly one harness; `scheduled` — one harness per optimizer step, chosen by `scheduler` (round-robin, uniform,
    * harness-bandit; src/schedule/config.ts).
    */
   mix: z.enum(["mixed", "single", "scheduled"]).default("mixed"),
-  scheduler: z.record(z.string(), z.unknown()).optional(),
+  scheduler: schedulerConfigSchema.optional(),
   /**
    * Which agent roles' sampled tokens are trained (records carry the role that made each call). Default: every role
    * ("joint"). Multi-agent central-only training: `[central]` — sub-agent calls are still served by the same engine
@@ -165,12 +168,17 @@ const checkedSchema = runConfigSchema.superRefine((c, ctx) => {
   if (c.mix === "single" && c.harnesses.length !== 1) ctx.addIssue({ code: "custom", path: ["harnesses"], message: "mix: single needs exactly one harness" });
   if (c.mix === "scheduled" && !c.scheduler) ctx.addIssue({ code: "custom", path: ["scheduler"], message: "mix: scheduled needs a scheduler section (name: round-robin | uniform | harness-bandit)" });
   if (c.mix !== "scheduled" && c.scheduler) ctx.addIssue({ code: "custom", path: ["scheduler"], message: "a scheduler is only used with mix: scheduled" });
+  // The bandit's probability floor is spent once per harness (src/schedule/harness-bandit.ts).
+  if (c.scheduler?.name === "harness-bandit" && c.scheduler.p_min * c.harnesses.length > 1) ctx.addIssue({ code: "custom", path: ["scheduler", "p_min"], message: `${c.scheduler.p_min} is infeasible for ${c.harnesses.length} harnesses: K·p_min must be ≤ 1` });
 });
+
+/** Keys that moved to another section (older configs): the error names where the knob lives now. */
+const MOVED = { "algorithm.name": "advantage.estimator", "algorithm.std_normalize": "advantage.normalize_std", "algorithm.loss_agg": "advantage.aggregation" };
 
 export function parseRunConfig(value: unknown, source = "config"): RunConfig {
   const r = checkedSchema.safeParse(value);
   if (!r.success) {
-    const lines = r.error.issues.map((i) => `  ${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`);
+    const lines = issueLines(r.error.issues, runConfigSchema, value, MOVED).map((l) => `  ${l}`);
     throw new UserError("invalid_config", `${source} is not a valid run config:\n${lines.join("\n")}`);
   }
   return r.data;
@@ -190,4 +198,10 @@ export function loadRunConfig(path: string): RunConfig {
     throw new UserError("invalid_config", `${path} is not valid YAML: ${errorMessage(e)}`);
   }
   return parseRunConfig(value, path);
+}
+
+/** `--check`'s one-line verdict on a valid config: what the run would do, briefly. */
+export function configCheckLine(path: string, c: RunConfig): string {
+  const start = c.warm_start ? "warm start + " : "";
+  return `OK ${path}: run "${c.name}", ${start}${c.budget.steps} ${c.advantage.estimator} steps through ${c.harnesses.join(", ")} (mix: ${c.mix}${c.scheduler ? `, ${c.scheduler.name}` : ""})`;
 }

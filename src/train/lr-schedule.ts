@@ -12,7 +12,7 @@ export const lrScheduleSchema = z
     decay: z.enum(["constant", "cosine", "linear"]).default("constant"),
     min_ratio: z.number().min(0).max(1).default(0.1),
   })
-  .default({ warmup_steps: 0, decay: "constant", min_ratio: 0.1 });
+  .prefault({});
 
 export type LrSchedule = z.infer<typeof lrScheduleSchema>;
 

@@ -19,7 +19,7 @@ import { writeReport } from "../report/index.js";
 import { RunDir, type RunState } from "./run-dir.js";
 import { rolloutSettings } from "./settings.js";
 import { TaskSampler } from "./task-sampler.js";
-import { createScheduler, parseSchedulerConfig } from "../schedule/index.js";
+import { createScheduler } from "../schedule/index.js";
 import { warmStart } from "./warm-start.js";
 
 interface Pending {
@@ -163,7 +163,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
     const outOfTime = (): boolean => budget.max_minutes !== undefined && Date.now() - trainStart > budget.max_minutes * 60_000;
 
     // Scheduled mix-harness mode: one harness per optimizer step, picked by the scheduler (state survives resume).
-    const scheduler = config.mix === "scheduled" ? createScheduler(parseSchedulerConfig(config.scheduler), config.harnesses, config.seed) : null;
+    const scheduler = config.mix === "scheduled" && config.scheduler ? createScheduler(config.scheduler, config.harnesses, config.seed) : null;
     if (scheduler && state.scheduler !== undefined) scheduler.restore(state.scheduler);
 
     // A step redone after a crash must not mix its new rollouts with the interrupted attempt's records.

@@ -1,4 +1,4 @@
-import { advantageMetrics, applyAdvantages, parseAdvantageConfig, type AdvantageConfig } from "../advantage/index.js";
+import { advantageMetrics, applyAdvantages, toAdvantageConfig, type AdvantageConfig } from "../advantage/index.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import type { Store } from "../store/types.js";
 import type { Tokenizer } from "../tokenizer/types.js";
@@ -19,10 +19,9 @@ export interface TrainStepResult {
   sketch?: Float32Array;
 }
 
-/** The advantage estimator's config for a run: `algorithm` fills estimator, std normalisation and aggregation. */
+/** The advantage estimator's config for a run: the validated `advantage:` section in the code's spelling. */
 export function advantageConfigOf(config: RunConfig): AdvantageConfig {
-  const alg = config.algorithm;
-  return parseAdvantageConfig({ estimator: alg.name, normalizeStd: alg.std_normalize, aggregation: alg.loss_agg, ...config.advantage });
+  return toAdvantageConfig(config.advantage);
 }
 
 function mean(xs: number[]): number {

@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import { fillAdvantages } from "../../src/batch/advantage-slots.js";
 import type { BuiltBatch } from "../../src/batch/batch-index.js";
 import { buildBatch } from "../../src/batch/build.js";
-import { parseBatchConfig } from "../../src/batch/config.js";
 import type { PackedRow } from "../../src/batch/types.js";
 import { buildForests } from "../../src/trees/forest.js";
 import type { CallRecord } from "../../src/icr/records.js";
@@ -180,16 +179,5 @@ describe("flat and tree-packed layouts", () => {
       if (row.trainable[i] === 1) expect(row.advantages[i]).toBeCloseTo(1 + (tree.index.rows[0]?.offset[i] as number) * 1e-3, 5);
       else expect(row.advantages[i]).toBe(0);
     }
-  });
-});
-
-describe("batch config section", () => {
-  it("fills defaults, passes valid values through, and rejects typos and bad values with a user error", () => {
-    expect(parseBatchConfig(undefined)).toEqual({ layout: "tree", tokenBudget: 16384, shareRootPrefixes: true, filter: { deadLeaves: true, maxBranches: 64, trajectories: "all", auxiliaryLabels: ["sub-agent", "side", "compaction"] } });
-    const c = parseBatchConfig({ layout: "flat", tokenBudget: 4096, filter: { trajectories: "main", maxBranches: null, auxiliaryLabels: ["side"] } });
-    expect(c.filter).toEqual({ deadLeaves: true, maxBranches: null, trajectories: "main", auxiliaryLabels: ["side"] });
-    expect(() => parseBatchConfig({ tokenbudget: 5 })).toThrow(/invalid batch config/);
-    expect(() => parseBatchConfig({ filter: { auxiliaryLabels: ["helper"] } })).toThrow(/auxiliaryLabels/);
-    expect(() => parseBatchConfig({ tokenBudget: 0 })).toThrow(/tokenBudget/);
   });
 });

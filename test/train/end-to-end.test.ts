@@ -51,7 +51,7 @@ describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)"
         rollout: { sandbox: "bwrap", concurrency: 4, max_turns: 2, timeout_s: 60, memory_mb: 1024 },
         harnesses: ["chat-agent"],
         tasks: { train: `dir:${join(suite, "train")}` },
-        algorithm: { name: "grpo", lr: 0.01 },
+        algorithm: { lr: 0.01 },
         budget: { steps: 2, tasks_per_step: 2, samples: 3 },
         eval: { tasks: `dir:${join(suite, "test")}`, before: true, after: true },
       }),

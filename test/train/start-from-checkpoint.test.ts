@@ -64,7 +64,7 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
     // Run 2: two GRPO steps (with a KL penalty to the starting policy) from run 1's warm-start checkpoint.
     const fromConfig = write("from", {
       model: { checkpoint: join(warmDir, "checkpoints", "step-0000") },
-      algorithm: { name: "grpo", lr: 0.001, kl_coef: 0.1 },
+      algorithm: { lr: 0.001, kl_coef: 0.1 },
       budget: { steps: 2, tasks_per_step: 2, samples: 2 },
     });
     fromDir = join(root, "from");

@@ -1,16 +1,17 @@
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { loadRunConfig } from "../../train/config.js";
+import { configCheckLine, loadRunConfig } from "../../train/config.js";
 import { runTraining, type PassDelta, type PassTable } from "../../train/orchestrator.js";
 import { parseOptions } from "../args.js";
 import type { Command } from "../command.js";
 
-const usage = `Usage: harnessrl quickstart [--run-dir DIR] [--config FILE]
+const usage = `Usage: harnessrl quickstart [--run-dir DIR] [--config FILE] [--check]
 
 From nothing, on CPU: creates a ~1M-parameter model, warm-starts it on oracle demonstrations, trains it with tree-GRPO
 through two built-in harnesses on built-in tasks, evaluates it on held-out tasks before and after, and writes the
-report (report.html) and summary.json into the run directory (default runs/quickstart). Resumes if interrupted.`;
+report (report.html) and summary.json into the run directory (default runs/quickstart). Resumes if interrupted.
+--check validates the config and exits (as \`harnessrl train --check\`).`;
 
 /** configs/quickstart.yaml next to the installed package. */
 function defaultConfig(): string {
@@ -34,9 +35,13 @@ export const quickstartCommand: Command = {
   summary: "the main job on CPU: tiny model, oracle warm start, tree-GRPO through two built-in harnesses, before/after eval",
   usage,
   async run(argv) {
-    const values = parseOptions(argv, { "run-dir": { type: "string" }, config: { type: "string" } }, usage);
+    const values = parseOptions(argv, { "run-dir": { type: "string" }, config: { type: "string" }, check: { type: "boolean" } }, usage);
     const configPath = resolve(values.config ?? defaultConfig());
     const config = loadRunConfig(configPath);
+    if (values.check) {
+      console.log(configCheckLine(configPath, config));
+      return 0;
+    }
     const runDir = resolve(values["run-dir"] ?? join("runs", config.name));
     console.error(`harnessrl quickstart → ${runDir}`);
     const s = await runTraining(config, runDir, configPath);

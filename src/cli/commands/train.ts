@@ -1,26 +1,33 @@
 import { resolve } from "node:path";
-import { loadRunConfig } from "../../train/config.js";
+import { configCheckLine, loadRunConfig } from "../../train/config.js";
 import { runTraining } from "../../train/orchestrator.js";
 import { parseOptions } from "../args.js";
 import type { Command } from "../command.js";
 
-const usage = `Usage: harnessrl train --config <file.yaml> [--run-dir DIR]
+const usage = `Usage: harnessrl train --config <file.yaml> [--run-dir DIR] [--check]
 
 Runs RL training as the config describes into a run directory (default runs/<name>): config copy, metrics.jsonl,
 checkpoints, policy versions, records.sqlite, rollouts.jsonl, eval-before/after.json, summary.json and report.html.
-Run the same command again to resume after a crash.`;
+Run the same command again to resume after a crash.
+
+--check  validate the whole config (every section, cross-field rules) and exit: one OK line, or one line per error
+         with the dotted path of the bad key (exit 2).`;
 
 export const trainCommand: Command = {
   name: "train",
   summary: "train a policy through harnesses (tree-GRPO / tree-PPO) from a YAML config",
   usage,
   async run(argv) {
-    const values = parseOptions(argv, { config: { type: "string" }, "run-dir": { type: "string" } }, usage);
+    const values = parseOptions(argv, { config: { type: "string" }, "run-dir": { type: "string" }, check: { type: "boolean" } }, usage);
     if (!values.config) {
       console.error(usage);
       return 2;
     }
     const config = loadRunConfig(values.config);
+    if (values.check) {
+      console.log(configCheckLine(values.config, config));
+      return 0;
+    }
     const runDir = resolve(values["run-dir"] ?? `runs/${config.name}`);
     const summary = await runTraining(config, runDir, resolve(values.config));
     console.log(JSON.stringify(summary, null, 2));
