@@ -1,16 +1,18 @@
+import type { Codec } from "../chat/codec.js";
 import { UserError } from "../core/errors.js";
-import type { Task } from "../tasks/task.js";
+import { parseEngineSpec, type EngineSpec } from "./spec.js";
 import type { SamplingEngine } from "./types.js";
 
 export interface EngineFactoryOptions {
-  /** Default model directory when the spec names none (tiny built-in tokenizer/template otherwise). */
-  modelDir?: string;
-  /** Which task each rollout runs: the oracle engine needs it; the rollout runner provides it. */
-  tasks?: { taskForRollout(rolloutId: string): Task | undefined };
+  /**
+   * The policy's codec (tokenizer + chat template), loaded once by the run context. Engines without a model of their
+   * own (scripted) render with it; engines that load a model directory use that directory's, which is the same.
+   */
+  codec?: Codec;
 }
 
-/** Creates an engine from the part of the spec after `scheme:` (may be empty). */
-export type EngineFactory = (arg: string, options: EngineFactoryOptions) => Promise<SamplingEngine>;
+/** Creates an engine from its structured spec. */
+export type EngineFactory = (spec: EngineSpec, options: EngineFactoryOptions) => Promise<SamplingEngine>;
 
 interface Entry {
   factory: EngineFactory;
@@ -28,15 +30,13 @@ export function listEngines(): { scheme: string; summary: string }[] {
   return [...engines.entries()].map(([scheme, e]) => ({ scheme, summary: e.summary }));
 }
 
-/** `scheme` or `scheme:arg`; the arg may itself contain colons (URLs). */
-export async function createEngine(spec: string, options: EngineFactoryOptions = {}): Promise<SamplingEngine> {
-  const i = spec.indexOf(":");
-  const scheme = i < 0 ? spec : spec.slice(0, i);
-  const arg = i < 0 ? "" : spec.slice(i + 1);
-  const entry = engines.get(scheme);
+/** From a structured spec, or from the CLI's `scheme:target?options` text (parsed here, once). */
+export async function createEngine(spec: EngineSpec | string, options: EngineFactoryOptions = {}): Promise<SamplingEngine> {
+  const s = typeof spec === "string" ? parseEngineSpec(spec) : spec;
+  const entry = engines.get(s.kind);
   if (!entry) {
     const known = [...engines.keys()].sort().join(", ");
-    throw new UserError("unknown_engine", `unknown engine "${scheme}" in spec "${spec}" (known: ${known})`);
+    throw new UserError("unknown_engine", `unknown engine "${s.kind}"${typeof spec === "string" ? ` in spec "${spec}"` : ""} (known: ${known})`);
   }
-  return entry.factory(arg, options);
+  return entry.factory(s, options);
 }

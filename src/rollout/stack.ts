@@ -1,6 +1,8 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
+import type { Codec } from "../chat/codec.js";
 import { createEngine } from "../engine/index.js";
+import { parseEngineSpec, type EngineSpec } from "../engine/spec.js";
 import type { SamplingEngine, SamplingParams } from "../engine/types.js";
 import { createHistoryPlanner } from "../history/index.js";
 import { ProxyServer } from "../proxy/index.js";
@@ -9,15 +11,19 @@ import type { SandboxBackend } from "../sandbox/types.js";
 import { openStore } from "../store/registry.js";
 import type { Store } from "../store/types.js";
 import type { Task } from "../tasks/task.js";
+import { createOracleEngine } from "./oracle/oracle-engine.js";
+import { ORACLE_ENGINE, checkOracleSpec } from "./oracle/register.js";
 import type { RolloutProxy } from "./run-one.js";
 
 export interface StackOptions {
-  engine: string;
+  /** The engine: structured (run contexts), or the CLI text form `kind:target?options` (parsed here, once). */
+  engine: EngineSpec | string;
+  /** The policy's codec: the scripted and oracle engines render with it (default: the tiny byte codec). */
+  codec?: Codec;
   /** Store spec (`memory`, `sqlite:<path>`, `<path>.sqlite`). */
   store: string;
   sandbox: string;
   sampling?: Partial<SamplingParams>;
-  modelDir?: string;
   /** Host paths hidden from sandboxes (the store's folder is always hidden). */
   hidePaths?: string[];
   /**
@@ -29,7 +35,7 @@ export interface StackOptions {
 
 /**
  * Everything a rollout needs, in one process: engine, store, token-exact history, the capture proxy on 127.0.0.1 and
- * a sandbox backend. `tasks` tells the oracle engine which task each rollout runs.
+ * a sandbox backend. The oracle engine (kind `oracle`) is created here: it needs each rollout's task (`assign`).
  */
 export class RolloutStack {
   private constructor(
@@ -45,7 +51,10 @@ export class RolloutStack {
     const storePath = options.store.startsWith("sqlite:") ? options.store.slice("sqlite:".length) : options.store.endsWith(".sqlite") ? options.store : null;
     if (storePath) mkdirSync(dirname(storePath), { recursive: true });
     const store = openStore(options.store);
-    const engine = await createEngine(options.engine, { ...(options.modelDir ? { modelDir: options.modelDir } : {}), tasks: { taskForRollout: (id) => taskByRollout.get(id) } });
+    const spec = typeof options.engine === "string" ? parseEngineSpec(options.engine) : options.engine;
+    const codec = options.codec ? { codec: options.codec } : {};
+    if (spec.kind === ORACLE_ENGINE) checkOracleSpec(spec);
+    const engine = spec.kind === ORACLE_ENGINE ? createOracleEngine({ taskForRollout: (id) => taskByRollout.get(id) }, codec) : await createEngine(spec, codec);
     const proxy = new ProxyServer({ engine, store, planner: createHistoryPlanner(store), ...(options.sampling ? { sampling: options.sampling } : {}), modelAliases: [] });
     await proxy.listen(0, "127.0.0.1");
     const hidePaths = [...(options.hidePaths ?? []), ...(storePath ? [dirname(storePath)] : [])];

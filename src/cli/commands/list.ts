@@ -1,4 +1,6 @@
 import { listEngines } from "../../engine/index.js";
+// The oracle is an engine kind the rollout stack serves (it knows each rollout's task); list it with the others.
+import "../../rollout/oracle/register.js";
 import { listHarnesses } from "../../harness/index.js";
 import { MODEL_PRESETS } from "../../model/presets.js";
 import { listSandboxBackends } from "../../sandbox/index.js";

@@ -39,7 +39,7 @@ export abstract class RemoteEngine implements HotSwappableEngine {
     protected readonly options: RemoteOptions,
   ) {
     this.spec = spec;
-    const codec: Codec = options.modelDir ? loadCodec(options.modelDir) : defaultCodec();
+    const codec: Codec = options.codec ?? (options.modelDir ? loadCodec(options.modelDir) : defaultCodec());
     this.tokenizer = codec.tokenizer;
     this.renderer = codec.renderer;
     this.version = options.initialVersion;
