@@ -48,12 +48,12 @@ export class RolloutStack {
 
   static async open(options: StackOptions): Promise<RolloutStack> {
     const taskByRollout = new Map<string, Task>();
+    const spec = typeof options.engine === "string" ? parseEngineSpec(options.engine) : options.engine;
+    if (spec.kind === ORACLE_ENGINE) checkOracleSpec(spec);
     const storePath = options.store.startsWith("sqlite:") ? options.store.slice("sqlite:".length) : options.store.endsWith(".sqlite") ? options.store : null;
     if (storePath) mkdirSync(dirname(storePath), { recursive: true });
     const store = openStore(options.store);
-    const spec = typeof options.engine === "string" ? parseEngineSpec(options.engine) : options.engine;
     const codec = options.codec ? { codec: options.codec } : {};
-    if (spec.kind === ORACLE_ENGINE) checkOracleSpec(spec);
     const engine = spec.kind === ORACLE_ENGINE ? createOracleEngine({ taskForRollout: (id) => taskByRollout.get(id) }, codec) : await createEngine(spec, codec);
     const proxy = new ProxyServer({ engine, store, planner: createHistoryPlanner(store), ...(options.sampling ? { sampling: options.sampling } : {}), modelAliases: [] });
     await proxy.listen(0, "127.0.0.1");
