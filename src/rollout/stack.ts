@@ -1,6 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Codec } from "../chat/codec.js";
+import { UserError } from "../core/errors.js";
 import { createEngine } from "../engine/index.js";
 import { parseEngineSpec, type EngineSpec } from "../engine/spec.js";
 import type { SamplingEngine, SamplingParams } from "../engine/types.js";
@@ -11,6 +12,7 @@ import type { SandboxBackend } from "../sandbox/types.js";
 import { openStore } from "../store/registry.js";
 import type { Store } from "../store/types.js";
 import type { Task } from "../tasks/task.js";
+import type { Tokenizer } from "../tokenizer/types.js";
 import { createOracleEngine } from "./oracle/oracle-engine.js";
 import { ORACLE_ENGINE, checkOracleSpec } from "./oracle/register.js";
 import type { RolloutProxy } from "./run-one.js";
@@ -31,6 +33,13 @@ export interface StackOptions {
    * (the backend's default of 2 would leave 14 of 16 concurrent rollouts a ~160 ms cold start each).
    */
   sandboxPool?: number;
+}
+
+/** A cheap identity check of two tokenizers: kind, vocabulary and the ids of a probe text with special tokens. */
+function sameTokenizer(a: Tokenizer, b: Tokenizer): boolean {
+  if (a === b) return true;
+  const probe = "<|im_start|>user\nHello, world: ls -la && echo 12345 café<|im_end|>\n";
+  return a.kind === b.kind && a.vocabSize === b.vocabSize && a.encode(probe).join(",") === b.encode(probe).join(",");
 }
 
 /**
@@ -55,6 +64,11 @@ export class RolloutStack {
     const store = openStore(options.store);
     const codec = options.codec ? { codec: options.codec } : {};
     const engine = spec.kind === ORACLE_ENGINE ? createOracleEngine({ taskForRollout: (id) => taskByRollout.get(id) }, codec) : await createEngine(spec, codec);
+    if (options.codec && !sameTokenizer(engine.tokenizer, options.codec.tokenizer)) {
+      await engine.close();
+      store.close();
+      throw new UserError("codec_mismatch", `engine ${engine.spec} tokenizes with ${engine.tokenizer.kind} (vocabulary ${engine.tokenizer.vocabSize}), not with the policy's ${options.codec.tokenizer.kind} (vocabulary ${options.codec.tokenizer.vocabSize}): its model directory is not the policy's`);
+    }
     const proxy = new ProxyServer({ engine, store, planner: createHistoryPlanner(store), ...(options.sampling ? { sampling: options.sampling } : {}), modelAliases: [] });
     await proxy.listen(0, "127.0.0.1");
     const hidePaths = [...(options.hidePaths ?? []), ...(storePath ? [dirname(storePath)] : [])];

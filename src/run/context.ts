@@ -110,7 +110,8 @@ export function buildRolloutJobContext(o: RolloutJobOptions): RolloutJobContext 
   const policy = policyOfEngine(parseEngineSpec(o.engine), o.modelDir);
   return {
     policy,
-    stack: { engine: policy.engine, codec: policy.codec, store: o.store, sandbox: o.sandbox, sandboxPool: o.concurrency, sampling: o.sampling },
+    // Without --model-dir the engine's own model (if any) decides the codec; scripted/oracle use the byte codec.
+    stack: { engine: policy.engine, ...(policy.modelDir ? { codec: policy.codec } : {}), store: o.store, sandbox: o.sandbox, sandboxPool: o.concurrency, sampling: o.sampling },
     concurrency: o.concurrency,
     rolloutSettings: o.rolloutSettings,
   };

@@ -122,3 +122,18 @@ describe("harnessrl rollout --model-dir: the CLI's context gives the oracle the 
     }
   }, 120_000);
 });
+
+describe("a rollout stack refuses an engine whose tokenizer is not the policy's", () => {
+  it("fails with codec_mismatch when the engine's model directory has another tokenizer", async () => {
+    const small = { modelType: "qwen3" as const, hiddenSize: 32, numLayers: 1, numHeads: 2, numKvHeads: 1, intermediateSize: 64, seed: 1 };
+    const bytesDir = join(root, "mismatch-bytes");
+    const bpeDir = join(root, "mismatch-bpe");
+    writeRandomModelDir(bytesDir, small);
+    writeRandomModelDir(bpeDir, { ...small, hfTokenizer: trainedTokenizerJson(codeCorpus(50_000), 50), vocabSize: 384 });
+    const engine = { kind: "vllm", target: "http://127.0.0.1:9", modelDir: bytesDir, options: {} };
+    await expect(RolloutStack.open({ engine, codec: loadCodec(bpeDir), store: "memory", sandbox: "local-unsafe" })).rejects.toMatchObject({ code: "codec_mismatch" });
+    // The same engine with its own codec opens (and is closed again at once).
+    const stack = await RolloutStack.open({ engine, codec: loadCodec(bytesDir), store: "memory", sandbox: "local-unsafe" });
+    await stack.close();
+  }, 60_000);
+});

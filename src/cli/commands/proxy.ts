@@ -77,7 +77,7 @@ async function run(argv: string[]): Promise<number> {
   const dbSpec = values.db ?? "harnessrl.sqlite";
 
   const policy = policyOfEngine(parseEngineSpec(values.engine), values["model-dir"]);
-  const engine = await createEngine(policy.engine, { codec: policy.codec });
+  const engine = await createEngine(policy.engine, policy.modelDir ? { codec: policy.codec } : {});
   const store = openStore(dbSpec);
   const server = new ProxyServer({
     engine,

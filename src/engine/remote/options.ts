@@ -19,7 +19,7 @@ export interface RemoteOptions {
   contextWindow: number | undefined;
   initialVersion: number;
   reloadUrl: string | undefined;
-  /** The policy's codec when the run context has it (else loaded from `modelDir`, else the tiny byte codec). */
+  /** The policy's codec, used when there is no `modelDir` (whose own codec wins); else the tiny byte codec. */
   codec?: Codec;
 }
 
