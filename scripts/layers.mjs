@@ -44,14 +44,7 @@ export const LAYERS = {
  * Temporary exceptions, each with its reason. Files matching `files` may also import `allow`.
  * @type {{ files: string[], folder: string, allow: string[], why: string }[]}
  */
-export const ALLOWANCES = [
-  {
-    files: ["src/engine/oracle/**/*.ts", "src/engine/registry.ts"],
-    folder: "engine",
-    allow: ["harness", "tasks"],
-    why: "issue 17: the oracle engine moves to src/rollout/oracle/ and the engine factory loses `tasks`; delete this entry then",
-  },
-];
+export const ALLOWANCES = [];
 
 /** Folders `name` must not import: higher layers, and same-layer folders outside its `uses`. */
 export function forbiddenFor(name, extraAllowed = []) {

@@ -5,7 +5,7 @@
  * harnesses or task suites. Top layer: it imports every kind's adapters.
  */
 import { llamacppEngineAdapter } from "./engine/llamacpp/register.js";
-import { oracleEngineAdapter } from "./engine/oracle/register.js";
+import { oracleEngineAdapter } from "./rollout/oracle/register.js";
 import { registerEngine } from "./engine/registry.js";
 import { sglangEngineAdapter, vllmEngineAdapter } from "./engine/remote/register.js";
 import { scriptedEngineAdapter } from "./engine/scripted/register.js";

@@ -21,7 +21,7 @@ import { PACKED_BATCH_VERSION, type PackedBatch } from "../batch/types.js";
 import { registerBuiltins } from "../builtins.js";
 import { createEngine } from "../engine/index.js";
 import type { LlamaCppEngine } from "../engine/llamacpp/engine.js";
-import { parseLlamaCppSpec } from "../engine/llamacpp/options.js";
+import { llamaCppOptions } from "../engine/llamacpp/options.js";
 import { DEFAULT_SAMPLING, type SamplingEngine } from "../engine/types.js";
 import { createTrainer } from "../trainer/index.js";
 import type { Trainer } from "../trainer/types.js";
@@ -206,7 +206,7 @@ async function main(): Promise<void> {
       const engines = new Map<BatchMode, SamplingEngine>();
       for (const m of MODES) engines.set(m, await createEngine(spec(m)));
       // Reloads are timed on the default layout.
-      const engine = (await createEngine(spec(`batch=${parseLlamaCppSpec(dir).batch}`))) as LlamaCppEngine;
+      const engine = (await createEngine(spec(`batch=${llamaCppOptions({ kind: "llamacpp", target: dir, options: {} }).batch}`))) as LlamaCppEngine;
       let modes: ModeSampling[];
       try {
         modes = await compareModes(engines, rounds, minTokens, preset);

@@ -3,6 +3,7 @@ import { join, resolve } from "node:path";
 import { Progress } from "../core/progress.js";
 import { RolloutStack } from "../rollout/stack.js";
 import { runRollouts } from "../rollout/runner.js";
+import { buildRolloutJobContext } from "../run/context.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import { loadSuite } from "../tasks/registry.js";
 import { intOption, listOption, numberOption } from "./args.js";
@@ -35,7 +36,8 @@ export const rolloutUsage = `  --engine <spec>     sampling engine: oracle, scri
   --max-tokens N      sampled tokens per call (default 256)
   --max-turns N       harness turn budget (default 8)
   --timeout-s S       harness wall-clock budget per rollout (default 120)
-  --model-dir DIR     model directory for engines that take one
+  --model-dir DIR     the policy's model directory: its tokenizer and chat template for every engine (the oracle and
+                      scripted engines render with them), and the weights of engines that take one
   --json              print the machine-readable result on stdout`;
 
 export interface RolloutJobResult {
@@ -53,14 +55,17 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
   const harnesses = listOption(values.harness, ["chat-agent"]);
   const samples = intOption("samples", values.samples, 1, 1);
   const concurrency = intOption("concurrency", values.concurrency, 8, 1);
-  const stack = await RolloutStack.open({
-    sandboxPool: concurrency,
+  const maxTokens = intOption("max-tokens", values["max-tokens"], 256, 1);
+  const ctx = buildRolloutJobContext({
     engine: values.engine ?? "oracle",
+    ...(values["model-dir"] ? { modelDir: values["model-dir"] } : {}),
     store: `sqlite:${join(outDir, "records.sqlite")}`,
     sandbox: values.sandbox ?? "bwrap",
-    sampling: { temperature: numberOption("temperature", values.temperature, 1), maxTokens: intOption("max-tokens", values["max-tokens"], 256, 1) },
-    ...(values["model-dir"] ? { modelDir: resolve(values["model-dir"]) } : {}),
+    concurrency,
+    sampling: { temperature: numberOption("temperature", values.temperature, 1), maxTokens },
+    rolloutSettings: { maxTurns: intOption("max-turns", values["max-turns"], 8, 1), maxTokens, harnessTimeoutMs: 1000 * intOption("timeout-s", values["timeout-s"], 120, 1) },
   });
+  const stack = await RolloutStack.open(ctx.stack);
   try {
     const total = suite.tasks.length * harnesses.length * samples;
     const progress = new Progress(command, total);
@@ -69,9 +74,9 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
       stack,
       { tasks: suite.tasks, harnesses, samples, idPrefix: command },
       {
-        concurrency,
+        concurrency: ctx.concurrency,
         resultsFile: join(outDir, "rollouts.jsonl"),
-        settings: { maxTurns: intOption("max-turns", values["max-turns"], 8, 1), maxTokens: intOption("max-tokens", values["max-tokens"], 256, 1), harnessTimeoutMs: 1000 * intOption("timeout-s", values["timeout-s"], 120, 1) },
+        settings: ctx.rolloutSettings,
         onResult: (r, done) => {
           if (r.status === "ok") passed++;
           progress.update(done, `passed ${passed}`);

@@ -1,16 +1,18 @@
-import { parseSpec, Registry } from "../core/registry.js";
-import type { Task } from "../tasks/task.js";
+import type { Codec } from "../chat/codec.js";
+import { Registry } from "../core/registry.js";
+import { parseEngineSpec, type EngineSpec } from "./spec.js";
 import type { SamplingEngine } from "./types.js";
 
 export interface EngineFactoryOptions {
-  /** Default model directory when the spec names none (tiny built-in tokenizer/template otherwise). */
-  modelDir?: string;
-  /** Which task each rollout runs: the oracle engine needs it; the rollout runner provides it. */
-  tasks?: { taskForRollout(rolloutId: string): Task | undefined };
+  /**
+   * The policy's codec (tokenizer + chat template), loaded once by the run context. Engines without a model of their
+   * own (scripted) render with it; engines that load a model directory use that directory's, which is the same.
+   */
+  codec?: Codec;
 }
 
-/** Creates an engine from the part of the spec after `scheme:` (may be empty). */
-export type EngineFactory = (arg: string, options: EngineFactoryOptions) => Promise<SamplingEngine>;
+/** Creates an engine from its structured spec. */
+export type EngineFactory = (spec: EngineSpec, options: EngineFactoryOptions) => Promise<SamplingEngine>;
 
 /** An engine adapter as registered: `name` is the spec's scheme (`scripted`, `llamacpp`, `vllm`, …). */
 export interface EngineAdapter {
@@ -30,8 +32,8 @@ export function listEngines(): { name: string; summary: string }[] {
   return engines.list();
 }
 
-/** `scheme` or `scheme:arg`; the arg may itself contain colons (URLs). */
-export async function createEngine(spec: string, options: EngineFactoryOptions = {}): Promise<SamplingEngine> {
-  const { scheme, arg } = parseSpec(spec);
-  return engines.get(scheme, `engine spec "${spec}"`).create(arg, options);
+/** From a structured spec, or from the CLI's `scheme:target?options` text (parsed here, once). */
+export async function createEngine(spec: EngineSpec | string, options: EngineFactoryOptions = {}): Promise<SamplingEngine> {
+  const s = typeof spec === "string" ? parseEngineSpec(spec) : spec;
+  return engines.get(s.kind, typeof spec === "string" ? `engine spec "${spec}"` : undefined).create(s, options);
 }

@@ -22,9 +22,11 @@ const modelSchema = z.union([
   z.strictObject({ checkpoint: z.string().min(1) }),
 ]);
 
+/** How the policy is served during RL; the run context turns it into a structured engine spec (src/run/). */
 const engineSchema = z
   .strictObject({
     kind: z.enum(["llamacpp", "vllm", "sglang"]).default("llamacpp"),
+    /** vllm / sglang: the server's base URL. */
     url: z.string().url().optional(),
     /** llama.cpp threads per sequence; default: the engine's (cores − 1), since harness processes share the CPU. */
     threads: z.number().int().positive().optional(),
@@ -34,7 +36,24 @@ const engineSchema = z
     /** llama.cpp `batch: shared`: the sequences are spread over this many shared contexts, decoded in parallel. */
     contexts: z.number().int().positive().optional(),
   })
-  .default({ kind: "llamacpp", sequences: 16 });
+  .prefault({})
+  .superRefine((e, ctx) => {
+    if (e.kind !== "llamacpp" && !e.url) ctx.addIssue({ code: "custom", path: ["url"], message: `engine kind ${e.kind} needs the server's url` });
+  });
+
+/** The training backend: one worker for the policy and, with `algorithm.kl_coef` > 0, one for the reference policy. */
+const trainerSchema = z
+  .strictObject({
+    /** Trainer registry name (`harnessrl list`): `torch`, the local PyTorch worker. */
+    kind: z.string().min(1).default("torch"),
+    /** The backend's device: cpu, cuda, cuda:N (torch default: cuda when available). */
+    device: z.string().min(1).optional(),
+    /** CPU threads of the policy's worker (the tiny presets' measured best on 2 cores). */
+    threads: z.number().int().positive().default(2),
+    /** CPU threads of the reference policy's worker (`algorithm.kl_coef`): it only scores, once per micro-batch. */
+    reference_threads: z.number().int().positive().default(1),
+  })
+  .prefault({});
 
 const samplingSchema = z
   .strictObject({ temperature: z.number().positive().default(1), max_tokens: z.number().int().positive().default(128) })
@@ -119,7 +138,7 @@ export const runConfigSchema = z.strictObject({
   name: z.string().min(1).default("run"),
   seed: z.number().int().default(0),
   model: modelSchema,
-  trainer: z.string().default("torch"),
+  trainer: trainerSchema,
   engine: engineSchema,
   sampling: samplingSchema,
   rollout: rolloutSchema,

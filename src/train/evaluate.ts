@@ -2,12 +2,12 @@ import { Progress } from "../core/progress.js";
 import { summarise, type EvalSummary } from "../eval/metrics.js";
 import type { RolloutStack } from "../rollout/stack.js";
 import { runRollouts } from "../rollout/runner.js";
+import type { RunContext } from "../run/context.js";
 import type { Task } from "../tasks/task.js";
-import type { RunConfig } from "./config.js";
-import { rolloutSettings } from "./settings.js";
 
 /** Held-out evaluation through sandboxed harnesses with the policy the stack serves now. */
-export async function evaluatePolicy(stack: RolloutStack, config: RunConfig, tasks: readonly Task[], label: string): Promise<EvalSummary> {
+export async function evaluatePolicy(ctx: RunContext, stack: RolloutStack, tasks: readonly Task[], label: string): Promise<EvalSummary> {
+  const config = ctx.config;
   const ev = config.eval;
   const harnesses = ev?.harnesses ?? config.harnesses;
   const samples = ev?.samples ?? 1;
@@ -17,7 +17,7 @@ export async function evaluatePolicy(stack: RolloutStack, config: RunConfig, tas
     { tasks, harnesses, samples, idPrefix: label },
     {
       concurrency: config.rollout.concurrency,
-      settings: rolloutSettings(config),
+      settings: ctx.rolloutSettings,
       onResult: (_r, done) => progress.update(done),
     },
   );

@@ -1,25 +1,21 @@
-import { copyFileSync, existsSync, readFileSync, rmSync } from "node:fs";
-import { resolve } from "node:path";
-import { defaultCodec } from "../chat/codec.js";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { UserError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { Progress } from "../core/progress.js";
 import { isHotSwappable } from "../engine/types.js";
 import type { EvalSummary } from "../eval/metrics.js";
 import { RolloutStack } from "../rollout/stack.js";
 import { runRollouts } from "../rollout/runner.js";
+import { openTrainer, runEngine, runStackOptions, type RunContext } from "../run/context.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import { loadSuite } from "../tasks/registry.js";
 import type { Task } from "../tasks/task.js";
-import { createTrainer } from "../trainer/index.js";
 import type { Trainer } from "../trainer/types.js";
-import type { RunConfig } from "./config.js";
 import { evaluatePolicy } from "./evaluate.js";
 import { advantageConfigOf, trainOnRollouts } from "./rl-step.js";
 import { writeReport } from "../report/index.js";
-import { RunDir, type RunState } from "./run-dir.js";
-import { rolloutSettings } from "./settings.js";
+import type { RunState } from "./run-dir.js";
 import { TaskSampler } from "./task-sampler.js";
-import { createScheduler } from "../schedule/index.js";
 import { warmStart } from "./warm-start.js";
 
 interface Pending {
@@ -71,30 +67,21 @@ export function passDelta(before: PassTable, after: PassTable): PassDelta {
   return { overall, stderr, z: stderr > 0 ? overall / stderr : 0 };
 }
 
-function engineSpec(config: RunConfig, modelDir: string): string {
-  const e = config.engine;
-  if (e.kind === "llamacpp") {
-    const opts = [e.threads === undefined ? null : `threads=${e.threads}`, `sequences=${e.sequences}`, e.batch ? `batch=${e.batch}` : null, e.contexts === undefined ? null : `contexts=${e.contexts}`];
-    return `llamacpp:${modelDir}?${opts.filter((o) => o !== null).join("&")}`;
-  }
-  return `${e.kind}:${e.url ?? ""}?model_dir=${encodeURIComponent(modelDir)}`;
-}
-
 /**
  * The training loop. Sync mode: sample tasks → rollouts through sandboxes and harnesses → settle → trees → advantages
  * → train → save weights → the engine switches to the new policy version. Async mode overlaps the next step's rollouts
  * with training (tokens carry the version that sampled them; those more than `max_staleness` behind are dropped).
  * State is written after every step, so a crashed run resumes at the next step with exactly the same data order.
+ * Every piece (policy and its codec, engine spec, trainers, stores, scheduler) comes from the run context.
  */
-export async function runTraining(config: RunConfig, runRoot: string, configPath: string | null, log: (line: string) => void = (l) => console.error(l)): Promise<RunSummary> {
-  const run = new RunDir(runRoot);
-  if (configPath && !existsSync(run.configPath)) copyFileSync(configPath, run.configPath);
+export async function runTraining(ctx: RunContext, log: (line: string) => void = (l) => console.error(l)): Promise<RunSummary> {
+  const { config, run } = ctx;
   const started = Date.now();
   let state: RunState = run.readState() ?? { version: 1, step: 0, policyVersion: 0, warmStartDone: false, evalBeforeDone: false, taskCursor: 0, checkpoint: null, startedAt: started, trainMs: 0 };
   const resumed = state.step > 0 || state.warmStartDone;
   if (resumed) log(`resuming ${run.root} at step ${state.step} (policy v${state.policyVersion})`);
 
-  const trainer = await createTrainer(config.trainer, { threads: 2 });
+  const trainer = await openTrainer(ctx, "policy");
   let stack: RolloutStack | null = null;
   let reference: Trainer | null = null;
   try {
@@ -102,17 +89,17 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
     // critic of an uninterrupted one.
     let capoRestored = false;
     let criticReady = false;
-    // Model: a checkpoint when resuming, else the latest policy, else the configured start.
+    // Model: a checkpoint when resuming, else the latest policy, else the configured start (absolute paths).
+    const start = ctx.policy.start;
     if (state.checkpoint) ({ hasCapoMasks: capoRestored, hasCritic: criticReady } = await trainer.loadCheckpoint(state.checkpoint));
     else if (existsSync(run.policyDir(state.policyVersion))) await trainer.load(run.policyDir(state.policyVersion));
-    else if ("preset" in config.model) await trainer.init({ preset: config.model.preset, seed: config.model.seed, out: run.policyDir(0), ...(config.model.model_type ? { modelType: config.model.model_type } : {}) });
+    else if ("preset" in start) await trainer.init({ preset: start.preset, seed: start.seed, out: run.policyDir(0), ...(start.modelType ? { modelType: start.modelType } : {}) });
     else {
-      // The worker runs in its own directory: hand it absolute paths.
-      if ("checkpoint" in config.model) {
+      if ("checkpoint" in start) {
         // Continue from another run's state, optimizer included: a fresh AdamW's first steps move every weight by
         // about the learning rate, which a warm-started policy may not survive at an RL rate tuned on continued moments.
-        ({ hasCapoMasks: capoRestored, hasCritic: criticReady } = await trainer.loadCheckpoint(resolve(config.model.checkpoint)));
-      } else await trainer.load(resolve(config.model.dir));
+        ({ hasCapoMasks: capoRestored, hasCritic: criticReady } = await trainer.loadCheckpoint(start.checkpoint));
+      } else await trainer.load(start.dir);
       await trainer.save(run.policyDir(0), { policyVersion: 0 });
     }
 
@@ -125,7 +112,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
 
     let warm: Record<string, number> | null = null;
     if (config.warm_start && !state.warmStartDone) {
-      const report = await warmStart(config, run, trainer, log);
+      const report = await warmStart(ctx, trainer, log);
       warm = { ...report };
       state = { ...state, policyVersion: state.policyVersion + 1, warmStartDone: true };
       await trainer.save(run.policyDir(state.policyVersion), { policyVersion: state.policyVersion });
@@ -141,15 +128,15 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
 
     await initCritic();
 
-    stack = await RolloutStack.open({ engine: engineSpec(config, run.policyDir(state.policyVersion)), store: run.storeSpec, sandbox: config.rollout.sandbox, sandboxPool: config.rollout.concurrency, sampling: { temperature: config.sampling.temperature, maxTokens: config.sampling.max_tokens } });
+    stack = await RolloutStack.open(runStackOptions(ctx, runEngine(ctx, { policyDir: run.policyDir(state.policyVersion) }), ctx.stores.rollouts));
     const engine = stack.engine;
-    if (!isHotSwappable(engine)) throw new Error(`engine ${engine.spec} cannot switch policies between steps`);
-    const tokenizer = defaultCodec().tokenizer;
+    if (!isHotSwappable(engine)) throw new UserError("engine_not_hot_swappable", `engine ${engine.spec} cannot switch policies between steps`);
+    const tokenizer = ctx.policy.codec.tokenizer;
     const evalTasks: Task[] = config.eval ? (await loadSuite(config.eval.tasks)).tasks : [];
 
     let before: EvalSummary | null = null;
     if (config.eval?.before && !state.evalBeforeDone) {
-      before = await evaluatePolicy(stack, config, evalTasks, "eval-before");
+      before = await evaluatePolicy(ctx, stack, evalTasks, "eval-before");
       run.writeJson("eval-before.json", before);
       state = { ...state, evalBeforeDone: true };
       run.writeState(state);
@@ -163,7 +150,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
     const outOfTime = (): boolean => budget.max_minutes !== undefined && Date.now() - trainStart > budget.max_minutes * 60_000;
 
     // Scheduled mix-harness mode: one harness per optimizer step, picked by the scheduler (state survives resume).
-    const scheduler = config.mix === "scheduled" && config.scheduler ? createScheduler(config.scheduler, config.harnesses, config.seed) : null;
+    const scheduler = ctx.scheduler;
     if (scheduler && state.scheduler !== undefined) scheduler.restore(state.scheduler);
 
     // A step redone after a crash must not mix its new rollouts with the interrupted attempt's records.
@@ -174,7 +161,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
       const harnesses = choice ? [choice.harness] : config.harnesses;
       const startedAt = Date.now();
       return {
-        promise: runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}` }, { concurrency: config.rollout.concurrency, resultsFile: run.rolloutsPath, settings: rolloutSettings(config) }),
+        promise: runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}` }, { concurrency: config.rollout.concurrency, resultsFile: run.rolloutsPath, settings: ctx.rolloutSettings }),
         cursor: take.cursor,
         startedAt,
         harness: choice?.harness ?? null,
@@ -185,7 +172,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
     const referenceVersion = state.referenceVersion ?? state.policyVersion;
     state = { ...state, referenceVersion };
     if (config.algorithm.kl_coef > 0 && state.step < budget.steps) {
-      reference = await createTrainer(config.trainer, { threads: 1 });
+      reference = await openTrainer(ctx, "reference");
       await reference.load(run.policyDir(referenceVersion));
     }
 
@@ -244,7 +231,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
         "throughput/trainable_tokens_per_s": (m["tokens/trainable"] ?? 0) / Math.max(trainSeconds, 1e-3),
       };
       if (config.eval?.every && step % config.eval.every === 0 && step < budget.steps) {
-        const mid = await evaluatePolicy(stack, config, evalTasks, `eval-${step}`);
+        const mid = await evaluatePolicy(ctx, stack, evalTasks, `eval-${step}`);
         Object.assign(row, { "eval/pass1": mid.overall.passAt1, ...Object.fromEntries(Object.entries(mid.byHarness).map(([h, g]) => [`eval/pass1/${h}`, g.passAt1])) });
       }
       run.appendMetrics(row);
@@ -260,7 +247,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
 
     let after: EvalSummary | null = null;
     if (config.eval?.after) {
-      after = await evaluatePolicy(stack, config, evalTasks, "eval-after");
+      after = await evaluatePolicy(ctx, stack, evalTasks, "eval-after");
       run.writeJson("eval-after.json", after);
       log(`held-out pass@1 after RL: ${(100 * after.overall.passAt1).toFixed(1)}%`);
     }

@@ -1,16 +1,14 @@
-import { defaultCodec } from "../chat/codec.js";
+import { UserError } from "../core/errors.js";
 import { Progress } from "../core/progress.js";
 import { mulberry32 } from "../core/random.js";
 import { RolloutStack } from "../rollout/stack.js";
 import { runRollouts } from "../rollout/runner.js";
+import { runEngine, runStackOptions, type RunContext } from "../run/context.js";
 import { loadSuite } from "../tasks/registry.js";
 import type { Trainer } from "../trainer/types.js";
 import { batchForRollouts } from "./batches.js";
-import type { RunConfig } from "./config.js";
 import { lrAt } from "./lr-schedule.js";
 import { microBatches, setTokenMeanWeights } from "./micro-batches.js";
-import type { RunDir } from "./run-dir.js";
-import { rolloutSettings } from "./settings.js";
 
 export interface WarmStartReport {
   demos: number;
@@ -23,15 +21,17 @@ export interface WarmStartReport {
 
 /**
  * Supervised warm start on oracle demonstrations: the oracle solves the demo tasks through every training harness in
- * real sandboxes, its calls are recorded exactly like sampled ones, and the same tree batches train the policy with
- * the SFT objective (weighted NLL of the sampled tokens).
+ * real sandboxes, its calls are recorded exactly like sampled ones (rendered with the policy's codec, so they are the
+ * policy's token ids), and the same tree batches train the policy with the SFT objective (weighted NLL of the sampled
+ * tokens).
  */
-export async function warmStart(config: RunConfig, run: RunDir, trainer: Trainer, log: (line: string) => void): Promise<WarmStartReport> {
+export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: string) => void): Promise<WarmStartReport> {
+  const config = ctx.config;
   const ws = config.warm_start;
-  if (!ws) throw new Error("warmStart called without a warm_start section");
+  if (!ws) throw new UserError("invalid_config", "warmStart called without a warm_start section");
   const started = Date.now();
   const tasks = (await loadSuite(ws.demos)).tasks;
-  const stack = await RolloutStack.open({ engine: "oracle", store: run.demoStoreSpec, sandbox: config.rollout.sandbox, sandboxPool: config.rollout.concurrency });
+  const stack = await RolloutStack.open(runStackOptions(ctx, runEngine(ctx, "oracle"), ctx.stores.demos, { sampling: false }));
   let built;
   try {
     const progress = new Progress("demos", tasks.length * config.harnesses.length);
@@ -41,13 +41,13 @@ export async function warmStart(config: RunConfig, run: RunDir, trainer: Trainer
       {
         concurrency: config.rollout.concurrency,
         // Demonstrations are not limited by the policy's sampling budget: the oracle's turns are what they are.
-        settings: rolloutSettings(config, { maxTurns: config.rollout.max_turns + 2, maxTokens: 1024 }),
+        settings: { ...ctx.rolloutSettings, maxTurns: config.rollout.max_turns + 2, maxTokens: 1024 },
         onResult: (_r, done) => progress.update(done),
       },
     );
     const good = results.filter((r) => r.status === "ok");
     log(`warm start: ${good.length}/${results.length} oracle demonstrations solved their task`);
-    built = batchForRollouts(stack.store, good, defaultCodec().tokenizer, { rowTokens: config.algorithm.row_tokens });
+    built = batchForRollouts(stack.store, good, ctx.policy.codec.tokenizer, { rowTokens: config.algorithm.row_tokens });
   } finally {
     await stack.close().catch(() => undefined);
   }

@@ -5,7 +5,11 @@ import { afterAll, describe, expect, it } from "vitest";
 import { UserError } from "../../src/core/errors.js";
 import { createEngine } from "../../src/engine/index.js";
 import type { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
-import { parseLlamaCppSpec } from "../../src/engine/llamacpp/options.js";
+import { llamaCppOptions } from "../../src/engine/llamacpp/options.js";
+import { parseEngineSpec } from "../../src/engine/spec.js";
+
+/** The CLI text form after `llamacpp:`, parsed the one way specs are parsed. */
+const parseLlamaCppSpec = (arg: string): ReturnType<typeof llamaCppOptions> => llamaCppOptions(parseEngineSpec(`llamacpp:${arg}`));
 import { DEFAULT_SAMPLING, isHotSwappable } from "../../src/engine/types.js";
 import { loadReferenceModel } from "../../src/weights/reference-forward.js";
 import { writeRandomModelDir, type RandomModelSpec } from "../../src/weights/random-model.js";

@@ -6,6 +6,7 @@ import { stringify } from "yaml";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
 import type { Task } from "../../src/tasks/task.js";
 import { loadRunConfig } from "../../src/train/config.js";
+import { buildRunContext } from "../../src/run/context.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
 
 /**
@@ -57,7 +58,7 @@ describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)"
       }),
     );
     runDir = join(root, "run");
-    summary = await runTraining(loadRunConfig(configPath), runDir, configPath, () => undefined);
+    summary = await runTraining(buildRunContext(loadRunConfig(configPath), { runDir: runDir, configPath: configPath }), () => undefined);
   }, 600_000);
 
   afterAll(() => undefined);

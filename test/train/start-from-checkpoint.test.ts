@@ -6,6 +6,7 @@ import { stringify } from "yaml";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
 import type { Task } from "../../src/tasks/task.js";
 import { loadRunConfig } from "../../src/train/config.js";
+import { buildRunContext } from "../../src/run/context.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
 
 /** Random-score tasks (as in end-to-end.test.ts): rewards with variance, so GRPO always has something to train on. */
@@ -60,7 +61,7 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
       budget: { steps: 0, tasks_per_step: 2, samples: 2 },
     });
     warmDir = join(root, "warm");
-    await runTraining(loadRunConfig(warmConfig), warmDir, warmConfig, () => undefined);
+    await runTraining(buildRunContext(loadRunConfig(warmConfig), { runDir: warmDir, configPath: warmConfig }), () => undefined);
     // Run 2: two GRPO steps (with a KL penalty to the starting policy) from run 1's warm-start checkpoint.
     const fromConfig = write("from", {
       model: { checkpoint: join(warmDir, "checkpoints", "step-0000") },
@@ -68,7 +69,7 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
       budget: { steps: 2, tasks_per_step: 2, samples: 2 },
     });
     fromDir = join(root, "from");
-    fromSummary = await runTraining(loadRunConfig(fromConfig), fromDir, fromConfig, () => undefined);
+    fromSummary = await runTraining(buildRunContext(loadRunConfig(fromConfig), { runDir: fromDir, configPath: fromConfig }), () => undefined);
   }, 600_000);
 
   it("records the warm-start checkpoint, optimizer state included, as the run's resume point", () => {

@@ -1,10 +1,10 @@
-import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { UserError, errorMessage } from "../../core/errors.js";
-import { createEngine } from "../../engine/index.js";
+import { createEngine, parseEngineSpec } from "../../engine/index.js";
 import type { SamplingParams } from "../../engine/types.js";
 import { createHistoryPlanner } from "../../history/index.js";
 import { ProxyServer, callLogLine } from "../../proxy/index.js";
+import { policyOfEngine } from "../../run/policy.js";
 import { openStore } from "../../store/registry.js";
 import type { Command } from "../command.js";
 
@@ -30,7 +30,8 @@ Options:
   --model-alias list   extra model names to answer to, comma-separated or repeated; "*" accepts any name
   --admin-token T      admin API token (default: HARNESSRL_ADMIN_TOKEN or a random one, printed at start)
   --max-body-mb N      largest request body in MiB (default 64)
-  --model-dir DIR      model directory for engines that take one
+  --model-dir DIR      the policy's model directory (tokenizer + chat template for every engine, weights for engines
+                       that take one)
   --verbose            print one line per recorded call (session, protocol, tokens, tool calls, break)`;
 
 function number(name: string, v: string | undefined, check: (n: number) => boolean, what: string): number | undefined {
@@ -75,7 +76,8 @@ async function run(argv: string[]): Promise<number> {
   if (maxTokens !== undefined) sampling.maxTokens = maxTokens;
   const dbSpec = values.db ?? "harnessrl.sqlite";
 
-  const engine = await createEngine(values.engine, values["model-dir"] ? { modelDir: resolve(values["model-dir"]) } : {});
+  const policy = policyOfEngine(parseEngineSpec(values.engine), values["model-dir"]);
+  const engine = await createEngine(policy.engine, policy.modelDir ? { codec: policy.codec } : {});
   const store = openStore(dbSpec);
   const server = new ProxyServer({
     engine,

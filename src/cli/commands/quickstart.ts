@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildRunContext } from "../../run/context.js";
 import { configCheckLine, loadRunConfig } from "../../train/config.js";
 import { runTraining, type PassDelta, type PassTable } from "../../train/orchestrator.js";
 import { parseOptions } from "../args.js";
@@ -44,7 +45,7 @@ export const quickstartCommand: Command = {
     }
     const runDir = resolve(values["run-dir"] ?? join("runs", config.name));
     console.error(`harnessrl quickstart → ${runDir}`);
-    const s = await runTraining(config, runDir, configPath);
+    const s = await runTraining(buildRunContext(config, { runDir, configPath }));
     console.log([`held-out pass@1 (${config.eval?.tasks ?? "no eval"}):`, `  ${line("warm start", s.before)}`, `  ${line("after RL  ", s.after)}`, ...(s.delta ? [deltaLine(s.delta)] : []), `steps ${s.steps}, wall ${(s.wallSeconds / 60).toFixed(1)} min`, `report: ${join(runDir, "report.html")}`, `summary: ${join(runDir, "summary.json")}`].join("\n"));
     return 0;
   },

@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { buildRunContext } from "../../run/context.js";
 import { configCheckLine, loadRunConfig } from "../../train/config.js";
 import { runTraining } from "../../train/orchestrator.js";
 import { parseOptions } from "../args.js";
@@ -29,7 +30,7 @@ export const trainCommand: Command = {
       return 0;
     }
     const runDir = resolve(values["run-dir"] ?? `runs/${config.name}`);
-    const summary = await runTraining(config, runDir, resolve(values.config));
+    const summary = await runTraining(buildRunContext(config, { runDir, configPath: resolve(values.config) }));
     console.log(JSON.stringify(summary, null, 2));
     return 0;
   },

@@ -3,9 +3,11 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { UserError } from "../../core/errors.js";
+import { formatEngineSpec, stringOptions, type EngineSpec } from "../spec.js";
 
 /**
- * Options of `llamacpp:<model dir>?threads=1&sequences=8&ctx=8192&kv=f32&fa=0&batch=isolated&contexts=1&cache=<dir>`.
+ * Options of `llamacpp:<model dir>?threads=1&sequences=8&ctx=8192&kv=f32&fa=0&batch=isolated&contexts=1&cache=<dir>`
+ * (structured: `{ kind: "llamacpp", modelDir, options: { threads, sequences, … } }`).
  * Defaults favour exactness (F32 KV cache, no flash attention: llama.cpp's CPU flash attention rounds through F16
  * and costs ~1e-2 in logprob) and leave one core free for the proxy and trainer.
  */
@@ -53,18 +55,18 @@ export function defaultCacheDir(): string {
   return process.env.HARNESSRL_CACHE_DIR ? join(process.env.HARNESSRL_CACHE_DIR, "gguf") : join(homedir(), ".cache", "harnessrl", "gguf");
 }
 
-export function parseLlamaCppSpec(arg: string, fallbackModelDir?: string): LlamaCppOptions {
-  const q = arg.indexOf("?");
-  const modelDir = (q < 0 ? arg : arg.slice(0, q)) || fallbackModelDir;
+/** The adapter's options from a structured spec: the model directory is the target, else `modelDir`. */
+export function llamaCppOptions(spec: EngineSpec): LlamaCppOptions {
+  const modelDir = spec.target || spec.modelDir;
+  const text = formatEngineSpec(spec);
   if (!modelDir) throw new UserError("bad_engine_spec", "llamacpp needs a model directory: llamacpp:<model dir>[?threads=N&sequences=N&ctx=N&kv=f32|f16&fa=0|1&batch=isolated|shared&contexts=N&cache=DIR]");
-  const params = Object.fromEntries(new URLSearchParams(q < 0 ? "" : arg.slice(q + 1)));
-  const r = querySchema.safeParse(params);
-  if (!r.success) throw new UserError("bad_engine_spec", `llamacpp spec "${arg}": ${z.prettifyError(r.error)}`);
+  const r = querySchema.safeParse(stringOptions(spec));
+  if (!r.success) throw new UserError("bad_engine_spec", `llamacpp spec "${text}": ${z.prettifyError(r.error)}`);
   const o = r.data;
   const sequences = o.sequences ?? 8;
   const batch = o.batch ?? "isolated";
   if (o.contexts !== undefined && (batch !== "shared" || o.contexts > sequences)) {
-    throw new UserError("bad_engine_spec", `llamacpp spec "${arg}": contexts=${o.contexts} needs batch=shared and at most sequences=${sequences}`);
+    throw new UserError("bad_engine_spec", `llamacpp spec "${text}": contexts=${o.contexts} needs batch=shared and at most sequences=${sequences}`);
   }
   return {
     modelDir,

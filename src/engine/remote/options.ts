@@ -1,12 +1,15 @@
 import { z } from "zod";
+import type { Codec } from "../../chat/codec.js";
 import { UserError } from "../../core/errors.js";
+import { stringOptions, type EngineSpec } from "../spec.js";
 import { DEFAULT_RETRY, type RetryPolicy } from "./http.js";
 
 /**
  * Options of `vllm:<url>` / `sglang:<url>`:
  * `?model_dir=/path` (tokenizer + chat template; else the factory's model dir, else the tiny byte tokenizer),
  * `&model=<served name>`, `&timeout_ms=`, `&retries=`, `&ctx=<context window>`, `&version=<initial policy version>`,
- * `&reload_url=<deployment hook>` (vLLM only: POSTed `{model_path, version}` by loadPolicy).
+ * `&reload_url=<deployment hook>` (vLLM only: POSTed `{model_path, version}` by loadPolicy). Structured: the URL is
+ * the target, `modelDir` the policy's model directory (or the `model_dir` option).
  */
 export interface RemoteOptions {
   baseUrl: string;
@@ -16,6 +19,8 @@ export interface RemoteOptions {
   contextWindow: number | undefined;
   initialVersion: number;
   reloadUrl: string | undefined;
+  /** The policy's codec, used when there is no `modelDir` (whose own codec wins); else the tiny byte codec. */
+  codec?: Codec;
 }
 
 const querySchema = z
@@ -31,9 +36,9 @@ const querySchema = z
   })
   .strict();
 
-export function parseRemoteSpec(scheme: string, arg: string, fallbackModelDir?: string): RemoteOptions {
-  const q = arg.indexOf("?");
-  const base = (q < 0 ? arg : arg.slice(0, q)).replace(/\/+$/, "");
+export function remoteOptions(spec: EngineSpec): RemoteOptions {
+  const scheme = spec.kind;
+  const base = spec.target.replace(/\/+$/, "");
   let url: URL;
   try {
     url = new URL(base);
@@ -41,12 +46,12 @@ export function parseRemoteSpec(scheme: string, arg: string, fallbackModelDir?: 
     throw new UserError("bad_engine_spec", `${scheme} needs a server URL: ${scheme}:http://host:port[?model_dir=…&model=…]`);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new UserError("bad_engine_spec", `${scheme}: URL must be http(s), got ${base}`);
-  const r = querySchema.safeParse(Object.fromEntries(new URLSearchParams(q < 0 ? "" : arg.slice(q + 1))));
-  if (!r.success) throw new UserError("bad_engine_spec", `${scheme} spec "${arg}": ${z.prettifyError(r.error)}`);
+  const r = querySchema.safeParse(stringOptions(spec));
+  if (!r.success) throw new UserError("bad_engine_spec", `${scheme} spec "${base}": ${z.prettifyError(r.error)}`);
   const o = r.data;
   return {
     baseUrl: base,
-    modelDir: o.model_dir ?? fallbackModelDir,
+    modelDir: o.model_dir ?? spec.modelDir,
     model: o.model,
     retry: { timeoutMs: o.timeout_ms ?? DEFAULT_RETRY.timeoutMs, retries: o.retries ?? DEFAULT_RETRY.retries, backoffMs: o.backoff_ms ?? DEFAULT_RETRY.backoffMs },
     contextWindow: o.ctx,

@@ -39,7 +39,8 @@ export abstract class RemoteEngine implements HotSwappableEngine {
     protected readonly options: RemoteOptions,
   ) {
     this.spec = spec;
-    const codec: Codec = options.modelDir ? loadCodec(options.modelDir) : defaultCodec();
+    // A model directory's own codec; the policy's (given by a run context) when the server's model has no local directory.
+    const codec: Codec = options.modelDir ? loadCodec(options.modelDir) : (options.codec ?? defaultCodec());
     this.tokenizer = codec.tokenizer;
     this.renderer = codec.renderer;
     this.version = options.initialVersion;

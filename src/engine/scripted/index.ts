@@ -2,4 +2,4 @@
 export { SCRIPTED_DEFAULT_CONTEXT, ScriptedEngine, createScriptedEngine } from "./scripted-engine.js";
 export type { ScriptedEngineOptions } from "./scripted-engine.js";
 export type { ScriptFunction, ScriptMessage, ScriptReply, ScriptRequest } from "./script-types.js";
-export { loadScript, parseScriptedArg, scriptedEngineAdapter } from "./register.js";
+export { loadScript, scriptedEngineAdapter, scriptedOptions } from "./register.js";

@@ -3,27 +3,25 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { UserError, errorMessage } from "../../core/errors.js";
 import type { EngineAdapter } from "../registry.js";
+import { formatEngineSpec, stringOptions, type EngineSpec } from "../spec.js";
 import { ScriptedEngine } from "./scripted-engine.js";
 import type { ScriptedEngineOptions } from "./scripted-engine.js";
 import type { ScriptFunction } from "./script-types.js";
 
-/** `<path>[?ctx=N&delay=MS]`: the module path and engine options. */
-export function parseScriptedArg(arg: string): { path: string; options: Omit<ScriptedEngineOptions, "spec"> } {
-  const q = arg.indexOf("?");
-  const path = q < 0 ? arg : arg.slice(0, q);
+/** A structured `scripted` spec: the module path is the target; options `ctx` and `delay`. */
+export function scriptedOptions(spec: EngineSpec): { path: string; options: Omit<ScriptedEngineOptions, "spec" | "codec"> } {
+  const path = spec.target;
   if (!path) throw new UserError("invalid_engine_spec", "scripted engine needs a module path: scripted:<path to .mjs>[?ctx=N]");
-  const options: Omit<ScriptedEngineOptions, "spec"> = {};
-  if (q >= 0) {
-    for (const [key, value] of new URLSearchParams(arg.slice(q + 1))) {
-      const n = Number(value);
-      if (key === "ctx") {
-        if (!Number.isInteger(n) || n < 1) throw new UserError("invalid_engine_spec", `scripted engine: ctx must be a positive integer, got "${value}"`);
-        options.contextWindow = n;
-      } else if (key === "delay") {
-        if (!Number.isFinite(n) || n < 0) throw new UserError("invalid_engine_spec", `scripted engine: delay must be a non-negative number of ms, got "${value}"`);
-        options.tokenDelayMs = n;
-      } else throw new UserError("invalid_engine_spec", `scripted engine: unknown option "${key}" (known: ctx, delay)`);
-    }
+  const options: Omit<ScriptedEngineOptions, "spec" | "codec"> = {};
+  for (const [key, value] of Object.entries(stringOptions(spec))) {
+    const n = Number(value);
+    if (key === "ctx") {
+      if (!Number.isInteger(n) || n < 1) throw new UserError("invalid_engine_spec", `scripted engine: ctx must be a positive integer, got "${value}"`);
+      options.contextWindow = n;
+    } else if (key === "delay") {
+      if (!Number.isFinite(n) || n < 0) throw new UserError("invalid_engine_spec", `scripted engine: delay must be a non-negative number of ms, got "${value}"`);
+      options.tokenDelayMs = n;
+    } else throw new UserError("invalid_engine_spec", `scripted engine: unknown option "${key}" (known: ctx, delay)`);
   }
   return { path, options };
 }
@@ -48,8 +46,8 @@ export async function loadScript(path: string): Promise<ScriptFunction> {
 export const scriptedEngineAdapter: EngineAdapter = {
   name: "scripted",
   summary: "scripted:<module.mjs>[?ctx=N&delay=MS] — a JavaScript function plays the model (tests, driving harnesses without a model)",
-  create: async (arg) => {
-    const { path, options } = parseScriptedArg(arg);
-    return new ScriptedEngine(await loadScript(path), { ...options, spec: `scripted:${arg}` });
+  create: async (spec, factory) => {
+    const { path, options } = scriptedOptions(spec);
+    return new ScriptedEngine(await loadScript(path), { ...options, spec: formatEngineSpec(spec), ...(factory.codec ? { codec: factory.codec } : {}) });
   },
 };

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
-import { defaultCodec } from "../../chat/codec.js";
+import { defaultCodec, type Codec } from "../../chat/codec.js";
 import { parseChatMLPrompt } from "../../chat/chatml-prompt.js";
 import { renderAssistantTurn } from "../../chat/render-turn.js";
 import type { ChatRenderer } from "../../chat/renderer.js";
@@ -43,13 +43,19 @@ export interface ScriptedEngineOptions {
   /** Pause between emitted tokens, to exercise streaming and client aborts with real timing. */
   tokenDelayMs?: number;
   modelId?: string;
+  /**
+   * Tokenizer + chat template to render turns with: the policy's, so scripted (and oracle) calls carry the token ids
+   * the policy would have sampled. Default: the tiny byte codec (no model involved).
+   */
+  codec?: Codec;
 }
 
 /**
  * A JavaScript function plays the model: it gets the normalised conversation and returns the assistant turn, which
- * is rendered with the default tiny tokenizer and chat template exactly as a model following the template would have
- * sampled it. Every token has logprob 0 (the script is deterministic) and policy version 0. Without a conversation
- * context (bare prompt tokens) the conversation is recovered from the prompt text, which assumes the default template.
+ * is rendered with the given codec (the policy's; default: the tiny byte codec) exactly as a model following the
+ * template would have sampled it. Every token has logprob 0 (the script is deterministic) and policy version 0. Without
+ * a conversation context (bare prompt tokens) the conversation is recovered from the prompt text, which assumes a
+ * ChatML template.
  */
 export class ScriptedEngine implements SamplingEngine {
   readonly spec: string;
@@ -64,7 +70,7 @@ export class ScriptedEngine implements SamplingEngine {
     private readonly script: ScriptFunction,
     options: ScriptedEngineOptions = {},
   ) {
-    const codec = defaultCodec();
+    const codec = options.codec ?? defaultCodec();
     this.tokenizer = codec.tokenizer;
     this.renderer = codec.renderer;
     this.spec = options.spec ?? "scripted:<inline>";

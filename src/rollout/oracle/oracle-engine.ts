@@ -1,11 +1,12 @@
+import type { Codec } from "../../chat/codec.js";
 import { EngineError } from "../../core/errors.js";
+import { ScriptedEngine } from "../../engine/scripted/scripted-engine.js";
+import type { ScriptReply, ScriptRequest } from "../../engine/scripted/script-types.js";
 import { getHarness } from "../../harness/registry.js";
 import type { Task } from "../../tasks/task.js";
-import { ScriptedEngine } from "../scripted/scripted-engine.js";
-import type { ScriptReply, ScriptRequest } from "../scripted/script-types.js";
 import { isSubAgentRequest, mainAgentReply, subAgentReply } from "./policy.js";
 
-/** Where the oracle learns which task a rollout runs. The rollout runner provides it. */
+/** Where the oracle learns which task a rollout runs. The rollout stack provides it. */
 export interface OracleTaskSource {
   taskForRollout(rolloutId: string): Task | undefined;
 }
@@ -13,12 +14,14 @@ export interface OracleTaskSource {
 /**
  * The oracle engine: a scripted engine that knows each session's task (through its rollout) and solves it through the
  * harness's own tools and format, following the task's oracle steps. Its turns are rendered exactly like sampled
- * ones, so its rollouts are supervised demonstrations on the same token path as RL rollouts.
+ * ones, with the policy's codec, so its rollouts are supervised demonstrations in the policy's own token ids, on the
+ * same token path as RL rollouts. It lives in the rollout layer because it needs tasks and harness profiles; the
+ * rollout stack creates it when the engine kind is `oracle`.
  *
  * Progress is remembered per session (a harness may compact or rewrite its history, so counting the tool calls still
  * visible in the conversation would undercount); a session's counter only moves when the oracle issues steps.
  */
-export function createOracleEngine(source: OracleTaskSource, options: { modelId?: string } = {}): ScriptedEngine {
+export function createOracleEngine(source: OracleTaskSource, options: { modelId?: string; codec?: Codec } = {}): ScriptedEngine {
   const issued = new Map<string, number>();
   const script = (request: ScriptRequest): ScriptReply => {
     if (!request.rolloutId) throw new EngineError("oracle_no_rollout", "the oracle engine only answers sessions that belong to a rollout");
@@ -34,5 +37,5 @@ export function createOracleEngine(source: OracleTaskSource, options: { modelId?
     issued.set(request.sessionId, done + next.issued);
     return next.reply;
   };
-  return new ScriptedEngine(script, { spec: "oracle", ...(options.modelId ? { modelId: options.modelId } : {}) });
+  return new ScriptedEngine(script, { spec: "oracle", ...(options.modelId ? { modelId: options.modelId } : {}), ...(options.codec ? { codec: options.codec } : {}) });
 }

@@ -1,7 +1,7 @@
 import type { OracleProfile } from "../../harness/types.js";
 import { stepAsShellCommand } from "../../tasks/shell.js";
 import type { OracleStep, Task } from "../../tasks/task.js";
-import type { ScriptReply, ScriptRequest } from "../scripted/script-types.js";
+import type { ScriptReply, ScriptRequest } from "../../engine/scripted/script-types.js";
 
 /** Programs whose calls are look-ups (delegated to a research sub-agent by multi-agent harnesses). */
 const RESEARCH = /^\.\/(search|calc)\b/;

@@ -1,0 +1,118 @@
+import { copyFileSync, existsSync } from "node:fs";
+import { parseEngineSpec, type EngineSpec } from "../engine/spec.js";
+import type { SamplingParams } from "../engine/types.js";
+import { ORACLE_ENGINE } from "../rollout/oracle/register.js";
+import type { RolloutSettings } from "../rollout/run-one.js";
+import type { StackOptions } from "../rollout/stack.js";
+import { createScheduler, type HarnessScheduler } from "../schedule/index.js";
+import type { RunConfig } from "../train/config.js";
+import { RunDir } from "../train/run-dir.js";
+import { rolloutSettings } from "../train/settings.js";
+import { createTrainer } from "../trainer/index.js";
+import type { Trainer, TrainerOptions } from "../trainer/types.js";
+import { policyOfConfig, policyOfEngine, servePolicy, type Policy, type TrainedPolicy } from "./policy.js";
+
+/** Which trainer backend, and the options of each worker a run starts. */
+export interface TrainerPlan {
+  /** Trainer registry name, e.g. `torch`. */
+  kind: string;
+  /** The policy's worker. */
+  policy: TrainerOptions;
+  /** The reference policy's worker (`algorithm.kl_coef` > 0). */
+  reference: TrainerOptions;
+}
+
+/**
+ * Everything a training run is composed of, built once from a validated config and a run directory, and handed to
+ * the orchestrator, warm start, RL step, evaluation and rollout stacks, which build none of it themselves.
+ */
+export interface RunContext {
+  readonly config: RunConfig;
+  readonly run: RunDir;
+  readonly policy: TrainedPolicy;
+  readonly trainer: TrainerPlan;
+  /** Store specs: the RL rollouts' call records and the warm start's demonstrations. */
+  readonly stores: { rollouts: string; demos: string };
+  /** The harness scheduler (mix: scheduled), else null. Its state is restored by the orchestrator on resume. */
+  readonly scheduler: HarnessScheduler | null;
+  /** Rollout runner settings of the run (training and evaluation; the warm start overrides a few). */
+  readonly rolloutSettings: Partial<RolloutSettings>;
+}
+
+export interface RunPaths {
+  /** The run directory (created if missing). */
+  runDir: string;
+  /** The config file, copied into the run directory on first start; null when the config came as an object. */
+  configPath?: string | null;
+}
+
+/** Builds a run's context. Loads the policy's codec and checks the scheduler section; starts no process. */
+export function buildRunContext(config: RunConfig, paths: RunPaths): RunContext {
+  const run = new RunDir(paths.runDir);
+  if (paths.configPath && !existsSync(run.configPath)) copyFileSync(paths.configPath, run.configPath);
+  const t = config.trainer;
+  const device = t.device === undefined ? {} : { device: t.device };
+  return {
+    config,
+    run,
+    policy: policyOfConfig(config),
+    trainer: { kind: t.kind, policy: { ...device, threads: t.threads }, reference: { ...device, threads: t.reference_threads } },
+    stores: { rollouts: run.storeSpec, demos: run.demoStoreSpec },
+    scheduler: config.mix === "scheduled" && config.scheduler ? createScheduler(config.scheduler, config.harnesses, config.seed) : null,
+    rolloutSettings: rolloutSettings(config),
+  };
+}
+
+/** Starts one of the run's trainer workers. */
+export function openTrainer(ctx: RunContext, role: "policy" | "reference"): Promise<Trainer> {
+  return createTrainer(ctx.trainer.kind, ctx.trainer[role]);
+}
+
+/** The engine that serves the RL policy whose weights are in `modelDir`, or the oracle for demonstrations. */
+export function runEngine(ctx: RunContext, purpose: { policyDir: string } | "oracle"): EngineSpec {
+  return purpose === "oracle" ? { kind: ORACLE_ENGINE, target: "", options: {} } : servePolicy(ctx.policy, purpose.policyDir);
+}
+
+/** A rollout stack of the run: the given engine with the policy's codec, the run's sandboxes and sampling. */
+export function runStackOptions(ctx: RunContext, engine: EngineSpec, store: string, options: { sampling?: boolean } = {}): StackOptions {
+  const c = ctx.config;
+  return {
+    engine,
+    codec: ctx.policy.codec,
+    store,
+    sandbox: c.rollout.sandbox,
+    sandboxPool: c.rollout.concurrency,
+    ...(options.sampling === false ? {} : { sampling: { temperature: c.sampling.temperature, maxTokens: c.sampling.max_tokens } }),
+  };
+}
+
+/** A rollout or evaluation job of the CLI (`harnessrl rollout|eval`): a policy served as given, no training. */
+export interface RolloutJobContext {
+  readonly policy: Policy;
+  readonly stack: StackOptions;
+  readonly concurrency: number;
+  readonly rolloutSettings: Partial<RolloutSettings>;
+}
+
+export interface RolloutJobOptions {
+  /** The CLI's `--engine` text (`kind:target?options`), parsed here once. */
+  engine: string;
+  modelDir?: string;
+  store: string;
+  sandbox: string;
+  concurrency: number;
+  sampling: Partial<SamplingParams>;
+  rolloutSettings: Partial<RolloutSettings>;
+}
+
+/** Builds a rollout job's context the way `buildRunContext` builds a run's: the policy's codec goes to the engine. */
+export function buildRolloutJobContext(o: RolloutJobOptions): RolloutJobContext {
+  const policy = policyOfEngine(parseEngineSpec(o.engine), o.modelDir);
+  return {
+    policy,
+    // Without --model-dir the engine's own model (if any) decides the codec; scripted/oracle use the byte codec.
+    stack: { engine: policy.engine, ...(policy.modelDir ? { codec: policy.codec } : {}), store: o.store, sandbox: o.sandbox, sandboxPool: o.concurrency, sampling: o.sampling },
+    concurrency: o.concurrency,
+    rolloutSettings: o.rolloutSettings,
+  };
+}
