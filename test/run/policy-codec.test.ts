@@ -49,7 +49,7 @@ describe("one RL step on a model directory with a Hugging Face BPE tokenizer", (
       rollout: { sandbox: "bwrap", concurrency: 4, max_turns: 6, timeout_s: 60 },
       harnesses: ["chat-agent"],
       tasks: { train: "calcrun:train?n=2&seed=1" },
-      algorithm: { name: "grpo", lr: 0.01 },
+      algorithm: { lr: 0.01 },
       budget: { steps: 1, tasks_per_step: 2, samples: 2 },
     });
     ctx = buildRunContext(config, { runDir: join(root, "run") });
