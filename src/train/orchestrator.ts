@@ -11,6 +11,7 @@ import { runRollouts } from "../rollout/runner.js";
 import type { RolloutResult } from "../rollout/types.js";
 import { loadSuite } from "../tasks/registry.js";
 import type { Task } from "../tasks/task.js";
+import { requireCapability } from "../trainer/capabilities.js";
 import { createTrainer } from "../trainer/index.js";
 import type { Trainer } from "../trainer/types.js";
 import type { RunConfig } from "./config.js";
@@ -21,6 +22,7 @@ import { RunDir, type RunState } from "./run-dir.js";
 import { rolloutSettings } from "./settings.js";
 import { TaskSampler } from "./task-sampler.js";
 import { createScheduler, parseSchedulerConfig } from "../schedule/index.js";
+import { checkTrainerCapabilities } from "./trainer-capabilities.js";
 import { warmStart } from "./warm-start.js";
 
 interface Pending {
@@ -99,6 +101,8 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
   let stack: RolloutStack | null = null;
   let reference: Trainer | null = null;
   try {
+    // PPO, CAPO and sketch-comparing schedulers need optional trainer capabilities: fail before any work is done.
+    checkTrainerCapabilities(trainer, config);
     // CAPO partitions and the PPO critic travel in checkpoints: a resumed run keeps the re-probe schedule and the
     // critic of an uninterrupted one.
     let capoRestored = false;
@@ -120,7 +124,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
     // PPO's critic starts as a copy of the policy's trunk, after the warm start so that it inherits what SFT learned.
     const initCritic = async (): Promise<void> => {
       if (advantageConfigOf(config).estimator !== "ppo" || criticReady) return;
-      await trainer.criticInit({ fromPolicy: true });
+      await requireCapability(trainer, "critic", 'advantage estimator "ppo"').criticInit({ fromPolicy: true });
       criticReady = true;
     };
 
