@@ -20,7 +20,9 @@ from harnessrl_worker.server import handle
 from harnessrl_worker.state import WorkerSettings, WorkerState
 
 OPS_DIR = Path(__file__).resolve().parent.parent / "harnessrl_worker" / "ops"
-GETTERS = {"req_str", "opt_str", "req_int", "opt_int", "opt_float", "opt_bool", "int_list"}
+# The table type each Args getter reads (args.raw.get reads structured values: object or json).
+GETTERS = {"req_str": "string", "opt_str": "string", "req_int": "int", "opt_int": "int", "opt_float": "number", "opt_bool": "bool", "int_list": "int[]"}
+RAW = "raw"
 
 Functions = Dict[str, Dict[str, ast.FunctionDef]]
 
@@ -46,12 +48,17 @@ def parse_ops_package() -> Tuple[Functions, Dict[str, Tuple[str, ast.FunctionDef
     return functions, handlers
 
 
-def arg_reads(functions: Functions, module: str, fn: ast.FunctionDef, var: str, seen: Set[Tuple[str, str]]) -> Set[str]:
-    """The argument names `fn` reads through its parameter `var` (an Args), following calls that pass it on."""
+def arg_reads(functions: Functions, module: str, fn: ast.FunctionDef, var: str, seen: Set[Tuple[str, str]]) -> Dict[str, Set[str]]:
+    """The argument names `fn` reads through its parameter `var` (an Args), each with the getters that read it,
+    following calls that pass `var` on."""
+    reads: Dict[str, Set[str]] = {}
     if (module, fn.name) in seen:
-        return set()
+        return reads
     seen.add((module, fn.name))
-    reads: Set[str] = set()
+
+    def add(key: str, how: str) -> None:
+        reads.setdefault(key, set()).add(how)
+
     for node in ast.walk(fn):
         if not isinstance(node, ast.Call):
             continue
@@ -59,9 +66,9 @@ def arg_reads(functions: Functions, module: str, fn: ast.FunctionDef, var: str, 
         first = node.args[0] if node.args else None
         key = str(first.value) if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == var and f.attr in GETTERS and key:
-            reads.add(key)
+            add(key, f.attr)
         elif isinstance(f, ast.Attribute) and f.attr == "get" and isinstance(f.value, ast.Attribute) and f.value.attr == "raw" and isinstance(f.value.value, ast.Name) and f.value.value.id == var and key:
-            reads.add(key)
+            add(key, RAW)
         elif isinstance(f, ast.Name):
             passed = [i for i, a in enumerate(node.args) if isinstance(a, ast.Name) and a.id == var]
             if not passed:
@@ -73,12 +80,13 @@ def arg_reads(functions: Functions, module: str, fn: ast.FunctionDef, var: str, 
             helper = functions[owner][f.id]
             for i in passed:
                 if i < len(helper.args.args):
-                    reads |= arg_reads(functions, owner, helper, helper.args.args[i].arg, seen)
+                    for k, hows in arg_reads(functions, owner, helper, helper.args.args[i].arg, seen).items():
+                        reads.setdefault(k, set()).update(hows)
     for node in ast.walk(fn):
         # args.raw["x"] reads count too.
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "raw" and isinstance(node.value.value, ast.Name) and node.value.value.id == var:
             if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-                reads.add(node.slice.value)
+                add(node.slice.value, RAW)
     return reads
 
 
@@ -90,12 +98,17 @@ class OpsTableTest(unittest.TestCase):
         with self.assertRaisesRegex(RuntimeError, "not in ops.json"):
             op("no_such_op")
 
-    def test_each_handler_reads_exactly_the_arguments_the_table_declares(self) -> None:
+    def test_each_handler_reads_exactly_the_arguments_the_table_declares_with_their_types(self) -> None:
         functions, handlers = parse_ops_package()
         for name, (module, fn) in sorted(handlers.items()):
             var = fn.args.args[1].arg  # (state, args, frames)
+            reads = arg_reads(functions, module, fn, var, set())
+            declared = TABLE[name]["args"]
             with self.subTest(op=name):
-                self.assertEqual(sorted(arg_reads(functions, module, fn, var, set())), sorted(TABLE[name]["args"]))
+                self.assertEqual(sorted(reads), sorted(declared))
+                for key, hows in reads.items():
+                    read_as = {("object", "json") if how == RAW else (GETTERS[how],) for how in hows}
+                    self.assertTrue(all(declared[key]["type"] in types for types in read_as), f"{name}.{key}: table says {declared[key]['type']}, read as {sorted(hows)}")
 
     def test_loss_fields_are_the_loss_config(self) -> None:
         self.assertEqual(sorted(TABLE["forward_backward"]["args"]["loss"]["fields"]), sorted(f.name for f in dataclasses.fields(PGLossConfig)))
