@@ -144,8 +144,8 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     // The sketch must see the accumulated gradient, so it is taken before the optimizer step clears it (with several
     // minibatches: the first one's, i.e. the gradient at the policy that sampled the batch).
     if (k === 0 && options.sketch && sketcher && stats.tokenMeanAbsAdvantage > 0) sketch = (await sketcher.gradSketch(options.sketch)).sketch;
-    const step = { lr, weightDecay: alg.weight_decay, maxGradNorm: alg.max_grad_norm };
-    opt = capo && capoTrainer ? await capoTrainer.optimStep({ ...step, capo: true }) : await trainer.optimStep(step);
+    const adamw = { lr, weightDecay: alg.weight_decay, maxGradNorm: alg.max_grad_norm };
+    opt = capo && capoTrainer ? await capoTrainer.optimStep({ ...adamw, capo: true }) : await trainer.optimStep(adamw);
     if (critic) await critic.criticOptimStep({ lr: alg.critic_lr, maxGradNorm: alg.max_grad_norm });
   }
   if (ppo) metrics["critic/value_loss"] = valueLoss;
