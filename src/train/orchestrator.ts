@@ -10,12 +10,14 @@ import { openTrainer, runEngine, runStackOptions, type RunContext } from "../run
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import { loadSuite } from "../tasks/registry.js";
 import type { Task } from "../tasks/task.js";
+import { requireCapability } from "../trainer/capabilities.js";
 import type { Trainer } from "../trainer/types.js";
 import { evaluatePolicy } from "./evaluate.js";
 import { advantageConfigOf, trainOnRollouts } from "./rl-step.js";
 import { writeReport } from "../report/index.js";
 import type { RunState } from "./run-dir.js";
 import { TaskSampler } from "./task-sampler.js";
+import { checkTrainerCapabilities } from "./trainer-capabilities.js";
 import { warmStart } from "./warm-start.js";
 
 interface Pending {
@@ -85,6 +87,8 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
   let stack: RolloutStack | null = null;
   let reference: Trainer | null = null;
   try {
+    // PPO, CAPO and sketch-comparing schedulers need optional trainer capabilities: fail before any work is done.
+    checkTrainerCapabilities(trainer, config);
     // CAPO partitions and the PPO critic travel in checkpoints: a resumed run keeps the re-probe schedule and the
     // critic of an uninterrupted one.
     let capoRestored = false;
@@ -106,7 +110,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     // PPO's critic starts as a copy of the policy's trunk, after the warm start so that it inherits what SFT learned.
     const initCritic = async (): Promise<void> => {
       if (advantageConfigOf(config).estimator !== "ppo" || criticReady) return;
-      await trainer.criticInit({ fromPolicy: true });
+      await requireCapability(trainer, "critic", 'advantage estimator "ppo"').criticInit({ fromPolicy: true });
       criticReady = true;
     };
 

@@ -2,7 +2,8 @@ import { advantageMetrics, applyAdvantages, toAdvantageConfig, type AdvantageCon
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import type { Store } from "../store/types.js";
 import type { Tokenizer } from "../tokenizer/types.js";
-import type { OptimStepResult, Trainer } from "../trainer/types.js";
+import { requireCapability } from "../trainer/capabilities.js";
+import type { CapoTrainer, ForwardBackwardOptions, OptimStepResult, Trainer } from "../trainer/types.js";
 import { batchForRollouts } from "./batches.js";
 import type { RunConfig } from "./config.js";
 import { lrAt } from "./lr-schedule.js";
@@ -48,7 +49,7 @@ export interface TrainStepOptions {
  * CAPO partitions come from successful trajectories: probe on this step's passing rollouts when there are any.
  * Returns whether partitions exist after the call.
  */
-async function capoProbe(store: Store, results: readonly RolloutResult[], tokenizer: Tokenizer, trainer: Trainer, config: RunConfig, metrics: TrainStepMetrics, had: boolean): Promise<boolean> {
+async function capoProbe(store: Store, results: readonly RolloutResult[], tokenizer: Tokenizer, trainer: CapoTrainer, config: RunConfig, metrics: TrainStepMetrics, had: boolean): Promise<boolean> {
   const winners = results.filter((r) => r.status === "ok");
   if (winners.length === 0) {
     metrics["capo/probe_skipped"] = 1;
@@ -72,7 +73,11 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
   const ppo = advConfig.estimator === "ppo";
   // Calls made by roles that are not trained (e.g. sub-agents in central-only training) leave the loss entirely.
   const untrainedRole = untrainedRoleFilter(store, valid.map((r) => r.rolloutId), config.train_roles);
-  const values = ppo ? await trainer.criticValues(built.batch) : undefined;
+  // The run checked these capabilities at its start (train/trainer-capabilities.ts); a direct caller learns here.
+  const critic = ppo ? requireCapability(trainer, "critic", 'advantage estimator "ppo"') : null;
+  const capoTrainer = options.capo ? requireCapability(trainer, "capo", "capo.enabled") : null;
+  const sketcher = options.sketch ? requireCapability(trainer, "grad_sketch", "a scheduler that compares gradient sketches") : null;
+  const values = critic ? await critic.criticValues(built.batch) : undefined;
   const { stats } = applyAdvantages({
     built,
     results: valid,
@@ -83,8 +88,8 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
   });
   const metrics: TrainStepMetrics = { ...advantageMetrics(stats), "staleness/max": maxLag };
   let capo = false;
-  if (options.capo) {
-    const ready = options.capo.probe ? await capoProbe(store, valid, tokenizer, trainer, config, metrics, options.capo.hasPartitions) : options.capo.hasPartitions;
+  if (options.capo && capoTrainer) {
+    const ready = options.capo.probe ? await capoProbe(store, valid, tokenizer, capoTrainer, config, metrics, options.capo.hasPartitions) : options.capo.hasPartitions;
     capo = ready;
     metrics["capo/active"] = ready ? 1 : 0;
   }
@@ -112,14 +117,14 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
       // KL to the reference is scored on exactly the tokens of this micro-batch, by the reference's own weights.
       const ref = reference ? await reference.logprobs(mb, scoring) : null;
       const anchor = k > 0 ? prox[k - 1]?.[j] : undefined;
-      const fb = await trainer.forwardBackward(mb, {
+      const fbOptions: ForwardBackwardOptions = {
         objective: "pg",
         temperature: config.sampling.temperature,
         loss: { clipLow: alg.clip_low, clipHigh: alg.clip_high, isMode: alg.is_mode, tisCap: alg.tis_cap, entropyCoef: alg.entropy_coef, ...(ref ? { klCoef: alg.kl_coef } : {}) },
         ...(ref ? { refLogprobs: ref.logprobs } : {}),
         ...(anchor ? { proxLogprobs: anchor } : {}),
-        ...(capo ? { capo: true } : {}),
-      });
+      };
+      const fb = capo && capoTrainer ? await capoTrainer.forwardBackward(mb, { ...fbOptions, capo: true }) : await trainer.forwardBackward(mb, fbOptions);
       if (ref) fbStats.refKl.push(fb.refKlMean);
       if (fb.capoGradCosine !== undefined) capoCos.push(fb.capoGradCosine);
       fbStats.loss += fb.loss / minibatches.length;
@@ -133,13 +138,14 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
       fbStats.clip.push(fb.clipFraction);
       fbStats.isLimited.push(fb.isLimitedFraction);
       fbStats.entropy.push(fb.entropyMean);
-      if (ppo) valueLoss += (await trainer.criticForwardBackward(mb)).valueLoss;
+      if (critic) valueLoss += (await critic.criticForwardBackward(mb)).valueLoss;
     }
     // The sketch must see the accumulated gradient, so it is taken before the optimizer step clears it (with several
     // minibatches: the first one's, i.e. the gradient at the policy that sampled the batch).
-    if (k === 0 && options.sketch && stats.tokenMeanAbsAdvantage > 0) sketch = (await trainer.gradSketch(options.sketch)).sketch;
-    opt = await trainer.optimStep({ lr, weightDecay: alg.weight_decay, maxGradNorm: alg.max_grad_norm, ...(capo ? { capo: true } : {}) });
-    if (ppo) await trainer.criticOptimStep({ lr: alg.critic_lr, maxGradNorm: alg.max_grad_norm });
+    if (k === 0 && options.sketch && sketcher && stats.tokenMeanAbsAdvantage > 0) sketch = (await sketcher.gradSketch(options.sketch)).sketch;
+    const adamw = { lr, weightDecay: alg.weight_decay, maxGradNorm: alg.max_grad_norm };
+    opt = capo && capoTrainer ? await capoTrainer.optimStep({ ...adamw, capo: true }) : await trainer.optimStep(adamw);
+    if (critic) await critic.criticOptimStep({ lr: alg.critic_lr, maxGradNorm: alg.max_grad_norm });
   }
   if (ppo) metrics["critic/value_loss"] = valueLoss;
   metrics["train/minibatches"] = minibatches.length;

@@ -2,9 +2,17 @@ import type { PackedBatch } from "../batch/types.js";
 
 /**
  * The trainer contract: what the orchestrator needs from a training backend. Adapters register by name
- * (src/trainer/registry.ts); the first is the local PyTorch worker ("torch"). Later issues add forward/backward with
- * RL losses, optimizer steps and checkpoints as new methods here and new ops in the worker.
+ * (src/trainer/registry.ts); the first is the local PyTorch worker ("torch").
+ *
+ * The contract grows by capability: `Trainer` is the core every backend implements (model in and out, scoring,
+ * policy-gradient and SFT updates, checkpoints); a backend adds optional capabilities — the PPO critic, CAPO
+ * partitions, gradient sketches — by implementing their interfaces below and listing them in `info.capabilities`.
+ * Callers narrow with the guards in capabilities.ts and a run checks what its config needs before it starts.
  */
+
+/** Optional additions to the core contract (CriticTrainer, CapoTrainer, SketchTrainer). */
+export type TrainerCapability = "critic" | "capo" | "grad_sketch";
+
 export interface TrainerInfo {
   /** Adapter name, e.g. "torch". */
   backend: string;
@@ -14,6 +22,8 @@ export interface TrainerInfo {
   threads: number;
   /** Operations the backend supports (the worker's op names). */
   ops: string[];
+  /** The optional capabilities this backend implements (the torch trainer: those whose worker ops `hello` lists). */
+  capabilities: TrainerCapability[];
   presets: PresetInfo[];
 }
 
@@ -106,6 +116,10 @@ export interface ForwardBackwardOptions {
   proxLogprobs?: Float32Array[];
   /** Per row, a reference policy's logprobs of the same tokens (for `loss.klCoef`). */
   refLogprobs?: Float32Array[];
+}
+
+/** forwardBackward options of a CapoTrainer. */
+export interface CapoForwardBackwardOptions extends ForwardBackwardOptions {
   /**
    * CAPO: the loss on action tokens (rows' actionMask) and on args tokens (argsMask) get separate gradients, each
    * restricted to its parameter partition from the last capoProbe. Needs objective "pg".
@@ -144,6 +158,10 @@ export interface OptimStepOptions {
   eps?: number;
   /** Clip the global gradient norm; 0 disables. Default 1. */
   maxGradNorm?: number;
+}
+
+/** optimStep options of a CapoTrainer. */
+export interface CapoOptimStepOptions extends OptimStepOptions {
   /** CAPO: after the step, put back every parameter entry outside both partitions (momentum and decay included). */
   capo?: boolean;
 }
@@ -187,14 +205,15 @@ export interface CheckpointInfo {
   model: LoadedModelInfo;
   /** AdamW steps taken so far (0 when no optimizer existed). */
   optimizerSteps: number;
-  /** Whether the checkpoint holds a PPO critic (weights and optimizer), restored with it. */
+  /** Whether the checkpoint holds a PPO critic (weights and optimizer), restored with it (false without "critic"). */
   hasCritic: boolean;
-  /** Whether the checkpoint holds CAPO partitions (restored with it, so a resumed run need not re-probe). */
+  /** Whether the checkpoint holds CAPO partitions (restored with it, so a resumed run need not re-probe; false without "capo"). */
   hasCapoMasks: boolean;
   /** The caller's JSON stored with the checkpoint (schedule position, data cursor, …). */
   extra: unknown;
 }
 
+/** The core contract: what plain policy-gradient training and the SFT warm start need. */
 export interface Trainer {
   readonly info: TrainerInfo;
   /** Creates a model directory from a preset and keeps that model loaded. */
@@ -204,16 +223,23 @@ export interface Trainer {
   save(dir?: string, options?: SaveOptions): Promise<LoadedModelInfo>;
   /** Teacher-forced per-token logprobs (and entropy) for a packed batch; no gradients. */
   logprobs(batch: PackedBatch, options?: LogprobsOptions): Promise<TokenScores>;
-  /** Accumulates gradients of the clipped policy-gradient loss (with TIS/MIS) over a packed batch. */
+  /** Accumulates gradients of the clipped policy-gradient loss (with TIS/MIS), or of the SFT loss, over a packed batch. */
   forwardBackward(batch: PackedBatch, options?: ForwardBackwardOptions): Promise<ForwardBackwardResult>;
   /** Applies AdamW to the accumulated gradients (after clipping) and clears them. */
   optimStep(options: OptimStepOptions): Promise<OptimStepResult>;
   zeroGrad(): Promise<void>;
   /**
-   * A fixed random projection (count sketch, `dim` entries, fixed by `seed`) of the gradient accumulated since the last
-   * optimStep; call it between forwardBackward and optimStep. Cosines between sketches approximate gradient cosines.
+   * Saves weights (a complete model directory), optimizer state, RNG and `extra` for exact resume, plus the state of
+   * every capability in use (critic, CAPO partitions).
    */
-  gradSketch(options?: { dim?: number; seed?: number }): Promise<{ sketch: Float32Array; gradNorm: number }>;
+  saveCheckpoint(dir: string, options?: { policyVersion?: number; extra?: unknown }): Promise<CheckpointInfo>;
+  /** Restores a checkpoint written by saveCheckpoint: the next optimizer step continues exactly. */
+  loadCheckpoint(dir: string, options?: { dtype?: WeightDtype }): Promise<CheckpointInfo>;
+  close(): Promise<void>;
+}
+
+/** Capability "critic": the PPO critic, trained beside the policy. */
+export interface CriticTrainer extends Trainer {
   /** Creates the critic: a copy of the loaded policy's trunk (default) or a fresh one from `seed`; value head at 0. */
   criticInit(options?: { fromPolicy?: boolean; seed?: number }): Promise<CriticInfo>;
   /** Per row, V for each token: the critic's value of the state in which the token was chosen (roots 0). */
@@ -223,16 +249,33 @@ export interface Trainer {
   criticOptimStep(options: OptimStepOptions): Promise<OptimStepResult>;
   criticSave(dir: string): Promise<CriticInfo>;
   criticLoad(dir: string): Promise<CriticInfo>;
+}
+
+/** Capability "capo": CAPO parameter partitions and partition-routed updates. */
+export interface CapoTrainer extends Trainer {
   /**
    * CAPO probe on (typically successful) rows: per layer, the top `topFraction` (default 0.25) MLP units by mean
    * positive activation where action tokens and where args tokens are produced. Replaces the current partitions.
    */
   capoProbe(batch: PackedBatch, options?: { topFraction?: number }): Promise<CapoProbeResult>;
-  /** Saves weights (a complete model directory), optimizer state, RNG and `extra` for exact resume. */
-  saveCheckpoint(dir: string, options?: { policyVersion?: number; extra?: unknown }): Promise<CheckpointInfo>;
-  /** Restores a checkpoint written by saveCheckpoint: the next optimizer step continues exactly. */
-  loadCheckpoint(dir: string, options?: { dtype?: WeightDtype }): Promise<CheckpointInfo>;
-  close(): Promise<void>;
+  forwardBackward(batch: PackedBatch, options?: CapoForwardBackwardOptions): Promise<ForwardBackwardResult>;
+  optimStep(options: CapoOptimStepOptions): Promise<OptimStepResult>;
+}
+
+/** Capability "grad_sketch": gradient sketches (HarnessBandit's transferability signal). */
+export interface SketchTrainer extends Trainer {
+  /**
+   * A fixed random projection (count sketch, `dim` entries, fixed by `seed`) of the gradient accumulated since the last
+   * optimStep; call it between forwardBackward and optimStep. Cosines between sketches approximate gradient cosines.
+   */
+  gradSketch(options?: { dim?: number; seed?: number }): Promise<{ sketch: Float32Array; gradNorm: number }>;
+}
+
+/** The interface each capability adds. */
+export interface CapabilityTrainers {
+  critic: CriticTrainer;
+  capo: CapoTrainer;
+  grad_sketch: SketchTrainer;
 }
 
 export interface TrainerOptions {

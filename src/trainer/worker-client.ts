@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { delimiter } from "node:path";
 import { EngineError, InfraError, UserError, errorMessage, type HarnessRLError } from "../core/errors.js";
 import { pythonExecutable, workerPackageDir } from "./paths.js";
-import { MessageDecoder, encodeMessage, type WireArray, type WireMessage } from "./wire.js";
+import { MessageDecoder, encodeMessage, type WireArray, type WireDtype, type WireMessage } from "./wire.js";
+import { WORKER_OPS, type WorkerArgs, type WorkerOp, type WorkerOpSpec } from "./worker-ops.js";
 
 /** The protocol version this client speaks; the worker reports its own in `hello`. */
 export const WORKER_PROTOCOL_VERSION = 1;
@@ -44,6 +45,34 @@ const STDERR_TAIL_LINES = 40;
 
 /** Worker error codes that mean the caller pointed at something wrong (a path, a model directory). */
 const USER_CODES = new Set(["not_found", "invalid_model"]);
+
+const DTYPE_OF: Record<WireDtype, (a: WireArray) => boolean> = {
+  float32: (a) => a instanceof Float32Array,
+  float64: (a) => a instanceof Float64Array,
+  int32: (a) => a instanceof Int32Array,
+  int64: (a) => a instanceof BigInt64Array,
+  uint8: (a) => a instanceof Uint8Array,
+};
+
+/**
+ * A request the op table does not allow is a client bug, not a worker failure: it is refused here, before the worker
+ * could ignore a misspelt argument or frame.
+ */
+function checkRequest(op: string, args: unknown, frames: ReadonlyMap<string, WireArray> | undefined): void {
+  const spec: WorkerOpSpec | undefined = Object.hasOwn(WORKER_OPS, op) ? WORKER_OPS[op as WorkerOp] : undefined;
+  if (!spec) throw new InfraError("worker_protocol", `"${op}" is not a worker op (worker/harnessrl_worker/ops.json)`);
+  const parsed = spec.args.safeParse(args);
+  if (!parsed.success) throw new InfraError("worker_protocol", `${op}: arguments do not match the op table: ${parsed.error.issues.map((i) => `${i.path.join(".") || "args"}: ${i.message}`).join("; ")}`);
+  const sent = frames ?? new Map<string, WireArray>();
+  for (const [name, a] of sent) {
+    const f = spec.framesIn[name];
+    if (!f) throw new InfraError("worker_protocol", `${op}: frame "${name}" is not in the op table`);
+    if (!DTYPE_OF[f.dtype](a)) throw new InfraError("worker_protocol", `${op}: frame "${name}" must be ${f.dtype}`);
+  }
+  for (const [name, f] of Object.entries(spec.framesIn)) {
+    if (f.required && !sent.has(name)) throw new InfraError("worker_protocol", `${op}: frame "${name}" is required`);
+  }
+}
 
 /**
  * One `python3 -m harnessrl_worker` process. Requests may be issued concurrently: each gets an id, the worker answers
@@ -117,8 +146,14 @@ export class WorkerClient {
     return this.dead === null;
   }
 
-  request(op: string, args: Record<string, unknown> = {}, frames?: ReadonlyMap<string, WireArray>, options: RequestOptions = {}): Promise<WorkerReply> {
+  /** Sends one request; `op`, `args` and frames must match the op table (worker-ops.ts), checked before sending. */
+  request<K extends WorkerOp>(op: K, args: WorkerArgs<K>, frames?: ReadonlyMap<string, WireArray>, options: RequestOptions = {}): Promise<WorkerReply> {
     if (this.dead) return Promise.reject(this.dead);
+    try {
+      checkRequest(op, args, frames);
+    } catch (e) {
+      return Promise.reject(e instanceof InfraError ? e : new InfraError("worker_protocol", errorMessage(e)));
+    }
     const id = this.nextId++;
     const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
     return new Promise<WorkerReply>((resolve, reject) => {

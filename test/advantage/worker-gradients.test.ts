@@ -7,7 +7,8 @@ import { applyAdvantages, parseAdvantageConfig } from "../../src/advantage/index
 import type { BuiltBatch } from "../../src/batch/batch-index.js";
 import { buildBatch } from "../../src/batch/build.js";
 import { createTrainer } from "../../src/trainer/index.js";
-import type { Trainer } from "../../src/trainer/types.js";
+import { requireCapability } from "../../src/trainer/capabilities.js";
+import type { SketchTrainer } from "../../src/trainer/types.js";
 import { buildForests } from "../../src/trees/forest.js";
 import { branching, linear, result } from "./fixtures.js";
 
@@ -25,11 +26,11 @@ function values(built: BuiltBatch): Float32Array[] {
 }
 
 describe("advantages through the real PyTorch worker: the layout does not change the gradient", () => {
-  let trainer: Trainer;
+  let trainer: SketchTrainer;
   let dir: string;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "hrl-adv-worker-"));
-    trainer = await createTrainer("torch", { threads: 1 });
+    trainer = requireCapability(await createTrainer("torch", { threads: 1 }), "grad_sketch", "this test");
     await trainer.init({ preset: "tiny-1m", seed: 3, out: join(dir, "model") });
   });
   afterAll(async () => {

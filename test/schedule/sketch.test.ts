@@ -6,7 +6,8 @@ import type { PackedBatch } from "../../src/batch/types.js";
 import { cosine } from "../../src/schedule/bandit-math.js";
 import { banditConfig, createScheduler } from "../../src/schedule/index.js";
 import { createTrainer } from "../../src/trainer/index.js";
-import type { Trainer } from "../../src/trainer/types.js";
+import { requireCapability } from "../../src/trainer/capabilities.js";
+import type { SketchTrainer } from "../../src/trainer/types.js";
 import { batch, flatRow, tokensFrom } from "../trainer/fixtures.js";
 
 /**
@@ -29,13 +30,13 @@ function pgBatch(seeds: number[], advantage: (row: number) => number): PackedBat
 }
 
 describe("gradient sketches on a tiny model (real torch worker)", () => {
-  let trainer: Trainer;
+  let trainer: SketchTrainer;
   let dir: string;
   const DIM = 4096;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "harnessrl-sketch-"));
-    trainer = await createTrainer("torch", { threads: 1 });
+    trainer = requireCapability(await createTrainer("torch", { threads: 1 }), "grad_sketch", "this test");
     await trainer.init({ preset: "tiny-1m", seed: 3, out: join(dir, "m") });
   });
 

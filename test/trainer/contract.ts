@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineError, UserError } from "../../src/core/errors.js";
-import type { Trainer } from "../../src/trainer/types.js";
+import { TRAINER_CAPABILITIES, capabilitiesOf, hasCapo, hasCritic, hasGradSketch } from "../../src/trainer/capabilities.js";
+import type { CapoTrainer, CriticTrainer, SketchTrainer, Trainer, TrainerCapability } from "../../src/trainer/types.js";
 import { batch, branchingPaths, flatRow, makeRow, treeRow } from "./fixtures.js";
 
 function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
@@ -13,25 +14,53 @@ function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return m;
 }
 
-/** The shared suite every Trainer adapter must pass. */
-export function trainerContract(name: string, create: () => Promise<Trainer>): void {
+interface Shared {
+  trainer: Trainer;
+  dir: string;
+}
+
+/**
+ * The shared suites for a Trainer adapter: the core suite always, and each capability's suite when the adapter
+ * declares that capability. `capabilities` is what the adapter's test file expects it to declare (vitest collects
+ * tests before any trainer starts); the core suite checks the adapter declares exactly those, so a capability cannot
+ * be declared without its suite running.
+ */
+export function trainerContracts(name: string, create: () => Promise<Trainer>, capabilities: readonly TrainerCapability[]): void {
   describe(`trainer contract: ${name}`, () => {
-    let trainer: Trainer;
-    let dir: string;
+    const shared = {} as Shared;
 
     beforeAll(async () => {
-      trainer = await create();
-      dir = mkdtempSync(join(tmpdir(), "harnessrl-trainer-"));
+      shared.trainer = await create();
+      shared.dir = mkdtempSync(join(tmpdir(), "harnessrl-trainer-"));
     });
 
     afterAll(async () => {
-      await trainer?.close();
-      rmSync(dir, { recursive: true, force: true });
+      await shared.trainer?.close();
+      if (shared.dir) rmSync(shared.dir, { recursive: true, force: true });
     });
 
-    it("reports its backend, ops and presets", () => {
+    coreContract(shared, capabilities);
+    if (capabilities.includes("critic")) criticContract(shared);
+    if (capabilities.includes("capo")) capoContract(shared);
+    if (capabilities.includes("grad_sketch")) sketchContract(shared);
+  });
+}
+
+/** The core contract: what plain policy-gradient training and the SFT warm start need. */
+function coreContract(shared: Shared, capabilities: readonly TrainerCapability[]): void {
+  describe("core", () => {
+    let trainer: Trainer;
+    let dir: string;
+
+    beforeAll(() => {
+      ({ trainer, dir } = shared);
+    });
+
+    it("reports its backend, ops, presets and exactly the capabilities its suites cover", () => {
       expect(trainer.info.ops).toEqual(expect.arrayContaining(["init", "load", "save", "logprobs"]));
       expect(trainer.info.presets.map((p) => p.name)).toContain("tiny-1m");
+      expect(capabilitiesOf(trainer)).toEqual(TRAINER_CAPABILITIES.filter((c) => capabilities.includes(c)));
+      expect([...trainer.info.capabilities].sort()).toEqual([...capabilities].sort());
     });
 
     it("fails a logprobs request before any model is loaded, and keeps working", async () => {
@@ -119,10 +148,6 @@ export function trainerContract(name: string, create: () => Promise<Trainer>): v
       expect(fb.mismatchAbsMax).toBeLessThan(1e-5);
       expect(fb.clipFraction).toBe(0);
       expect(maxAbsDiff(fb.logprobs[0] as Float32Array, before.logprobs[0] as Float32Array)).toBeLessThan(1e-5);
-      const { sketch, gradNorm } = await trainer.gradSketch({ dim: 64, seed: 1 });
-      expect(sketch).toHaveLength(64);
-      expect(gradNorm).toBeGreaterThan(0);
-      expect(Array.from((await trainer.gradSketch({ dim: 64, seed: 1 })).sketch)).toEqual(Array.from(sketch));
       const step = await trainer.optimStep({ lr: 0.01, maxGradNorm: 1 });
       expect(step).toMatchObject({ skipped: false, step: 1 });
       expect(step.gradNorm).toBeGreaterThan(0);
@@ -159,6 +184,29 @@ export function trainerContract(name: string, create: () => Promise<Trainer>): v
       expect(resumed.model.policyVersion).toBe(3);
     });
 
+    it("reports a missing model directory as the user's error", async () => {
+      await expect(trainer.load(join(dir, "does-not-exist"))).rejects.toBeInstanceOf(UserError);
+    });
+  });
+}
+
+/** Each capability suite starts from its own fresh model, so it does not depend on the core suite's order. */
+function freshModel(shared: Shared, name: string, seed: number): Promise<unknown> {
+  return shared.trainer.init({ preset: "tiny-1m", seed, out: join(shared.dir, name) });
+}
+
+/** Capability "critic". */
+function criticContract(shared: Shared): void {
+  describe("capability: critic", () => {
+    let trainer: CriticTrainer;
+    let dir: string;
+
+    beforeAll(async () => {
+      if (!hasCritic(shared.trainer)) throw new Error("declared critic, but hasCritic is false");
+      ({ trainer, dir } = { trainer: shared.trainer, dir: shared.dir });
+      await freshModel(shared, "critic-policy", 21);
+    });
+
     it("trains a PPO critic beside the policy: values start at 0 and move towards the returns", async () => {
       await expect(trainer.criticValues(batch([flatRow([1, 2, 3])]))).rejects.toMatchObject({ code: "no_critic" });
       const info = await trainer.criticInit();
@@ -180,6 +228,30 @@ export function trainerContract(name: string, create: () => Promise<Trainer>): v
       expect((await trainer.criticLoad(join(dir, "critic"))).parameters).toBe(saved.parameters);
     });
 
+    it("saves the critic in checkpoints and restores it", async () => {
+      const row = flatRow(branchingPaths()[0] as number[]);
+      const before = await trainer.criticValues(batch([row]));
+      expect((await trainer.saveCheckpoint(join(dir, "critic-ckpt"))).hasCritic).toBe(true);
+      await trainer.criticInit({ fromPolicy: false, seed: 5 });
+      const restored = await trainer.loadCheckpoint(join(dir, "critic-ckpt"));
+      expect(restored.hasCritic).toBe(true);
+      expect(Array.from((await trainer.criticValues(batch([row])))[0] ?? [])).toEqual(Array.from(before[0] ?? []));
+    });
+  });
+}
+
+/** Capability "capo". */
+function capoContract(shared: Shared): void {
+  describe("capability: capo", () => {
+    let trainer: CapoTrainer;
+    let dir: string;
+
+    beforeAll(async () => {
+      if (!hasCapo(shared.trainer)) throw new Error("declared capo, but hasCapo is false");
+      ({ trainer, dir } = { trainer: shared.trainer, dir: shared.dir });
+      await freshModel(shared, "capo-policy", 22);
+    });
+
     it("CAPO: probes partitions, then takes a partition-routed backward and a masked step", async () => {
       const row = flatRow(branchingPaths()[0] as number[]);
       const before = await trainer.logprobs(batch([row]), { entropy: false });
@@ -198,10 +270,47 @@ export function trainerContract(name: string, create: () => Promise<Trainer>): v
       expect(fb.capoGradCosine).toBeGreaterThanOrEqual(-1);
       expect(fb.capoGradCosine).toBeLessThanOrEqual(1);
       expect((await trainer.optimStep({ lr: 0.01, weightDecay: 0.1, capo: true })).skipped).toBe(false);
+      // The partitions travel in checkpoints, so a resumed run need not re-probe.
+      expect((await trainer.saveCheckpoint(join(dir, "capo-ckpt"))).hasCapoMasks).toBe(true);
+      expect((await trainer.loadCheckpoint(join(dir, "capo-ckpt"))).hasCapoMasks).toBe(true);
+      await trainer.forwardBackward(batch([row]), { capo: true });
+      await trainer.zeroGrad();
+    });
+  });
+}
+
+/** Capability "grad_sketch". */
+function sketchContract(shared: Shared): void {
+  describe("capability: grad_sketch", () => {
+    let trainer: SketchTrainer;
+
+    beforeAll(async () => {
+      if (!hasGradSketch(shared.trainer)) throw new Error("declared grad_sketch, but hasGradSketch is false");
+      trainer = shared.trainer;
+      await freshModel(shared, "sketch-policy", 23);
     });
 
-    it("reports a missing model directory as the user's error", async () => {
-      await expect(trainer.load(join(dir, "does-not-exist"))).rejects.toBeInstanceOf(UserError);
+    it("sketches the accumulated gradient: fixed by the seed, linear in the gradient", async () => {
+      const row = flatRow(branchingPaths()[0] as number[]);
+      const before = await trainer.logprobs(batch([row]), { entropy: false });
+      row.oldLogprobs.set(before.logprobs[0] as Float32Array);
+      for (let i = 26; i < row.tokens.length; i++) {
+        row.trainable[i] = 1;
+        row.advantages[i] = 1;
+        row.lossWeights[i] = 0.1;
+      }
+      await expect(trainer.gradSketch({ dim: 64, seed: 1 })).rejects.toMatchObject({ code: "bad_request" });
+      await trainer.forwardBackward(batch([row]));
+      const { sketch, gradNorm } = await trainer.gradSketch({ dim: 64, seed: 1 });
+      expect(sketch).toHaveLength(64);
+      expect(gradNorm).toBeGreaterThan(0);
+      expect(Array.from((await trainer.gradSketch({ dim: 64, seed: 1 })).sketch)).toEqual(Array.from(sketch));
+      expect(Array.from((await trainer.gradSketch({ dim: 64, seed: 2 })).sketch)).not.toEqual(Array.from(sketch));
+      // The same batch again doubles the accumulated gradient, and so the sketch.
+      await trainer.forwardBackward(batch([row]));
+      const doubled = (await trainer.gradSketch({ dim: 64, seed: 1 })).sketch;
+      doubled.forEach((v, i) => expect(v).toBeCloseTo(2 * (sketch[i] as number), 4));
+      await trainer.zeroGrad();
     });
   });
 }

@@ -7,10 +7,10 @@ import { createTrainer } from "../../src/trainer/index.js";
 import { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
 import type { TokenScores } from "../../src/trainer/types.js";
 import { WorkerClient } from "../../src/trainer/worker-client.js";
-import { trainerContract } from "./contract.js";
+import { trainerContracts } from "./contract.js";
 import { batch, branchingPaths, flatRow, tokensFrom } from "./fixtures.js";
 
-trainerContract("torch (real worker process)", () => createTrainer("torch", { threads: 1 }));
+trainerContracts("torch (real worker process)", () => createTrainer("torch", { threads: 1 }), ["critic", "capo", "grad_sketch"]);
 
 describe("torch worker process", () => {
   it("answers concurrent requests, each with its own result", async () => {
@@ -43,7 +43,7 @@ describe("torch worker process", () => {
       const err = await pending.catch((e: unknown) => e);
       expect(err).toBeInstanceOf(InfraError);
       expect(err).toMatchObject({ code: "worker_died", retryable: true });
-      await expect(client.request("hello")).rejects.toMatchObject({ code: "worker_died" });
+      await expect(client.request("hello", {})).rejects.toMatchObject({ code: "worker_died" });
       expect(client.alive).toBe(false);
     } finally {
       await client.kill();
@@ -74,6 +74,6 @@ describe("torch worker process", () => {
     const { client } = await WorkerClient.start({ threads: 1 });
     await client.close();
     expect(client.alive).toBe(false);
-    await expect(client.request("hello")).rejects.toMatchObject({ code: "worker_died" });
+    await expect(client.request("hello", {})).rejects.toMatchObject({ code: "worker_died" });
   });
 });

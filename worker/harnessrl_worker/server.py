@@ -10,7 +10,7 @@ from typing import Any, BinaryIO, Dict
 import torch
 
 from .errors import WorkerError
-from .ops import OPS, Args, Reply
+from .ops import OPS, Args, Reply, check_frames
 from .protocol import InStream, ProtocolError, read_message, write_message
 from .state import WorkerState
 
@@ -46,7 +46,8 @@ def handle(state: WorkerState, header: Dict[str, Any], frames: Dict[str, torch.T
         return error_body(request_id, "unknown_op", f"unknown op {name!r} (known: {', '.join(sorted(OPS))})", False), {}
     started = time.perf_counter()
     try:
-        reply: Reply = handler(state, Args(header.get("args")), frames)
+        check_frames(name, frames)
+        reply: Reply = handler(state, Args(header.get("args"), name), frames)
     except WorkerError as e:
         return error_body(request_id, e.code, e.message, e.retryable), {}
     except Exception as e:  # noqa: BLE001 - the worker must survive any op failure

@@ -15,6 +15,14 @@ from .test_packed import flat_row
 from .test_train import batch_frames, call, make_state
 
 
+
+PROBE_FRAMES = ("tokens", "parent", "positions", "action_mask", "args_mask")
+
+
+def probe_frames(frames: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+    """The training batch's frames that capo_probe takes (the worker refuses frames an op does not declare)."""
+    return {k: v for k, v in frames.items() if k in PROBE_FRAMES}
+
 class CapoTest(unittest.TestCase):
     def setUp(self) -> None:
         model = CausalLM(small_config("qwen3"))
@@ -33,7 +41,7 @@ class CapoTest(unittest.TestCase):
         self.lengths = [14, 14]
 
     def probe(self) -> Dict[str, float]:
-        return call(self.state, "capo_probe", {"row_lengths": self.lengths, "top_fraction": 0.25}, self.frames)[0]
+        return call(self.state, "capo_probe", {"row_lengths": self.lengths, "top_fraction": 0.25}, probe_frames(self.frames))[0]
 
     def test_probe_picks_the_units_most_active_where_action_tokens_are_produced(self) -> None:
         stats = self.probe()

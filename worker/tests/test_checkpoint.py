@@ -16,6 +16,7 @@ from harnessrl_worker.server import handle
 from harnessrl_worker.state import WorkerSettings, WorkerState
 
 from .helpers import small_config
+from .test_capo import probe_frames
 from .test_packed import flat_row
 from .test_train import batch_frames, call, make_state
 
@@ -114,7 +115,7 @@ class CheckpointTest(unittest.TestCase):
         init_weights(model, 3, std=0.3)
         state = make_state(model)
         lengths, frames = capo_frames()
-        call(state, "capo_probe", {"row_lengths": lengths, "top_fraction": 0.25}, frames)
+        call(state, "capo_probe", {"row_lengths": lengths, "top_fraction": 0.25}, probe_frames(frames))
         capo_step(state)
         with tempfile.TemporaryDirectory() as tmp:
             saved, _ = call(state, "checkpoint_save", {"dir": tmp})
@@ -136,7 +137,7 @@ class CheckpointTest(unittest.TestCase):
             # Other partitions (a re-probe with another fraction) give other weights: the comparison can fail.
             other = WorkerState(WorkerSettings(device=torch.device("cpu"), threads=1))
             call(other, "checkpoint_load", {"dir": tmp})
-            call(other, "capo_probe", {"row_lengths": lengths, "top_fraction": 0.5}, frames)
+            call(other, "capo_probe", {"row_lengths": lengths, "top_fraction": 0.5}, probe_frames(frames))
             capo_step(other)
             self.assertFalse(all(torch.equal(other.require_model().model.state_dict()[k], v) for k, v in expected.items()))
 
@@ -149,7 +150,7 @@ class CheckpointTest(unittest.TestCase):
             saved, _ = call(state, "checkpoint_save", {"dir": str(plain)})
             self.assertFalse(saved["capo"])
             lengths, frames = capo_frames()
-            call(state, "capo_probe", {"row_lengths": lengths}, frames)
+            call(state, "capo_probe", {"row_lengths": lengths}, probe_frames(frames))
             # Loading it replaces the partitions of the weights held before: a CAPO step now asks for a probe.
             resumed, _ = call(state, "checkpoint_load", {"dir": str(plain)})
             self.assertFalse(resumed["capo"])
@@ -169,7 +170,7 @@ class CheckpointTest(unittest.TestCase):
         init_weights(model, 3, std=0.3)
         state = make_state(model)
         lengths, frames = capo_frames()
-        call(state, "capo_probe", {"row_lengths": lengths}, frames)
+        call(state, "capo_probe", {"row_lengths": lengths}, probe_frames(frames))
         with tempfile.TemporaryDirectory() as tmp:
             call(state, "checkpoint_save", {"dir": tmp})
             optim = Path(tmp) / "optimizer.safetensors"

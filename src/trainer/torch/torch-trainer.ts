@@ -3,12 +3,15 @@ import type { PackedBatch } from "../../batch/types.js";
 import { InfraError, UserError } from "../../core/errors.js";
 import { packBatch, splitRows } from "../batch-frames.js";
 import type {
+  CapoForwardBackwardOptions,
+  CapoOptimStepOptions,
   CapoProbeResult,
+  CapoTrainer,
   CheckpointInfo,
   CriticForwardBackwardOptions,
   CriticForwardBackwardResult,
   CriticInfo,
-  ForwardBackwardOptions,
+  CriticTrainer,
   ForwardBackwardResult,
   InitOptions,
   LoadOptions,
@@ -17,13 +20,14 @@ import type {
   OptimStepOptions,
   OptimStepResult,
   SaveOptions,
+  SketchTrainer,
   TokenScores,
-  Trainer,
   TrainerInfo,
   TrainerOptions,
   WeightDtype,
 } from "../types.js";
 import { WorkerClient, type WorkerReply } from "../worker-client.js";
+import { capabilitiesFromOps } from "../worker-ops.js";
 
 const helloSchema = z.object({
   protocol: z.number().int(),
@@ -72,6 +76,17 @@ function packPerRow(batch: PackedBatch, perRow: readonly Float32Array[]): Float3
 
 const optimStepSchema = z.object({ skipped: z.boolean(), grad_norm: z.number().nullable(), step: z.number().int() });
 
+/** AdamW hyper-parameters as the policy's and the critic's optimizer steps take them. */
+function adamw(options: OptimStepOptions): { lr: number; weight_decay?: number; beta1?: number; beta2?: number; eps?: number; max_grad_norm?: number } {
+  if (!(options.lr >= 0)) throw new UserError("invalid_lr", `lr must be a non-negative number, got ${options.lr}`);
+  return { lr: options.lr, weight_decay: options.weightDecay, beta1: options.beta1, beta2: options.beta2, eps: options.eps, max_grad_norm: options.maxGradNorm };
+}
+
+function optimStepResult(reply: WorkerReply, op: string): OptimStepResult {
+  const r = parseReply(optimStepSchema, reply, op);
+  return { skipped: r.skipped, gradNorm: r.grad_norm, step: r.step };
+}
+
 function parseReply<T>(schema: z.ZodType<T>, reply: WorkerReply, op: string): T {
   const r = schema.safeParse(reply.result);
   if (!r.success) throw new InfraError("worker_protocol", `unexpected ${op} result from the trainer worker: ${z.prettifyError(r.error)}`);
@@ -89,8 +104,11 @@ function checkpointInfo(reply: WorkerReply, op: string): CheckpointInfo {
   return { model: modelInfo(reply, op), optimizerSteps: r.optimizer_steps, hasCritic: r.critic, hasCapoMasks: r.capo ?? false, extra: r.extra ?? null };
 }
 
-/** The "torch" trainer: a local `python3 -m harnessrl_worker` process driven over the stdio protocol. */
-export class TorchTrainer implements Trainer {
+/**
+ * The "torch" trainer: a local `python3 -m harnessrl_worker` process driven over the stdio protocol. It implements
+ * the core contract and every capability whose ops its worker lists in `hello` (all of them, for this repo's worker).
+ */
+export class TorchTrainer implements CriticTrainer, CapoTrainer, SketchTrainer {
   private constructor(
     private readonly client: WorkerClient,
     readonly info: TrainerInfo,
@@ -117,14 +135,10 @@ export class TorchTrainer implements Trainer {
       device: d.device,
       threads: d.threads,
       ops: d.ops,
+      capabilities: capabilitiesFromOps(d.ops),
       presets: d.presets.map((p) => ({ name: p.name, description: p.description, parameters: p.parameters, modelType: p.model_type })),
     };
     return new TorchTrainer(client, info);
-  }
-
-  /** The worker process, for ops that have no typed method yet. */
-  get worker(): WorkerClient {
-    return this.client;
   }
 
   async init(options: InitOptions): Promise<LoadedModelInfo> {
@@ -154,7 +168,7 @@ export class TorchTrainer implements Trainer {
     return { logprobs: splitRows(lp, rowLengths), entropy: ent instanceof Float32Array ? splitRows(ent, rowLengths) : null, policyVersion };
   }
 
-  async forwardBackward(batch: PackedBatch, options: ForwardBackwardOptions = {}): Promise<ForwardBackwardResult> {
+  async forwardBackward(batch: PackedBatch, options: CapoForwardBackwardOptions = {}): Promise<ForwardBackwardResult> {
     const temperature = options.temperature ?? 1;
     if (!(temperature > 0)) throw new UserError("invalid_temperature", `temperature must be > 0, got ${temperature}`);
     const objective = options.objective ?? "pg";
@@ -195,8 +209,9 @@ export class TorchTrainer implements Trainer {
     };
   }
 
-  async optimStep(options: OptimStepOptions): Promise<OptimStepResult> {
-    return this.step("optim_step", options);
+  async optimStep(options: CapoOptimStepOptions): Promise<OptimStepResult> {
+    const reply = await this.client.request("optim_step", { ...adamw(options), ...(options.capo ? { capo: true } : {}) });
+    return optimStepResult(reply, "optim_step");
   }
 
   async criticInit(options: { fromPolicy?: boolean; seed?: number } = {}): Promise<CriticInfo> {
@@ -222,7 +237,7 @@ export class TorchTrainer implements Trainer {
   }
 
   async criticOptimStep(options: OptimStepOptions): Promise<OptimStepResult> {
-    return this.step("critic_optim_step", options);
+    return optimStepResult(await this.client.request("critic_optim_step", adamw(options)), "critic_optim_step");
   }
 
   async criticSave(dir: string): Promise<CriticInfo> {
@@ -233,23 +248,8 @@ export class TorchTrainer implements Trainer {
     return criticInfo(await this.client.request("critic_load", { dir }), "critic_load");
   }
 
-  private async step(op: "optim_step" | "critic_optim_step", options: OptimStepOptions): Promise<OptimStepResult> {
-    if (!(options.lr >= 0)) throw new UserError("invalid_lr", `lr must be a non-negative number, got ${options.lr}`);
-    const reply = await this.client.request(op, {
-      lr: options.lr,
-      weight_decay: options.weightDecay,
-      beta1: options.beta1,
-      beta2: options.beta2,
-      eps: options.eps,
-      max_grad_norm: options.maxGradNorm,
-      ...(op === "optim_step" && options.capo ? { capo: true } : {}),
-    });
-    const r = parseReply(optimStepSchema, reply, op);
-    return { skipped: r.skipped, gradNorm: r.grad_norm, step: r.step };
-  }
-
   async zeroGrad(): Promise<void> {
-    await this.client.request("zero_grad");
+    await this.client.request("zero_grad", {});
   }
 
   async gradSketch(options: { dim?: number; seed?: number } = {}): Promise<{ sketch: Float32Array; gradNorm: number }> {

@@ -1,8 +1,16 @@
-"""The op registry: each op is a function in its own module, registered by name. New ops are new files."""
+"""The op registry: each op is a function in its own module, registered by name. New ops are new files.
+
+Every op, its arguments and frames are listed in one table, `ops.json` next to this package's modules (the TypeScript
+client and docs/worker.md are checked against it too): registering an op the table lacks fails at import, a request
+carrying an argument or frame the table does not list for its op is a bad_request, and a handler reading an argument
+its op does not declare is a bug (tests/test_ops_table.py also checks the handlers' reads statically).
+"""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional
+from pathlib import Path
+from typing import Any, Callable, Dict, FrozenSet, Optional
 
 import torch
 
@@ -19,8 +27,22 @@ class Reply:
 Handler = Callable[[WorkerState, "Args", Dict[str, torch.Tensor]], Reply]
 OPS: Dict[str, Handler] = {}
 
+TABLE_PATH = Path(__file__).resolve().parent.parent / "ops.json"
+TABLE: Dict[str, Dict[str, Any]] = json.loads(TABLE_PATH.read_text(encoding="utf-8"))["ops"]
+
+
+def declared_args(name: str) -> FrozenSet[str]:
+    return frozenset(TABLE[name]["args"])
+
+
+def declared_frames(name: str) -> FrozenSet[str]:
+    return frozenset(TABLE[name]["frames_in"])
+
 
 def op(name: str) -> Callable[[Handler], Handler]:
+    if name not in TABLE:
+        raise RuntimeError(f"op {name!r} is not in {TABLE_PATH.name}: add it to the table first")
+
     def register(fn: Handler) -> Handler:
         if name in OPS:
             raise RuntimeError(f"op {name!r} registered twice")
@@ -30,17 +52,33 @@ def op(name: str) -> Callable[[Handler], Handler]:
     return register
 
 
-class Args:
-    """Typed access to a request's `args` object; a wrong or missing field is a bad_request, not a crash."""
+def check_frames(name: str, frames: Dict[str, torch.Tensor]) -> None:
+    """A frame the table does not list for the op would be ignored silently: refuse it instead."""
+    unknown = sorted(set(frames) - declared_frames(name))
+    if unknown:
+        raise bad_request(f"{name} takes no frame {', '.join(map(repr, unknown))} (known: {', '.join(sorted(declared_frames(name))) or 'none'})")
 
-    def __init__(self, raw: Any) -> None:
+
+class Args:
+    """Typed access to a request's `args` object; a wrong, missing or unknown field is a bad_request, not a crash.
+    With `op`, only the arguments the table declares for that op are accepted (and may be read)."""
+
+    def __init__(self, raw: Any, op: Optional[str] = None) -> None:
         if raw is None:
             raw = {}
         if not isinstance(raw, dict):
             raise bad_request("args must be a JSON object")
         self.raw: Dict[str, Any] = raw
+        self.declared: Optional[FrozenSet[str]] = None if op is None else declared_args(op)
+        self.op = op
+        if self.declared is not None:
+            unknown = sorted(k for k in raw if k not in self.declared)
+            if unknown:
+                raise bad_request(f"{op} takes no argument {', '.join(map(repr, unknown))} (known: {', '.join(sorted(self.declared)) or 'none'})")
 
     def _get(self, key: str, kinds: tuple[type, ...], what: str, default: Any, required: bool) -> Any:
+        if self.declared is not None and key not in self.declared:
+            raise RuntimeError(f"op {self.op} reads args.{key}, which {TABLE_PATH.name} does not declare")
         if key not in self.raw or self.raw[key] is None:
             if required:
                 raise bad_request(f"args.{key} is required")
