@@ -29,8 +29,8 @@ export const BatchConfigSchema = z
 
 export type BatchConfig = z.output<typeof BatchConfigSchema>;
 
-/** Parses a config section into batch options (tokenizer and rewards are added by the caller). */
-export function parseBatchConfig(input: unknown, where = "batch"): Omit<BatchOptions, "tokenizer" | "rewards"> {
+/** Parses a config section into batch options (outcome rewards are added by the caller). */
+export function parseBatchConfig(input: unknown, where = "batch"): Omit<BatchOptions, "outcome"> {
   const r = BatchConfigSchema.safeParse(input ?? {});
   if (!r.success) throw new UserError("invalid_config", `invalid ${where} config: ${z.prettifyError(r.error)}`);
   const c = r.data;

@@ -1,6 +1,5 @@
 import { copyFileSync, existsSync, readFileSync, rmSync } from "node:fs";
 import { resolve } from "node:path";
-import { defaultCodec } from "../chat/codec.js";
 import { newId } from "../core/ids.js";
 import { Progress } from "../core/progress.js";
 import { isHotSwappable } from "../engine/types.js";
@@ -145,7 +144,6 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
     stack = await RolloutStack.open({ engine: engineSpec(config, run.policyDir(state.policyVersion)), store: run.storeSpec, sandbox: config.rollout.sandbox, sandboxPool: config.rollout.concurrency, sampling: { temperature: config.sampling.temperature, maxTokens: config.sampling.max_tokens } });
     const engine = stack.engine;
     if (!isHotSwappable(engine)) throw new Error(`engine ${engine.spec} cannot switch policies between steps`);
-    const tokenizer = defaultCodec().tokenizer;
     const evalTasks: Task[] = config.eval ? (await loadSuite(config.eval.tasks)).tasks : [];
 
     let before: EvalSummary | null = null;
@@ -203,7 +201,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
       const t0 = Date.now();
       // CAPO partitions live in the worker (and in its checkpoints); probe when there are none or on schedule.
       const capoOptions = config.capo?.enabled ? { probe: !capoReady || (step - 1) % config.capo.reprobe_every === 0, hasPartitions: capoReady } : null;
-      const trained = await trainOnRollouts(stack.store, results, tokenizer, trainer, config, state.policyVersion, { sketch: scheduler?.sketchOptions ?? null, capo: capoOptions, step, reference });
+      const trained = await trainOnRollouts(stack.store, results, trainer, config, state.policyVersion, { sketch: scheduler?.sketchOptions ?? null, capo: capoOptions, step, reference });
       if (trained.metrics["capo/probed"] === 1) capoReady = true;
       const m = trained.metrics;
       if (scheduler && harness) {

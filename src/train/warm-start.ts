@@ -1,4 +1,3 @@
-import { defaultCodec } from "../chat/codec.js";
 import { Progress } from "../core/progress.js";
 import { mulberry32 } from "../core/random.js";
 import { RolloutStack } from "../rollout/stack.js";
@@ -47,7 +46,7 @@ export async function warmStart(config: RunConfig, run: RunDir, trainer: Trainer
     );
     const good = results.filter((r) => r.status === "ok");
     log(`warm start: ${good.length}/${results.length} oracle demonstrations solved their task`);
-    built = batchForRollouts(stack.store, good, defaultCodec().tokenizer, { rowTokens: config.algorithm.row_tokens });
+    built = batchForRollouts(stack.store, good, { rowTokens: config.algorithm.row_tokens });
   } finally {
     await stack.close().catch(() => undefined);
   }
