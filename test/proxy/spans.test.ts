@@ -3,6 +3,9 @@ import { parseAssistantOutput } from "../../src/chat/parse-output.js";
 import type { ScriptFunction } from "../../src/engine/scripted/index.js";
 import type { CallRecord, CompletionSpans, TokenRange } from "../../src/store/records.js";
 import { ICR_SCHEMA_VERSION } from "../../src/store/records.js";
+import { completionSpans } from "../../src/proxy/output/spans.js";
+import { HfBpeTokenizer, tokenizerJsonSchema } from "../../src/tokenizer/hf-bpe.js";
+import { tokenizerJson } from "../tokenizer/fixtures.js";
 import { startProxy, WEATHER_TOOL_SCHEMA, type TestProxy } from "./helpers.js";
 
 /** A block the parser cannot read (the arguments object is never closed), written as content before the real calls. */
@@ -106,4 +109,34 @@ describe("proxy: each completion's tool-call token spans are recorded once, wher
       }
     });
   }
+});
+
+describe("completionSpans with a BPE tokenizer whose tokens straddle the arguments boundary", () => {
+  it("gives a token shared by the JSON around the name and the arguments value to args, and covers the block exactly", () => {
+    // The fixture tokenizer plus one merge, "Ġ{" (space + brace): `"arguments": {` then ends in a token that is half
+    // action (the space) and half args (the brace).
+    const json = tokenizerJson() as { model: { vocab: Record<string, number>; merges: string[] }; added_tokens: { id: number }[] };
+    json.model.merges.push("Ġ {");
+    json.model.vocab["Ġ{"] = 300;
+    const hf = new HfBpeTokenizer(tokenizerJsonSchema.parse(json));
+    const text = '<tool_call>\n{"name": "get", "arguments": {"q": "hello é"}}\n</tool_call><|im_end|>';
+    const ids = hf.encode(text);
+    const straddle = ids.indexOf(300);
+    expect(straddle).toBeGreaterThan(0);
+    const output = parseAssistantOutput(hf.decode(ids));
+    const spans = completionSpans(hf, ids, output);
+    const expand = (rs: readonly TokenRange[]): number[] => rs.flatMap(([a, b]) => Array.from({ length: b - a }, (_, k) => a + k));
+    const tc = spans.toolCalls[0];
+    expect(spans.toolCalls).toHaveLength(1);
+    expect(tc?.name).toBe("get");
+    const args = expand(tc?.args ?? []);
+    const action = expand(tc?.action ?? []);
+    expect(args).toContain(straddle);
+    expect(action).not.toContain(straddle);
+    expect(hf.decode(args.map((i) => ids[i] as number))).toBe(' {"q": "hello é"}');
+    // action ∪ args = every token of the block, each once; the end-of-turn token is in neither.
+    const block = [...action, ...args].sort((a, b) => a - b);
+    expect(block).toEqual(Array.from({ length: ids.length - 1 }, (_, k) => k));
+    expect(spans.malformed).toBe(0);
+  });
 });
