@@ -1,6 +1,5 @@
 import type { BuiltBatch, CallRef } from "../batch/batch-index.js";
 import { UserError } from "../core/errors.js";
-import type { Tokenizer } from "../tokenizer/types.js";
 import type { RolloutForest } from "../trees/types.js";
 import type { AdvantageConfig } from "./config.js";
 import { treeGae } from "./gae.js";
@@ -20,8 +19,6 @@ export interface ApplyAdvantagesInput {
   config: AdvantageConfig;
   /** The rollouts' forests: needed for process rewards (decisions are the main agent's calls). */
   forests?: readonly RolloutForest[];
-  /** The policy's tokenizer: needed for process rewards targeted through the action/args masks. */
-  tokenizer?: Tokenizer;
   /** PPO: per row, the critic's value of each token (Trainer.criticValues on this batch). */
   values?: readonly Float32Array[];
   /** A plan made earlier with planGroups (e.g. to leave dropped rollouts out of the batch); made here when absent. */
@@ -80,7 +77,7 @@ export function applyAdvantages(input: ApplyAdvantagesInput): ApplyAdvantagesRes
     const byId = new Map(input.forests.map((f) => [f.rolloutId, f]));
     process = planProcess(plan, input.results, byId, config.process, config.eps);
     const fn = config.estimator === "grpo" ? processTokenTerms : processTokenRewards;
-    perCall = fn(process, input.forests, config.process.target, input.tokenizer);
+    perCall = fn(process, input.forests, config.process.target);
   }
   const coef = config.process?.coef ?? 0;
   const processAt = (u: number): number => {

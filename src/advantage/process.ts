@@ -1,5 +1,3 @@
-import { UserError } from "../core/errors.js";
-import type { Tokenizer } from "../tokenizer/types.js";
 import { completionMasks } from "../trees/masks.js";
 import type { CompletionMasks } from "../trees/masks.js";
 import type { RolloutForest, TreeCall } from "../trees/types.js";
@@ -96,8 +94,7 @@ function decisionTokens(d: Decision, call: TreeCall, target: ProcessConfig["targ
   return out;
 }
 
-function resolve(plan: ProcessPlan, forests: Iterable<RolloutForest>, target: ProcessConfig["target"], tokenizer: Tokenizer | undefined, place: (terms: { term: DecisionTerm; tokens: number[] }[], n: number) => Float32Array): CallTokenValues {
-  if (target === "masks" && !tokenizer) throw new UserError("invalid_advantage_config", "advantage.process.target = \"masks\" needs the policy's tokenizer (action/args masks)");
+function resolve(plan: ProcessPlan, forests: Iterable<RolloutForest>, target: ProcessConfig["target"], place: (terms: { term: DecisionTerm; tokens: number[] }[], n: number) => Float32Array): CallTokenValues {
   const calls = callsById(forests);
   const byCall = new Map<string, { term: DecisionTerm; tokens: number[] }[]>();
   const maskCache = new Map<string, CompletionMasks>();
@@ -108,7 +105,7 @@ function resolve(plan: ProcessPlan, forests: Iterable<RolloutForest>, target: Pr
       const masks = (): CompletionMasks => {
         let m = maskCache.get(call.callId);
         if (!m) {
-          m = completionMasks(tokenizer as Tokenizer, call.record.completionTokens);
+          m = completionMasks(call.record);
           maskCache.set(call.callId, m);
         }
         return m;
@@ -129,8 +126,8 @@ function resolve(plan: ProcessPlan, forests: Iterable<RolloutForest>, target: Pr
  * decisions of the same call (whole-call target, parallel tool calls) gets their mean: a call is not rewarded more for
  * making more decisions.
  */
-export function processTokenTerms(plan: ProcessPlan, forests: Iterable<RolloutForest>, target: ProcessConfig["target"], tokenizer?: Tokenizer): CallTokenValues {
-  return resolve(plan, forests, target, tokenizer, (entries, n) => {
+export function processTokenTerms(plan: ProcessPlan, forests: Iterable<RolloutForest>, target: ProcessConfig["target"]): CallTokenValues {
+  return resolve(plan, forests, target, (entries, n) => {
     const sum = new Float32Array(n);
     const count = new Uint16Array(n);
     for (const { term, tokens } of entries) {
@@ -145,8 +142,8 @@ export function processTokenTerms(plan: ProcessPlan, forests: Iterable<RolloutFo
 }
 
 /** PPO: the raw process reward p_{i,k} (without c_p) on the last token of each decision (rewards of one token add up). */
-export function processTokenRewards(plan: ProcessPlan, forests: Iterable<RolloutForest>, target: ProcessConfig["target"], tokenizer?: Tokenizer): CallTokenValues {
-  return resolve(plan, forests, target, tokenizer, (entries, n) => {
+export function processTokenRewards(plan: ProcessPlan, forests: Iterable<RolloutForest>, target: ProcessConfig["target"]): CallTokenValues {
+  return resolve(plan, forests, target, (entries, n) => {
     const out = new Float32Array(n);
     for (const { term, tokens } of entries) {
       const last = tokens[tokens.length - 1];

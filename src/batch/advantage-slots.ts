@@ -10,7 +10,6 @@ export interface AdvantageSlot {
   offset: number;
   /** Paths (trajectories) that contain the token: one in the flat layout, every leaf below it in the tree layout. */
   paths: readonly PathInfo[];
-  processReward: number;
 }
 
 /**
@@ -33,7 +32,7 @@ export function fillAdvantages(built: BuiltBatch, estimate: (slot: AdvantageSlot
         pathCache.set(set, paths);
       }
       const call = index.calls[ix.call[i] as number] as CallRef;
-      row.advantages[i] = estimate({ row: r, token: i, call, offset: ix.offset[i] as number, paths, processReward: ix.processReward[i] as number });
+      row.advantages[i] = estimate({ row: r, token: i, call, offset: ix.offset[i] as number, paths });
       written++;
     }
   });

@@ -40,8 +40,6 @@ export interface RowIndex {
   /** Index into `pathSets`: the paths that contain the token. */
   pathSet: Int32Array;
   pathSets: number[][];
-  /** Process reward mapped onto the token (0 where none). */
-  processReward: Float32Array;
 }
 
 export interface BatchIndex {

@@ -1,12 +1,9 @@
 import { UserError } from "../core/errors.js";
-import type { BreakKind, CallRecord } from "../icr/records.js";
-import type { Tokenizer } from "../tokenizer/types.js";
+import type { BreakKind } from "../icr/records.js";
 import type { FilterOptions, KeptForest } from "../trees/filter.js";
 import { filterForests } from "../trees/filter.js";
-import { completionMasks, parsedValidity } from "../trees/masks.js";
+import { completionMasks, recordedSpans } from "../trees/masks.js";
 import { treePaths } from "../trees/paths.js";
-import type { RewardInput } from "../trees/rewards.js";
-import { alignProcessRewards, outcomeFor } from "../trees/rewards.js";
 import type { BranchLabel, RolloutForest, SessionTree, TreeNode } from "../trees/types.js";
 import { TOKEN_ROLES } from "../trees/types.js";
 import type { BatchStats, BuiltBatch, CallRef, PathInfo } from "./batch-index.js";
@@ -17,13 +14,21 @@ import { PACKED_BATCH_VERSION } from "./types.js";
 
 export type BatchLayout = "flat" | "tree";
 
+/** Outcome reward per rollout id (0 where none). */
+export type OutcomeRewards = ReadonlyMap<string, number> | Readonly<Record<string, number>>;
+
+function outcomeFor(outcome: OutcomeRewards | undefined, rolloutId: string): number {
+  if (!outcome) return 0;
+  if (outcome instanceof Map) return (outcome as ReadonlyMap<string, number>).get(rolloutId) ?? 0;
+  return (outcome as Readonly<Record<string, number>>)[rolloutId] ?? 0;
+}
+
 export interface BatchOptions {
   layout: BatchLayout;
   /** Tokens per row for the tree layout (and the oversize threshold for flat rows). */
   tokenBudget: number;
-  /** The policy's tokenizer: enables action/args masks and char / tool-call process-reward targets. */
-  tokenizer?: Tokenizer;
-  rewards?: RewardInput;
+  /** Each path's outcome reward (advantage estimators read it from PathInfo). */
+  outcome?: OutcomeRewards;
   filter?: Partial<FilterOptions>;
   /** Tree layout: trees in one row share identical root context (a GRPO group's system prompt + task). Default true. */
   shareRootPrefixes?: boolean;
@@ -31,11 +36,13 @@ export interface BatchOptions {
 
 export const DEFAULT_TOKEN_BUDGET = 16_384;
 
-/** Filters the forests, then builds the batch. */
+/**
+ * Filters the forests, then builds the batch. Masks and validity come from the spans the proxy recorded: the batch
+ * path never decodes, re-tokenizes or re-parses. Records without spans (ICR schema 1) are refused up front.
+ */
 export function buildBatch(forests: readonly RolloutForest[], options: Partial<BatchOptions> = {}): BuiltBatch {
-  const filter: Partial<FilterOptions> = { ...options.filter };
-  if (filter.isValid === undefined && options.tokenizer) filter.isValid = parsedValidity(options.tokenizer);
-  const { kept, stats } = filterForests(forests, filter);
+  for (const f of forests) for (const t of f.trees) for (const c of t.calls) recordedSpans(c.record);
+  const { kept, stats } = filterForests(forests, { ...options.filter });
   return buildFromKept(kept, stats, options);
 }
 
@@ -46,9 +53,6 @@ export function buildFromKept(kept: readonly KeptForest[], filterStats: BatchSta
 
   const calls: CallRef[] = [];
   const callData = new Map<string, CallData>();
-  const allRecords = new Map<string, CallRecord>();
-  for (const k of kept) for (const t of k.forest.trees) for (const c of t.calls) allRecords.set(c.callId, c.record);
-  const process = options.rewards?.process ? alignProcessRewards(options.rewards.process, (id) => allRecords.get(id), options.tokenizer) : new Map<string, Float32Array>();
   const rolloutOf = new Map<SessionTree, string>();
   for (const k of kept) for (const t of k.forest.trees) rolloutOf.set(t, k.forest.rolloutId);
 
@@ -57,8 +61,8 @@ export function buildFromKept(kept: readonly KeptForest[], filterStats: BatchSta
     if (d) return d;
     const record = tree.calls[tree.callIndex.get(callId) as number]?.record;
     if (!record) throw new Error(`call ${callId} is not in session ${tree.sessionId}`);
-    const masks = options.tokenizer && record.completionTokens.length > 0 ? completionMasks(options.tokenizer, record.completionTokens) : null;
-    d = { ref: calls.length, record, action: masks?.action ?? null, args: masks?.args ?? null, process: process.get(callId) ?? null };
+    const masks = record.completionTokens.length > 0 ? completionMasks(record) : null;
+    d = { ref: calls.length, record, action: masks?.action ?? null, args: masks?.args ?? null };
     calls.push({ callId, sessionId: record.sessionId, rolloutId: rolloutOf.get(tree) ?? "", policyVersion: record.policyVersion });
     callData.set(callId, d);
     return d;
@@ -88,7 +92,7 @@ export function buildFromKept(kept: readonly KeptForest[], filterStats: BatchSta
     filter: filterStats,
   };
   for (const k of kept) {
-    const outcome = outcomeFor(options.rewards, k.forest.rolloutId);
+    const outcome = outcomeFor(options.outcome, k.forest.rolloutId);
     for (const [tree, set] of k.kept) {
       stats.sessions++;
       stats.calls += set.size;

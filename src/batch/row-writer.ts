@@ -11,7 +11,6 @@ export interface CallData {
   record: CallRecord;
   action: Uint8Array | null;
   args: Uint8Array | null;
-  process: Float32Array | null;
 }
 
 export type CallLookup = (tree: SessionTree, callId: string) => CallData;
@@ -51,7 +50,6 @@ export class RowWriter {
   private offset: Int32Array;
   private role: Uint8Array;
   private pathSet: Int32Array;
-  private processReward: Float32Array;
   readonly pathSets: number[][] = [];
   /** (parent index, token) → index where a root context run starts or branches off another one. */
   private readonly rootChains = new Map<number, number>();
@@ -76,7 +74,6 @@ export class RowWriter {
     this.offset = new Int32Array(c);
     this.role = new Uint8Array(c);
     this.pathSet = new Int32Array(c);
-    this.processReward = new Float32Array(c);
     this.rootChain = new Uint8Array(c);
   }
 
@@ -104,7 +101,6 @@ export class RowWriter {
     this.offset = grow(this.offset, size);
     this.role = grow(this.role, size);
     this.pathSet = grow(this.pathSet, size);
-    this.processReward = grow(this.processReward, size);
     this.rootChain = grow(this.rootChain, size);
   }
 
@@ -125,7 +121,6 @@ export class RowWriter {
     const ref = owner?.ref ?? -1;
     const actionMask = sampled ? owner.action : null;
     const argsMask = sampled ? owner.args : null;
-    const process = sampled ? owner.process : null;
     const src = node.src;
     let prev = parentIndex;
     for (let i = from; i < len; i++) {
@@ -146,7 +141,6 @@ export class RowWriter {
       this.offset[at] = o;
       this.role[at] = roleIdx;
       this.pathSet[at] = pathSet;
-      this.processReward[at] = process?.[o] ?? 0;
       if (train) this.trainableCount++;
       prev = at;
     }
@@ -204,7 +198,6 @@ export class RowWriter {
       role: fit(this.role),
       pathSet: fit(this.pathSet),
       pathSets: this.pathSets,
-      processReward: fit(this.processReward),
     };
     return { row, index };
   }

@@ -48,7 +48,7 @@ export function runPlannerBench(codec: { tokenizer: Tokenizer; renderer: ChatRen
     const record: CallRecord = {
       schemaVersion: ICR_SCHEMA_VERSION, callId: `call_bench_${i}`, sessionId, rolloutId: null, harness: null, agentRole: null, agentId: null,
       protocol: "openai-chat", stream: false, status: "ok", error: null, rawRequest: null, rawResponse: null, messages, tools, response,
-      promptTokens: plan.promptTokens, completionTokens, logprobs: completionTokens.map(() => -1), policyVersion: 0, samplingRequested: {},
+      promptTokens: plan.promptTokens, completionTokens, logprobs: completionTokens.map(() => -1), spans: { toolCalls: [], malformed: 0 }, policyVersion: 0, samplingRequested: {},
       samplingUsed: null, finishReason: "stop", timings: { receivedAt: 0, engineStartAt: null, firstTokenAt: null, engineEndAt: null, recordedAt: 0 },
       parentCallId: plan.parentCallId, reusedPrefixTokens: plan.reusedPrefixTokens, break: plan.break, spawnedByCallId: null,
     };

@@ -27,7 +27,7 @@ export function benchRecord(i: number, promptTokens: number): CallRecord {
     rawRequest: { model: "tiny", messages: [{ role: "user", content: text }] }, rawResponse: { id: `r${i}`, choices: [{ message: { content: "ok" } }] },
     messages: [{ role: "user", content: text }], tools: [], response: { role: "assistant", content: "ok" },
     promptTokens: Array.from({ length: promptTokens }, (_, j) => (i * 7 + j) % 265), completionTokens: completion,
-    logprobs: completion.map((_, j) => -j / 100), policyVersion: 1, samplingRequested: {}, samplingUsed: { temperature: 1, maxTokens: 64, topP: 1, topK: 0, minP: 0 },
+    logprobs: completion.map((_, j) => -j / 100), spans: { toolCalls: [], malformed: 0 }, policyVersion: 1, samplingRequested: {}, samplingUsed: { temperature: 1, maxTokens: 64, topP: 1, topK: 0, minP: 0 },
     finishReason: "stop", timings: { receivedAt: i, engineStartAt: i, firstTokenAt: i, engineEndAt: i, recordedAt: i },
     parentCallId: null, reusedPrefixTokens: 0, break: null, spawnedByCallId: null,
   };

@@ -49,6 +49,8 @@ function record(callId: string, sessionId: string, prompt: number[], completion:
     promptTokens: prompt,
     completionTokens: completion,
     logprobs: completion.map(() => -0.5),
+    // Random token ids hold no parsable tool call; masks are not what this bench measures.
+    spans: { toolCalls: [], malformed: 0 },
     policyVersion: 1,
     samplingRequested: {},
     samplingUsed: null,

@@ -42,6 +42,7 @@ export const CALLS_TABLE: TableDef<CallRecord> = {
     { name: "prompt_tokens", type: "list<int32>", get: (r) => r.promptTokens },
     { name: "completion_tokens", type: "list<int32>", get: (r) => r.completionTokens },
     { name: "logprobs", type: "list<float>", get: (r) => r.logprobs },
+    { name: "spans_json", type: "json", nullable: true, get: (r) => json(r.spans) },
     { name: "messages_json", type: "json", get: (r) => JSON.stringify(r.messages) },
     { name: "tools_json", type: "json", get: (r) => JSON.stringify(r.tools) },
     { name: "response_json", type: "json", nullable: true, get: (r) => json(r.response) },

@@ -3,9 +3,10 @@ import type { FinishReason, SamplingParams } from "./sampling.js";
 
 /**
  * Version of the persisted Interface Call Record shape. Bump with a migration when it changes.
- * 2: `realigned` (turns the harness changed only in form, kept as sampled). Version-1 records read as none realigned.
+ * 2: `spans` (the completion's tool calls in tokens; null in version-1 records).
+ * 3: `realigned` (turns the harness changed only in form, kept as sampled); older records read as none realigned.
  */
-export const ICR_SCHEMA_VERSION = 2;
+export const ICR_SCHEMA_VERSION = 3;
 
 export type Protocol = "openai-chat" | "openai-responses" | "anthropic-messages";
 
@@ -55,6 +56,28 @@ export interface CallTimings {
   recordedAt: number;
 }
 
+/** [start, end) offsets into a call's completion tokens (token indices, not characters). */
+export type TokenRange = [start: number, end: number];
+
+/** One tool call the parser found in a completion, located in completion tokens. */
+export interface ToolCallTokens {
+  name: string;
+  /** The call's block except its arguments value: the tags, the name and the JSON around them. */
+  action: TokenRange[];
+  /** The arguments value (empty when the call had none). A token shared with the block's other text counts as args. */
+  args: TokenRange[];
+}
+
+/**
+ * What the proxy's parser found in a completion, in token offsets, recorded once when the call is answered (ICR schema
+ * 2+) so that masks, validity and decisions never decode or re-parse. Tool calls in the parser's (= the model's) order.
+ */
+export interface CompletionSpans {
+  toolCalls: ToolCallTokens[];
+  /** Tool-call blocks that held no valid call. */
+  malformed: number;
+}
+
 /** Interface Call Record: everything we know about one model call made through the proxy. */
 export interface CallRecord {
   schemaVersion: number;
@@ -81,6 +104,8 @@ export interface CallRecord {
   completionTokens: number[];
   /** Sampling logprob per completion token. */
   logprobs: number[];
+  /** The completion's tool calls in tokens, parsed with the engine's codec; null only in records from ICR schema 1. */
+  spans: CompletionSpans | null;
   policyVersion: number | null;
   samplingRequested: Record<string, unknown>;
   samplingUsed: SamplingParams | null;

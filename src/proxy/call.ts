@@ -1,6 +1,5 @@
 import { randomInt } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { parseAssistantOutput } from "../chat/parse-output.js";
 import { UserError, toHarnessRLError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import type { GenerateContext, GenerateResult, SamplingParams } from "../engine/types.js";
@@ -14,6 +13,7 @@ import { readJsonBodyText } from "./http/body.js";
 import { sendJson } from "./http/respond.js";
 import { SseWriter } from "./http/sse.js";
 import { buildReply, reconcileStreamed } from "./output/reply.js";
+import { parseCompletion } from "./output/spans.js";
 import { OutputSplitter } from "./output/splitter.js";
 import type { ParsedRequest, ProtocolAdapter, ProtocolStream, Reply } from "./protocols/protocol.js";
 
@@ -74,6 +74,7 @@ function baseRecord(ctx: ProxyContext, adapter: ProtocolAdapter, s: CallState): 
     promptTokens: plan.promptTokens,
     completionTokens: [],
     logprobs: [],
+    spans: { toolCalls: [], malformed: 0 },
     policyVersion: null,
     samplingRequested: parsed.samplingRequested,
     samplingUsed: s.params,
@@ -230,6 +231,8 @@ async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: Prot
     }
     s.engineEndAt = Date.now();
 
+    // Parsed once, here, with the engine's own codec: the record keeps where the tool calls lie in the tokens.
+    const { output, spans } = parseCompletion(engine.tokenizer, engine.renderer.endOfTurn, result.tokens);
     if (result.finishReason === "abort" || abort.signal.aborted) {
       const record = baseRecord(ctx, adapter as ProtocolAdapter, s);
       Object.assign(record, {
@@ -237,6 +240,7 @@ async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: Prot
         error: { code: "client_closed", message: "the client closed the connection before the answer was complete", fault: "harness" },
         completionTokens: result.tokens,
         logprobs: result.logprobs,
+        spans,
         policyVersion: result.policyVersion,
         finishReason: "abort",
       });
@@ -244,7 +248,6 @@ async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: Prot
       return;
     }
 
-    const output = parseAssistantOutput(engine.tokenizer.decode(result.tokens), { endOfTurnTexts: [engine.renderer.endOfTurn, "<|endoftext|>"] });
     buildReply(reply, output, result, () => adapter.newToolCallId());
     if (sse && splitter) {
       const st = openStream(sse);
@@ -258,6 +261,7 @@ async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: Prot
     record.response = adapter.echoMessage(parsed, reply);
     record.completionTokens = result.tokens;
     record.logprobs = result.logprobs;
+    record.spans = spans;
     record.policyVersion = result.policyVersion;
     record.finishReason = result.finishReason;
     persistRecord(ctx, record, s);

@@ -129,6 +129,12 @@ export const MIGRATIONS: readonly Migration[] = [
       CREATE INDEX calls_by_rollout ON calls(rollout_id, seq);
     `,
   },
+  {
+    version: 4,
+    description: "completion spans: each tool call's action / args token ranges and the malformed count, as the proxy parsed them (ICR schema 2)",
+    // Rows written before stay NULL: their spans are unknown (records.ts `spans: null`), never guessed.
+    sql: `ALTER TABLE calls ADD COLUMN spans_json TEXT;`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

@@ -61,6 +61,8 @@ interface CallRow {
   raw_request_json: string | null;
   raw_response_json: string | null;
   meta_json: string;
+  /** NULL for records written before ICR schema 2. */
+  spans_json: string | null;
 }
 
 /** The parts of a record without a column of their own. */
@@ -139,8 +141,8 @@ export class SqliteStore implements Store {
         break_kind, spawned_by_call_id, received_at, recorded_at, prompt_len, completion_len, prompt_tokens,
         completion_tokens, logprobs, messages_json, tools_json, response_json, raw_request_json, raw_response_json,
         meta_json, prompt_base_call_id, prompt_base_len, text_base_call_id, messages_keep, messages_tail, raw_request_keep,
-        raw_request_tail, tools_keep, tools_tail)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+        raw_request_tail, tools_keep, tools_tail, spans_json)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       callById: db.prepare("SELECT * FROM calls WHERE call_id = ?"),
     };
   }
@@ -200,7 +202,7 @@ export class SqliteStore implements Store {
         middleOf(messagesDelta, messagesJson), middleOf(toolsDelta, toolsJson), r.response === null ? null : JSON.stringify(r.response),
         rawRequestJson === null ? null : middleOf(rawDelta, rawRequestJson), jsonOrNull(r.rawResponse), JSON.stringify(meta),
         baseLen > 0 ? r.parentCallId : null, baseLen, textBase, messagesDelta?.keep ?? 0, messagesDelta?.tail ?? 0, rawDelta?.keep ?? 0,
-        rawDelta?.tail ?? 0, toolsDelta?.keep ?? 0, toolsDelta?.tail ?? 0,
+        rawDelta?.tail ?? 0, toolsDelta?.keep ?? 0, toolsDelta?.tail ?? 0, r.spans === null ? null : JSON.stringify(r.spans),
       );
     } catch (e) {
       throw this.translate(e, `call ${r.callId}`);
@@ -348,6 +350,7 @@ function callFromRow(row: CallRow, resolved: ResolvedCall): CallRecord {
     promptTokens: resolved.prompt,
     completionTokens: resolved.completion,
     logprobs: decodeFloat32(row.logprobs),
+    spans: parseJson<CallRecord["spans"]>(row.spans_json, null),
     policyVersion: row.policy_version,
     samplingRequested: meta.samplingRequested,
     samplingUsed: meta.samplingUsed,

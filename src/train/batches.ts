@@ -2,7 +2,6 @@ import { buildBatch } from "../batch/build.js";
 import type { BuiltBatch } from "../batch/batch-index.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import type { Store } from "../store/types.js";
-import type { Tokenizer } from "../tokenizer/types.js";
 import { buildForests } from "../trees/forest.js";
 
 /**
@@ -19,7 +18,7 @@ export const ROW_TOKEN_BUDGET = 4_096;
  * The trees of the given rollouts (every session of each, sub-agents included), packed into a training batch with
  * the verifier score as each rollout's outcome reward. Infrastructure failures never reach here.
  */
-export function batchForRollouts(store: Store, results: readonly RolloutResult[], tokenizer: Tokenizer, options: { trajectories?: "main" | "all"; rowTokens?: number } = {}): BuiltBatch {
+export function batchForRollouts(store: Store, results: readonly RolloutResult[], options: { trajectories?: "main" | "all"; rowTokens?: number } = {}): BuiltBatch {
   const ids = new Set(results.map((r) => r.rolloutId));
   const records = results.flatMap((r) => store.listCalls({ rolloutId: r.rolloutId }));
   const sessions = store.listSessions().filter((s) => s.rolloutId !== null && ids.has(s.rolloutId));
@@ -28,8 +27,7 @@ export function batchForRollouts(store: Store, results: readonly RolloutResult[]
   return buildBatch(forests, {
     layout: "tree",
     tokenBudget: options.rowTokens ?? ROW_TOKEN_BUDGET,
-    tokenizer,
-    rewards: { outcome },
+    outcome,
     filter: { trajectories: options.trajectories ?? "all" },
   });
 }

@@ -135,7 +135,6 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     stack = await RolloutStack.open(runStackOptions(ctx, runEngine(ctx, { policyDir: run.policyDir(state.policyVersion) }), ctx.stores.rollouts));
     const engine = stack.engine;
     if (!isHotSwappable(engine)) throw new UserError("engine_not_hot_swappable", `engine ${engine.spec} cannot switch policies between steps`);
-    const tokenizer = ctx.policy.codec.tokenizer;
     const evalTasks: Task[] = config.eval ? (await loadSuite(config.eval.tasks)).tasks : [];
 
     let before: EvalSummary | null = null;
@@ -193,7 +192,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const t0 = Date.now();
       // CAPO partitions live in the worker (and in its checkpoints); probe when there are none or on schedule.
       const capoOptions = config.capo?.enabled ? { probe: !capoReady || (step - 1) % config.capo.reprobe_every === 0, hasPartitions: capoReady } : null;
-      const trained = await trainOnRollouts(stack.store, results, tokenizer, trainer, config, state.policyVersion, { sketch: scheduler?.sketchOptions ?? null, capo: capoOptions, step, reference });
+      const trained = await trainOnRollouts(stack.store, results, trainer, config, state.policyVersion, { sketch: scheduler?.sketchOptions ?? null, capo: capoOptions, step, reference });
       if (trained.metrics["capo/probed"] === 1) capoReady = true;
       const m = trained.metrics;
       if (scheduler && harness) {

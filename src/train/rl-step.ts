@@ -1,7 +1,6 @@
 import { advantageMetrics, applyAdvantages, toAdvantageConfig, type AdvantageConfig } from "../advantage/index.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import type { Store } from "../store/types.js";
-import type { Tokenizer } from "../tokenizer/types.js";
 import { requireCapability } from "../trainer/capabilities.js";
 import type { CapoTrainer, ForwardBackwardOptions, OptimStepResult, Trainer } from "../trainer/types.js";
 import { batchForRollouts } from "./batches.js";
@@ -49,25 +48,25 @@ export interface TrainStepOptions {
  * CAPO partitions come from successful trajectories: probe on this step's passing rollouts when there are any.
  * Returns whether partitions exist after the call.
  */
-async function capoProbe(store: Store, results: readonly RolloutResult[], tokenizer: Tokenizer, trainer: CapoTrainer, config: RunConfig, metrics: TrainStepMetrics, had: boolean): Promise<boolean> {
+async function capoProbe(store: Store, results: readonly RolloutResult[], trainer: CapoTrainer, config: RunConfig, metrics: TrainStepMetrics, had: boolean): Promise<boolean> {
   const winners = results.filter((r) => r.status === "ok");
   if (winners.length === 0) {
     metrics["capo/probe_skipped"] = 1;
     return had;
   }
-  const probe = await trainer.capoProbe(batchForRollouts(store, winners, tokenizer, { rowTokens: config.algorithm.row_tokens }).batch, { topFraction: config.capo?.top_fraction ?? 0.25 });
+  const probe = await trainer.capoProbe(batchForRollouts(store, winners, { rowTokens: config.algorithm.row_tokens }).batch, { topFraction: config.capo?.top_fraction ?? 0.25 });
   metrics["capo/units_per_layer"] = probe.unitsPerLayer;
   metrics["capo/overlap"] = probe.overlapFraction;
   metrics["capo/probed"] = 1;
   return true;
 }
 
-export async function trainOnRollouts(store: Store, results: readonly RolloutResult[], tokenizer: Tokenizer, trainer: Trainer, config: RunConfig, currentVersion: number, options: TrainStepOptions = {}): Promise<TrainStepResult> {
+export async function trainOnRollouts(store: Store, results: readonly RolloutResult[], trainer: Trainer, config: RunConfig, currentVersion: number, options: TrainStepOptions = {}): Promise<TrainStepResult> {
   const alg = config.algorithm;
   const advConfig = advantageConfigOf(config);
   const valid = results.filter((r) => r.status !== "infra_error");
   if (valid.length === 0) return { metrics: { "train/skipped": 1 }, learnability: 0 };
-  const built = batchForRollouts(store, valid, tokenizer, { rowTokens: config.algorithm.row_tokens });
+  const built = batchForRollouts(store, valid, { rowTokens: config.algorithm.row_tokens });
   let maxLag = 0;
   for (const call of built.index.calls) if (call.policyVersion !== null) maxLag = Math.max(maxLag, currentVersion - call.policyVersion);
   const ppo = advConfig.estimator === "ppo";
@@ -82,14 +81,13 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     built,
     results: valid,
     config: advConfig,
-    tokenizer,
     ...(values ? { values } : {}),
     excludeCall: (call) => untrainedRole?.(call) === true || (call.policyVersion !== null && currentVersion - call.policyVersion > config.max_staleness),
   });
   const metrics: TrainStepMetrics = { ...advantageMetrics(stats), "staleness/max": maxLag };
   let capo = false;
   if (options.capo && capoTrainer) {
-    const ready = options.capo.probe ? await capoProbe(store, valid, tokenizer, capoTrainer, config, metrics, options.capo.hasPartitions) : options.capo.hasPartitions;
+    const ready = options.capo.probe ? await capoProbe(store, valid, capoTrainer, config, metrics, options.capo.hasPartitions) : options.capo.hasPartitions;
     capo = ready;
     metrics["capo/active"] = ready ? 1 : 0;
   }

@@ -1,4 +1,5 @@
 import type { CallRecord } from "../icr/records.js";
+import { recordedSpans } from "./masks.js";
 import { treePaths } from "./paths.js";
 import type { BranchLabel, RolloutForest, SessionTree, TreeCall } from "./types.js";
 
@@ -22,12 +23,11 @@ export const DEFAULT_FILTER: FilterOptions = {
 };
 
 /**
- * Without a tokenizer a call ended validly when it succeeded and stopped on its own (not truncated or aborted). With the
- * policy's tokenizer, `parsedValidity` (trees/masks.ts) also rejects malformed tool calls; `buildBatch` uses it when
- * given a tokenizer.
+ * A call ended validly when it succeeded, stopped on its own (not truncated or aborted) and wrote no malformed tool call
+ * (as the proxy's parser recorded; a record without spans is refused, see `recordedSpans`).
  */
 export function isValidCall(record: CallRecord): boolean {
-  return record.status === "ok" && record.finishReason === "stop";
+  return record.status === "ok" && record.finishReason === "stop" && recordedSpans(record).malformed === 0;
 }
 
 export interface FilterStats {

@@ -1,10 +1,7 @@
-import { parseAssistantOutput } from "../chat/parse-output.js";
-import type { Span } from "../chat/parse-output.js";
-import { tokenSpans } from "../chat/token-spans.js";
-import type { CallRecord } from "../icr/records.js";
-import type { Tokenizer } from "../tokenizer/types.js";
+import { UserError } from "../core/errors.js";
+import type { CallRecord, CompletionSpans, TokenRange } from "../icr/records.js";
 
-/** Action / args flags over one call's completion tokens, plus what the parser found. */
+/** Action / args flags over one call's completion tokens, plus what the proxy's parser found. */
 export interface CompletionMasks {
   /** 1 on tokens of a tool call's name, its control tags and the JSON around the name (everything in the block but the arguments value). */
   action: Uint8Array;
@@ -15,52 +12,42 @@ export interface CompletionMasks {
   malformed: number;
 }
 
-function overlaps(t: Span, s: Span): boolean {
-  // An empty token span (a token that decodes to nothing) covers nothing.
-  return t.start < s.end && s.start < t.end;
+/**
+ * The spans the proxy recorded for a call. Records from ICR schema 1 have none: their masks and validity would need the
+ * completion re-parsed with the codec that sampled it, which the batch path does not have — re-record instead.
+ */
+export function recordedSpans(record: CallRecord): CompletionSpans {
+  if (record.spans) return record.spans;
+  if (record.completionTokens.length === 0) return { toolCalls: [], malformed: 0 };
+  throw new UserError(
+    "record_without_spans",
+    `call ${record.callId} was recorded with ICR schema ${record.schemaVersion}, which has no completion spans (tool-call token ranges); re-record its rollouts with this harnessrl to train on them`,
+    { details: { callId: record.callId, schemaVersion: record.schemaVersion } },
+  );
+}
+
+function indices(ranges: readonly TokenRange[], n: number): number[] {
+  const out: number[] = [];
+  for (const [start, end] of ranges) for (let i = Math.max(0, start); i < Math.min(end, n); i++) out.push(i);
+  return out;
 }
 
 /**
- * Computes the masks of a sampled completion through character → token offsets: the completion is decoded once, the
- * Hermes parser gives each tool call's block / arguments character spans, and `tokenSpans` gives each token's character
- * range. A token that shares a character with the arguments value is args (a multi-byte character split over byte
- * tokens marks every one of its bytes); any other token sharing a character with the block is action.
+ * A call's action/args masks from its recorded spans (no decoding, no parsing). A token in two calls' blocks (a token
+ * that closes one call and opens the next) is args if either call has it as args.
  */
-export function completionMasks(tokenizer: Tokenizer, ids: readonly number[]): CompletionMasks {
-  const n = ids.length;
+export function completionMasks(record: CallRecord): CompletionMasks {
+  const spans = recordedSpans(record);
+  const n = record.completionTokens.length;
   const action = new Uint8Array(n);
   const args = new Uint8Array(n);
-  const text = tokenizer.decode(ids);
-  const parsed = parseAssistantOutput(text);
-  const spans = tokenSpans(tokenizer, ids);
-  const toolCalls: CompletionMasks["toolCalls"] = [];
-  parsed.spans.toolCalls.forEach((tc, k) => {
-    const a: number[] = [];
-    const g: number[] = [];
-    // Token spans are monotone: binary search would do, but completions are short and this stays obviously right.
-    for (let i = 0; i < n; i++) {
-      const t = spans[i] as Span;
-      if (!overlaps(t, tc.block)) continue;
-      if (tc.arguments !== null && overlaps(t, tc.arguments)) g.push(i);
-      else a.push(i);
-    }
-    for (const i of a) if (args[i] === 0) action[i] = 1;
-    for (const i of g) {
+  const toolCalls = spans.toolCalls.map((tc) => ({ name: tc.name, action: indices(tc.action, n), args: indices(tc.args, n) }));
+  for (const tc of toolCalls) for (const i of tc.action) if (args[i] === 0) action[i] = 1;
+  for (const tc of toolCalls) {
+    for (const i of tc.args) {
       args[i] = 1;
       action[i] = 0;
     }
-    toolCalls.push({ name: parsed.toolCalls[k]?.name ?? "", action: a, args: g });
-  });
-  return { action, args, toolCalls, malformed: parsed.malformed.length };
-}
-
-/**
- * A validity test for the dead-leaf filter that also parses the completion: a call is valid when it succeeded, stopped
- * on its own and wrote no malformed tool call.
- */
-export function parsedValidity(tokenizer: Tokenizer): (record: CallRecord) => boolean {
-  return (record) => {
-    if (record.status !== "ok" || record.finishReason !== "stop") return false;
-    return parseAssistantOutput(tokenizer.decode(record.completionTokens)).malformed.length === 0;
-  };
+  }
+  return { action, args, toolCalls, malformed: spans.malformed };
 }

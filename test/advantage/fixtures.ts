@@ -2,7 +2,7 @@
  * Small hand-built records for the advantage tests: explicit token ids (so expected values can be computed by hand),
  * or real ChatML text through the byte tokenizer where tool calls and masks matter.
  */
-import { parseAssistantOutput } from "../../src/chat/parse-output.js";
+import { parseCompletion } from "../../src/proxy/output/spans.js";
 import type { RolloutResult, RolloutStatus } from "../../src/tasks/rollout-result.js";
 import type { CallRecord } from "../../src/icr/records.js";
 import { ICR_SCHEMA_VERSION } from "../../src/icr/records.js";
@@ -25,7 +25,9 @@ export interface RecSpec {
 export function rec(spec: RecSpec): CallRecord {
   const text = typeof spec.completion === "string" ? spec.completion : null;
   const completionTokens = text === null ? (spec.completion as number[]) : tok.encode(text);
-  const names = spec.toolCalls ?? (text === null ? [] : parseAssistantOutput(text).toolCalls.map((c) => c.name));
+  // A text completion gets the spans the proxy would record; explicit ids have none to find.
+  const parsed = text === null ? null : parseCompletion(tok, "<|im_end|>", completionTokens);
+  const names = spec.toolCalls ?? parsed?.output.toolCalls.map((c) => c.name) ?? [];
   const t = clock++;
   return {
     schemaVersion: ICR_SCHEMA_VERSION,
@@ -47,6 +49,7 @@ export function rec(spec: RecSpec): CallRecord {
     promptTokens: spec.prompt,
     completionTokens,
     logprobs: completionTokens.map((_, i) => -0.1 - i / 100),
+    spans: parsed?.spans ?? { toolCalls: [], malformed: 0 },
     policyVersion: 1,
     samplingRequested: {},
     samplingUsed: null,

@@ -1,7 +1,9 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { applyAdvantages, decisionsOf, mainAgentCalls, parseAdvantageConfig } from "../../src/advantage/index.js";
 import { buildBatch } from "../../src/batch/build.js";
 import type { CallRecord } from "../../src/icr/records.js";
+import { ByteTokenizer } from "../../src/tokenizer/bytes.js";
+import { HfBpeTokenizer } from "../../src/tokenizer/hf-bpe.js";
 import { buildForests } from "../../src/trees/forest.js";
 import { subAgentRollout } from "../trees/fixtures.js";
 import { rec, result, tok } from "./fixtures.js";
@@ -77,7 +79,7 @@ describe("process + outcome advantages (Harness-RL form)", () => {
     const forests = buildForests(searchRecords);
     const built = buildBatch(forests, { layout: "flat" });
     const config = parseAdvantageConfig({ normalizeStd: false, process: { subscore: "search_hits", decisions: "tool", tool: "search", coef: 0.5, target: "masks" } });
-    applyAdvantages({ built, results: searchResults, forests, config, tokenizer: tok });
+    applyAdvantages({ built, results: searchResults, forests, config });
     const view = byToken(built);
     const r10 = [...view].filter(([k]) => k.startsWith("r1_0:")).map(([k, v]) => [Number(k.split(":")[1]), v.adv[0] as number] as const);
     r10.sort((a, b) => a[0] - b[0]);
@@ -86,7 +88,33 @@ describe("process + outcome advantages (Harness-RL form)", () => {
     const inBlock = r10.slice(3).map(([, a]) => a);
     expect(inBlock.length).toBeGreaterThan(20);
     for (const [i, a] of inBlock.entries()) expect(a, `token ${i + 3} of ${JSON.stringify(SEARCH)}`).toBeCloseTo(0.5 + 0.5 * k0.hit, 5);
-    expect(() => applyAdvantages({ built, results: searchResults, forests, config })).toThrow(/tokenizer/);
+  });
+
+  it("the batch path never touches a tokenizer: filters, masks, batches and masked process terms come from the recorded spans", () => {
+    const forests = buildForests(searchRecords);
+    const config = parseAdvantageConfig({ normalizeStd: false, process: { subscore: "search_hits", decisions: "tool", tool: "search", coef: 0.5, target: "masks" } });
+    const run = (): { rows: number[][]; masks: number[][] } => {
+      const built = buildBatch(forests, { layout: "tree" });
+      applyAdvantages({ built, results: searchResults, forests, config });
+      return { rows: built.batch.rows.map((r) => [...r.advantages]), masks: built.batch.rows.map((r) => [...r.actionMask, ...r.argsMask]) };
+    };
+    const before = run();
+    // Every tokenizer the policy could have now throws on use (the byte codec is also the default codec).
+    const spies = [ByteTokenizer.prototype, HfBpeTokenizer.prototype].flatMap((proto) =>
+      (["encode", "decode", "tokenBytes"] as const).map((m) =>
+        vi.spyOn(proto, m).mockImplementation(() => {
+          throw new Error(`the batch path called ${m}`);
+        }),
+      ),
+    );
+    try {
+      const after = run();
+      expect(after).toEqual(before);
+      expect(before.masks.flat().some((x) => x === 1)).toBe(true);
+      for (const spy of spies) expect(spy).not.toHaveBeenCalled();
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
   });
 
   it("decisions = calls: entry k goes to the main agent's k-th call; indices reached by one member get 0", () => {

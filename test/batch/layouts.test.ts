@@ -5,7 +5,7 @@ import { buildBatch } from "../../src/batch/build.js";
 import type { PackedRow } from "../../src/batch/types.js";
 import { buildForests } from "../../src/trees/forest.js";
 import type { CallRecord } from "../../src/icr/records.js";
-import { compactionSession, editedHistorySession, linearSession, parallelSession, randomSession, retrySession, strippedReasoningSession, subAgentRollout, tok } from "../trees/fixtures.js";
+import { compactionSession, editedHistorySession, linearSession, parallelSession, randomSession, retrySession, strippedReasoningSession, subAgentRollout } from "../trees/fixtures.js";
 
 interface TokenData {
   token: number;
@@ -65,7 +65,7 @@ describe("flat and tree-packed layouts", () => {
   for (const [name, recs] of fixtures) {
     it(`${name}: both layouts carry identical per-token data on every path, and each path is its leaf call's tokens`, () => {
       const forests = buildForests(recs);
-      const opts = { tokenizer: tok, filter: { deadLeaves: false, maxBranches: null } } as const;
+      const opts = { filter: { deadLeaves: false, maxBranches: null } } as const;
       const flat = buildBatch(forests, { ...opts, layout: "flat" });
       const tree = buildBatch(forests, { ...opts, layout: "tree", tokenBudget: 4096 });
       const fp = pathsOf(flat);
@@ -125,9 +125,9 @@ describe("flat and tree-packed layouts", () => {
     const group = [0, 1, 2, 3].flatMap((k) => linearSession(`ses_${k}`, `rol_${k}`, `g${k}_`));
     const forests = buildForests(group);
     const prompt = (group[0] as CallRecord).promptTokens.length;
-    const shared = buildBatch(forests, { layout: "tree", tokenizer: tok });
-    const separate = buildBatch(forests, { layout: "tree", tokenizer: tok, shareRootPrefixes: false });
-    const flat = buildBatch(forests, { layout: "flat", tokenizer: tok });
+    const shared = buildBatch(forests, { layout: "tree" });
+    const separate = buildBatch(forests, { layout: "tree", shareRootPrefixes: false });
+    const flat = buildBatch(forests, { layout: "flat" });
     expect(shared.batch.rows).toHaveLength(1);
     expect(shared.stats.sharedRootTokens).toBe(3 * prompt);
     expect(shared.stats.emittedTokens).toBe(separate.stats.emittedTokens - 3 * prompt);
@@ -164,7 +164,7 @@ describe("flat and tree-packed layouts", () => {
   it("fills advantages through the slot hook: one path per token in flat rows, every leaf below it in tree rows", () => {
     const recs = retrySession();
     const forests = buildForests(recs);
-    const tree = buildBatch(forests, { layout: "tree", filter: { deadLeaves: false }, rewards: { outcome: { rol_1: 1 } } });
+    const tree = buildBatch(forests, { layout: "tree", filter: { deadLeaves: false }, outcome: { rol_1: 1 } });
     const sizes = new Map<string, number>();
     const n = fillAdvantages(tree, (s) => {
       sizes.set(s.call.callId, s.paths.length);

@@ -8,7 +8,7 @@ import type { PackedRow } from "../../src/batch/types.js";
 import { createTrainer } from "../../src/trainer/index.js";
 import type { Trainer } from "../../src/trainer/types.js";
 import { buildForests } from "../../src/trees/forest.js";
-import { compactionSession, parallelSession, randomSession, retrySession, subAgentRollout, tok } from "../trees/fixtures.js";
+import { compactionSession, parallelSession, randomSession, retrySession, subAgentRollout } from "../trees/fixtures.js";
 
 /** Per path: the worker's logprob at each token, read by following parent pointers from the path's leaf. */
 function pathLogprobs(b: BuiltBatch, scores: Float32Array[]): Map<string, number[]> {
@@ -47,7 +47,7 @@ describe("tree-packed vs flat batches through the real PyTorch worker", () => {
       ...randomSession(11, 12, "ses_x", "rol_x"),
     ];
     const forests = buildForests(recs);
-    const opts = { tokenizer: tok, filter: { deadLeaves: false, maxBranches: null } } as const;
+    const opts = { filter: { deadLeaves: false, maxBranches: null } } as const;
     const flat = buildBatch(forests, { ...opts, layout: "flat" });
     const tree = buildBatch(forests, { ...opts, layout: "tree", tokenBudget: 2048 });
     expect(tree.stats.emittedTokens).toBeLessThan(flat.stats.emittedTokens);

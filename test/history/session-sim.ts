@@ -69,6 +69,8 @@ export class SessionSim {
       promptTokens: plan.promptTokens,
       completionTokens,
       logprobs: completionTokens.map(() => -0.5),
+      // The planner tests never read spans; a simulated turn's tool calls are not located in tokens.
+      spans: { toolCalls: [], malformed: 0 },
       policyVersion: 0,
       samplingRequested: {},
       samplingUsed: null,

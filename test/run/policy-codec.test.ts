@@ -101,7 +101,7 @@ describe("one RL step on a model directory with a Hugging Face BPE tokenizer", (
   });
 
   it("builds a batch whose token ids are the engine's prompt + completion ids, call by call", () => {
-    const built = batchForRollouts(stack.store, results, ctx.policy.codec.tokenizer, { rowTokens: ctx.config.algorithm.row_tokens });
+    const built = batchForRollouts(stack.store, results, { rowTokens: ctx.config.algorithm.row_tokens });
     expect(new Set(built.index.calls.map((c) => c.callId))).toEqual(new Set(engineCalls.keys()));
     // Every root-to-leaf path reads, from the batch's parent pointers, exactly its leaf call's prompt + completion.
     expect(built.index.paths.length).toBeGreaterThan(0);
@@ -133,7 +133,7 @@ describe("one RL step on a model directory with a Hugging Face BPE tokenizer", (
   it("trains one RL step on those ids with the context's trainer", async () => {
     trainer = await openTrainer(ctx, "policy");
     await trainer.load(modelDir);
-    const step = await trainOnRollouts(stack.store, results, ctx.policy.codec.tokenizer, trainer, ctx.config, 0, { step: 1 });
+    const step = await trainOnRollouts(stack.store, results, trainer, ctx.config, 0, { step: 1 });
     const m = step.metrics;
     expect(m["train/skipped"]).toBe(0);
     expect(m["tokens/trainable"]).toBe([...engineCalls.values()].reduce((n, c) => n + c.completion.length, 0));

@@ -29,6 +29,7 @@ export function makeRecord(overrides: Partial<CallRecord> = {}, promptLength = 6
     promptTokens: Array.from({ length: promptLength }, (_, i) => (i * 7919) % 265),
     completionTokens,
     logprobs: completionTokens.map((_, i) => -0.1 * (i + 1) - 1e-9),
+    spans: { toolCalls: [{ name: "ls", action: [[2, 4], [5, 6]], args: [[4, 5]] }], malformed: 1 },
     policyVersion: 3,
     samplingRequested: { temperature: 0.2, max_tokens: 100 },
     samplingUsed: { temperature: 1, maxTokens: 512, topP: 1, topK: 0, minP: 0, seed: 42 },

@@ -223,6 +223,8 @@ describe("SqliteStore prompt deltas", () => {
   it("migrates a version-1 store in place: old rows read back unchanged, new rows are deltas", () => {
     const path = freshPath();
     const calls = session(3, "ses_old");
+    // What a schema-1 proxy wrote: no completion spans.
+    calls[0] = { ...calls[0]!, schemaVersion: 1, spans: null };
     // A version-1 database (only the first migration) holding the first call as a v1 row (whole prompt).
     const src = freshPath();
     const writer = new SqliteStore(src);
@@ -332,7 +334,7 @@ describe("SqliteStore text deltas", () => {
 
   it("migrates a version-2 store: rows, seq values and prompt deltas survive the table rebuild; new rows are text deltas", () => {
     const path = freshPath();
-    const calls = grownSession(4, "ses_v2");
+    const calls = grownSession(4, "ses_v2").map((c, i) => (i < 2 ? { ...c, schemaVersion: 1, spans: null } : c));
     const src = freshPath();
     const writer = new SqliteStore(src);
     for (const c of calls.slice(0, 2)) writer.insertCall({ ...c, promptTokens: c.promptTokens });
@@ -359,6 +361,29 @@ describe("SqliteStore text deltas", () => {
     db.close();
     expect(sql).not.toMatch(/AUTOINCREMENT/);
     expect(indexes).toEqual(["calls_by_rollout", "calls_by_session"]);
+    s.close();
+  });
+
+  it("migrates a version-3 store: old rows read back with spans null (unknown, not empty); new rows keep their spans", () => {
+    const path = freshPath();
+    const old = makeRecord({ schemaVersion: 1 });
+    const src = freshPath();
+    const writer = new SqliteStore(src);
+    writer.insertCall(old);
+    writer.close();
+    const v3 = new Database(path);
+    migrate(v3, path, MIGRATIONS.filter((m) => m.version <= 3));
+    // The columns a version-3 store has (no spans_json): the row arrives as a schema-3 writer left it.
+    const cols = (v3.prepare("SELECT name FROM pragma_table_info('calls')").pluck().all() as string[]).join(", ");
+    expect(cols).not.toContain("spans_json");
+    v3.exec(`ATTACH '${src}' AS src; INSERT INTO calls (${cols}) SELECT ${cols} FROM src.calls; DETACH src;`);
+    v3.close();
+    const s = new SqliteStore(path);
+    expect(s.getCall(old.callId)).toEqual(asStored({ ...old, spans: null }));
+    const fresh = makeRecord({ parentCallId: old.callId });
+    s.insertCall(fresh);
+    expect(s.getCall(fresh.callId)).toEqual(asStored(fresh));
+    expect(s.getCall(fresh.callId)?.spans?.toolCalls[0]?.args).toEqual([[4, 5]]);
     s.close();
   });
 });

@@ -26,6 +26,16 @@ export function storeContract(name: string, open: () => Store): void {
       expect(store.getCall(realigned.callId)?.realigned).toEqual(realigned.realigned);
     });
 
+    it("round-trips completion spans: parallel tool calls' token ranges and the malformed count; null stays null (schema-1 records)", () => {
+      const spans = { toolCalls: [{ name: "bash", action: [[0, 3], [9, 11]] as [number, number][], args: [[3, 9]] as [number, number][] }, { name: "read", action: [[11, 14]] as [number, number][], args: [] }], malformed: 2 };
+      const r = makeRecord({ spans });
+      store.insertCall(r);
+      expect(store.getCall(r.callId)?.spans).toEqual(spans);
+      const old = makeRecord({ schemaVersion: 1, spans: null });
+      store.insertCall(old);
+      expect(store.getCall(old.callId)?.spans).toBeNull();
+    });
+
     it("returns null for unknown calls and sessions", () => {
       expect(store.getCall("call_nope")).toBeNull();
       expect(store.getSession("ses_nope")).toBeNull();

@@ -31,13 +31,13 @@ describe("an RL step that needs trainer capabilities", () => {
   });
 
   it("is refused on a core-only backend, naming the setting", async () => {
-    const err = await trainOnRollouts(fx.stack.store, fx.results, fx.stack.engine.tokenizer, coreOnly(fx.trainer), config, 0, { capo: { probe: true, hasPartitions: false } }).catch((e: unknown) => e);
+    const err = await trainOnRollouts(fx.stack.store, fx.results, coreOnly(fx.trainer), config, 0, { capo: { probe: true, hasPartitions: false } }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "trainer_capability_missing", details: { capability: "critic" } });
   });
 
   it("trains the critic and routes CAPO gradients on the torch trainer", async () => {
     await fx.trainer.criticInit({ fromPolicy: true });
-    const out = await trainOnRollouts(fx.stack.store, fx.results, fx.stack.engine.tokenizer, fx.trainer, config, 0, { capo: { probe: true, hasPartitions: false }, sketch: { dim: 32, seed: 0 } });
+    const out = await trainOnRollouts(fx.stack.store, fx.results, fx.trainer, config, 0, { capo: { probe: true, hasPartitions: false }, sketch: { dim: 32, seed: 0 } });
     expect(out.metrics["capo/probed"]).toBe(1);
     expect(out.metrics["capo/active"]).toBe(1);
     expect(out.metrics["capo/grad_cosine"]).toBeGreaterThanOrEqual(-1);

@@ -66,7 +66,7 @@ describe("minibatches > 1: later minibatches are anchored to the pre-update poli
       algorithm: { lr: 0.05, minibatches: 2, batch_tokens: 1_000_000 },
       budget: { steps: 1, tasks_per_step: 4, samples: 2 },
     });
-    const out = await trainOnRollouts(stack.store, results, stack.engine.tokenizer, observed, config, 0, { step: 1 });
+    const out = await trainOnRollouts(stack.store, results, observed, config, 0, { step: 1 });
     expect(out.metrics["train/minibatches"]).toBe(2);
 
     const ops = events.map((e) => e.op);

@@ -43,13 +43,13 @@ describe("central-only vs joint training on central-agent rollouts", () => {
 
   /** The batch with advantages applied, training only `trainRoles` (every role when undefined). */
   function prepared(trainRoles: string[] | undefined): { built: BuiltBatch; tokens: SampledToken[]; filtered: number } {
-    const built = batchForRollouts(stack.store, results, stack.engine.tokenizer);
+    const built = batchForRollouts(stack.store, results);
     const filter = untrainedRoleFilter(
       stack.store,
       results.map((r) => r.rolloutId),
       trainRoles,
     );
-    const { stats } = applyAdvantages({ built, results, config: parseAdvantageConfig({ estimator: "grpo" }), tokenizer: stack.engine.tokenizer, ...(filter ? { excludeCall: filter } : {}) });
+    const { stats } = applyAdvantages({ built, results, config: parseAdvantageConfig({ estimator: "grpo" }), ...(filter ? { excludeCall: filter } : {}) });
     const roleOf = new Map(results.flatMap((r) => stack.store.listCalls({ rolloutId: r.rolloutId })).map((c) => [c.callId, c.agentRole ?? "main"]));
     const tokens: SampledToken[] = [];
     built.index.rows.forEach((ix, row) => {
@@ -137,10 +137,10 @@ describe("central-only vs joint training on central-agent rollouts", () => {
   it("the RL step applies the same role filter from the run config", async () => {
     const config = (trainRoles: string[] | undefined) =>
       parseRunConfig({ name: "roles", model: { preset: "tiny-1m" }, harnesses: ["central-agent"], tasks: { train: "lookup:train" }, budget: { steps: 1, tasks_per_step: 2, samples: 2 }, ...(trainRoles ? { train_roles: trainRoles } : {}) });
-    const centralOnly = await trainOnRollouts(stack.store, results, stack.engine.tokenizer, trainer, config(["central"]), 0);
+    const centralOnly = await trainOnRollouts(stack.store, results, trainer, config(["central"]), 0);
     expect(centralOnly.metrics["adv/filtered_tokens"]).toBe(prepared(["central"]).filtered);
     expect(centralOnly.metrics["adv/filtered_tokens"]).toBeGreaterThan(0);
-    const joint = await trainOnRollouts(stack.store, results, stack.engine.tokenizer, trainer, config(undefined), 0);
+    const joint = await trainOnRollouts(stack.store, results, trainer, config(undefined), 0);
     expect(joint.metrics["adv/filtered_tokens"]).toBe(0);
     expect(joint.metrics["adv/trainable_tokens"]).toBe((centralOnly.metrics["adv/trainable_tokens"] as number) + (centralOnly.metrics["adv/filtered_tokens"] as number));
   }, 120_000);

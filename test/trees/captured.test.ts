@@ -8,7 +8,6 @@ import type { CallRecord, SessionInfo } from "../../src/icr/records.js";
 import { SqliteStore } from "../../src/store/sqlite.js";
 import { buildForests, forestsFromStore } from "../../src/trees/forest.js";
 import type { RolloutForest } from "../../src/trees/types.js";
-import { tok } from "./fixtures.js";
 import { expectReconstructs } from "./reconstruct.js";
 
 /** Records captured through the real proxy from the four built-in harnesses (see the file's note). */
@@ -26,7 +25,7 @@ function expectSound(forests: RolloutForest[]): void {
       expect(t.disagreements).toEqual([]);
     }
   }
-  const opts = { tokenizer: tok, filter: { deadLeaves: false, maxBranches: null } } as const;
+  const opts = { filter: { deadLeaves: false, maxBranches: null } } as const;
   const flat = buildBatch(forests, { ...opts, layout: "flat" });
   const tree = buildBatch(forests, { ...opts, layout: "tree" });
   expect(tree.stats.trainableTokens).toBe(flat.stats.trainableTokens);

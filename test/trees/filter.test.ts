@@ -2,10 +2,9 @@ import { describe, expect, it } from "vitest";
 import type { CallRecord } from "../../src/icr/records.js";
 import { filterForests } from "../../src/trees/filter.js";
 import { buildForests } from "../../src/trees/forest.js";
-import { parsedValidity } from "../../src/trees/masks.js";
 import { treePaths } from "../../src/trees/paths.js";
 import type { SessionTree } from "../../src/trees/types.js";
-import { call, compactionSession, extend, linearSession, retrySession, subAgentRollout, tok, toolTurn } from "./fixtures.js";
+import { call, compactionSession, extend, linearSession, retrySession, subAgentRollout, toolTurn } from "./fixtures.js";
 
 function keptIds(recs: CallRecord[], options: Parameters<typeof filterForests>[1]): string[] {
   const { kept } = filterForests(buildForests(recs), options);
@@ -27,20 +26,20 @@ describe("tree filters", () => {
     const long = call({ callId: "long", prompt: p, completion: "a very long answer that ran out of tokens", finishReason: "length", parentCallId: "r1" });
     const ok = call({ callId: "ok", prompt: p, completion: "ok<|im_end|>", parentCallId: "r1" });
     expect(keptIds([r1 as CallRecord, long, ok], {})).toEqual(["ok", "r1"]);
-    // Without validity the longest continuation wins; the parser-backed check agrees with the default here.
+    // Without validity the longest continuation wins.
     expect(keptIds([r1 as CallRecord, long, ok], { isValid: () => true })).toEqual(["long", "r1"]);
-    expect(keptIds([r1 as CallRecord, long, ok], { isValid: parsedValidity(tok) })).toEqual(["ok", "r1"]);
     expect(keptIds([r1 as CallRecord, long, ok], { deadLeaves: false })).toEqual(["long", "ok", "r1"]);
   });
 
-  it("dead leaves: with the parser, a malformed regeneration loses to a shorter well-formed one", () => {
+  it("dead leaves: a malformed regeneration (recorded malformed count) loses to a shorter well-formed one", () => {
     const [r1] = retrySession() as [CallRecord];
     const p = extend(r1, toolTurn("x y z"));
     const bad = call({ callId: "bad", prompt: p, completion: '<tool_call>\n{"name": "bash", "arguments": {"cmd": "wc -l --total=only"</tool_call><|im_end|>', parentCallId: "r1" });
     const good = call({ callId: "good", prompt: p, completion: "3 files<|im_end|>", parentCallId: "r1" });
-    expect(keptIds([r1, bad, good], { isValid: parsedValidity(tok) })).toEqual(["good", "r1"]);
-    // Without parsing both look valid and the longer (malformed) leaf wins.
-    expect(keptIds([r1, bad, good], {})).toEqual(["bad", "r1"]);
+    expect(bad.spans?.malformed).toBe(1);
+    expect(keptIds([r1, bad, good], {})).toEqual(["good", "r1"]);
+    // Judged by status and finish reason only, both look valid and the longer (malformed) leaf wins.
+    expect(keptIds([r1, bad, good], { isValid: (r) => r.status === "ok" && r.finishReason === "stop" })).toEqual(["bad", "r1"]);
   });
 
   it("over-branching rollouts are dropped whole and counted", () => {

@@ -3,7 +3,7 @@
  * so masks and spans are exercised on real token sequences. Fixtures captured from real harness runs through the proxy
  * are a later addition (they need the proxy + built-in harnesses end to end).
  */
-import { parseAssistantOutput } from "../../src/chat/parse-output.js";
+import { parseCompletion } from "../../src/proxy/output/spans.js";
 import type { BreakKind, CallRecord } from "../../src/icr/records.js";
 import { ICR_SCHEMA_VERSION } from "../../src/icr/records.js";
 import { ByteTokenizer } from "../../src/tokenizer/bytes.js";
@@ -41,7 +41,8 @@ export function fakeLogprob(callId: string, i: number): number {
 
 export function call(spec: CallSpec): CallRecord {
   const completionTokens = enc(spec.completion);
-  const parsed = parseAssistantOutput(spec.completion);
+  // The proxy's own parse: the spans it would have recorded for this completion.
+  const { output: parsed, spans } = parseCompletion(tok, "<|im_end|>", completionTokens);
   const t = clock++;
   return {
     schemaVersion: ICR_SCHEMA_VERSION,
@@ -67,6 +68,7 @@ export function call(spec: CallSpec): CallRecord {
     promptTokens: spec.prompt,
     completionTokens,
     logprobs: completionTokens.map((_, i) => fakeLogprob(spec.callId, i)),
+    spans,
     policyVersion: spec.policyVersion ?? 3,
     samplingRequested: {},
     samplingUsed: null,

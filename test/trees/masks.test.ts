@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { buildBatch } from "../../src/batch/build.js";
 import { UserError } from "../../src/core/errors.js";
 import { buildForests } from "../../src/trees/forest.js";
-import { completionMasks, parsedValidity } from "../../src/trees/masks.js";
-import { alignProcessRewards } from "../../src/trees/rewards.js";
+import { isValidCall } from "../../src/trees/filter.js";
+import { completionMasks } from "../../src/trees/masks.js";
 import { call, enc, first, retrySession, tok, toolCall } from "./fixtures.js";
 
 /** Token indices [a, b) covering text[from, to) for the byte tokenizer (its tokens never straddle these boundaries). */
@@ -17,14 +17,19 @@ function ones(mask: Uint8Array): number[] {
   return [...mask.keys()].filter((i) => mask[i] === 1);
 }
 
-describe("action / args masks through character → token offsets", () => {
+/** A record as the proxy writes it (fixtures.ts: spans from the proxy's own parse). */
+function sampled(completion: string) {
+  return call({ callId: "m", prompt: first("write it"), completion });
+}
+
+describe("action / args masks from the spans recorded at the proxy", () => {
   const writeCall = toolCall("write", { path: "日本.txt", text: "é🙂" });
   const second = toolCall("bash", { cmd: "ls" });
   const text = `<think>\nplan ✓\n</think>\n${writeCall}\n${second}<|im_end|>`;
 
   it("marks the name, control tags and JSON around the name as action and the argument value as args, exactly, with multi-byte characters", () => {
     const ids = enc(text);
-    const m = completionMasks(tok, ids);
+    const m = completionMasks(sampled(text));
     const expectedAction: number[] = [];
     const expectedArgs: number[] = [];
     for (const block of [writeCall, second]) {
@@ -45,16 +50,16 @@ describe("action / args masks through character → token offsets", () => {
   });
 
   it("flags no tokens in a completion without tool calls, and counts a malformed block", () => {
-    const plain = completionMasks(tok, enc("Just an answer é.<|im_end|>"));
+    const plain = completionMasks(sampled("Just an answer é.<|im_end|>"));
     expect(ones(plain.action)).toEqual([]);
     expect(ones(plain.args)).toEqual([]);
-    const bad = completionMasks(tok, enc('<tool_call>{"name": "bash", "arguments": {</tool_call><|im_end|>'));
+    const bad = completionMasks(sampled('<tool_call>{"name": "bash", "arguments": {</tool_call><|im_end|>'));
     expect(bad.malformed).toBe(1);
     expect(ones(bad.action)).toEqual([]);
   });
 
-  it("the parser-backed validity rejects truncated and malformed calls", () => {
-    const valid = parsedValidity(tok);
+  it("validity reads the recorded malformed count: it rejects truncated and malformed calls", () => {
+    const valid = isValidCall;
     const [r1, r2] = retrySession();
     expect(valid(r1 as never)).toBe(true);
     expect(valid(r2 as never)).toBe(false);
@@ -63,55 +68,39 @@ describe("action / args masks through character → token offsets", () => {
 
   it("carries the masks into batch rows on the sampled tokens only", () => {
     const rec = call({ callId: "m", prompt: first("write it"), completion: text });
-    const built = buildBatch(buildForests([rec]), { layout: "flat", tokenizer: tok });
+    const built = buildBatch(buildForests([rec]), { layout: "flat" });
     const row = built.batch.rows[0];
-    const m = completionMasks(tok, rec.completionTokens);
+    const m = completionMasks(rec);
     const offset = rec.promptTokens.length;
     expect(ones(row?.actionMask as Uint8Array)).toEqual(ones(m.action).map((i) => i + offset));
     expect(ones(row?.argsMask as Uint8Array)).toEqual(ones(m.args).map((i) => i + offset));
   });
 });
 
-describe("process rewards onto tokens", () => {
-  const rec = call({ callId: "p", prompt: first("go"), completion: `日本 ${toolCall("bash", { cmd: "ls" })}<|im_end|>` });
-  const lookup = (id: string) => (id === "p" ? rec : undefined);
-  const n = rec.completionTokens.length;
-
-  it("maps call, token-range, char-range and tool-call targets, adding overlapping rewards", () => {
-    const out = alignProcessRewards(
-      [
-        { callId: "p", value: 1 },
-        { callId: "p", value: 0.5, target: { kind: "tokens", start: 0, end: 2 } },
-        { callId: "p", value: 2, target: { kind: "chars", start: 1, end: 2 } }, // "本": bytes 3..6
-        { callId: "p", value: 10, target: { kind: "tool_call", index: 0, part: "action" } },
-      ],
-      lookup,
-      tok,
-    );
-    const r = out.get("p") as Float32Array;
-    expect(r).toHaveLength(n);
-    const m = completionMasks(tok, rec.completionTokens);
-    for (let i = 0; i < n; i++) {
-      const expected = 1 + (i < 2 ? 0.5 : 0) + (i >= 3 && i < 6 ? 2 : 0) + (m.action[i] === 1 ? 10 : 0);
-      expect(r[i]).toBeCloseTo(expected, 6);
-    }
-  });
-
-  it("rejects unknown calls, out-of-range spans and char targets without a tokenizer with user errors", () => {
-    expect(() => alignProcessRewards([{ callId: "nope", value: 1 }], lookup)).toThrow(UserError);
-    expect(() => alignProcessRewards([{ callId: "p", value: 1, target: { kind: "tokens", start: 0, end: n + 1 } }], lookup)).toThrow(/outside/);
-    expect(() => alignProcessRewards([{ callId: "p", value: 1, target: { kind: "chars", start: 0, end: 1 } }], lookup)).toThrow(/tokenizer/);
-    expect(() => alignProcessRewards([{ callId: "p", value: Number.NaN }], lookup)).toThrow(UserError);
-  });
-
-  it("puts outcome rewards on paths and process rewards on the batch index", () => {
-    const built = buildBatch(buildForests([rec]), { layout: "tree", tokenizer: tok, rewards: { outcome: new Map([["rol_1", 0.75]]), process: [{ callId: "p", value: 3, target: { kind: "tool_call", index: 0 } }] } });
+describe("outcome rewards", () => {
+  it("puts each rollout's outcome on its paths", () => {
+    const rec = call({ callId: "p", prompt: first("go"), completion: `日本 ${toolCall("bash", { cmd: "ls" })}<|im_end|>` });
+    const built = buildBatch(buildForests([rec]), { layout: "tree", outcome: new Map([["rol_1", 0.75]]) });
     expect(built.index.paths[0]?.outcomeReward).toBe(0.75);
-    const ix = built.index.rows[0];
-    const row = built.batch.rows[0];
-    const flagged = [...(ix?.processReward ?? [])].filter((x) => x === 3).length;
-    const masked = [...(row?.actionMask ?? [])].filter((x) => x === 1).length + [...(row?.argsMask ?? [])].filter((x) => x === 1).length;
-    expect(flagged).toBe(masked);
-    expect(masked).toBeGreaterThan(0);
+    expect(buildBatch(buildForests([rec]), { layout: "tree" }).index.paths[0]?.outcomeReward).toBe(0);
+  });
+});
+
+describe("records from ICR schema 1 (no spans)", () => {
+  it("are refused with a UserError telling to re-record, never given empty masks", () => {
+    const rec = { ...sampled(toolCall("bash", { cmd: "ls" }) + "<|im_end|>"), schemaVersion: 1, spans: null };
+    for (const run of [() => completionMasks(rec), () => isValidCall(rec), () => buildBatch(buildForests([rec]), { layout: "tree" })]) {
+      let err: unknown;
+      try {
+        run();
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(UserError);
+      expect((err as UserError).code).toBe("record_without_spans");
+      expect((err as UserError).message).toMatch(/re-record/);
+    }
+    // A call that sampled nothing (an engine error) has nothing to locate.
+    expect(completionMasks({ ...rec, completionTokens: [], logprobs: [] }).toolCalls).toEqual([]);
   });
 });
