@@ -68,10 +68,10 @@ export type PpoConfig = z.output<typeof PpoConfigSchema>;
 /** Validates an advantage config (from YAML or code), filling defaults; invalid input is a UserError naming the field. */
 export function parseAdvantageConfig(input: unknown = {}): AdvantageConfig {
   const parsed = AdvantageConfigSchema.safeParse(input ?? {});
-  if (!parsed.success) throw new UserError("invalid_advantage_config", `invalid advantage config: ${z.prettifyError(parsed.error)}`);
+  if (!parsed.success) throw new UserError("invalid_config", `invalid advantage config: ${z.prettifyError(parsed.error)}`);
   const c = parsed.data;
   if (c.process && c.process.decisions === "tool" && c.process.tool === undefined) {
-    throw new UserError("invalid_advantage_config", "advantage.process.decisions = \"tool\" needs advantage.process.tool (the tool name)");
+    throw new UserError("invalid_config", "advantage.process.decisions = \"tool\" needs advantage.process.tool (the tool name)");
   }
   return c;
 }

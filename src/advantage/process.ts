@@ -97,7 +97,7 @@ function decisionTokens(d: Decision, call: TreeCall, target: ProcessConfig["targ
 }
 
 function resolve(plan: ProcessPlan, forests: Iterable<RolloutForest>, target: ProcessConfig["target"], tokenizer: Tokenizer | undefined, place: (terms: { term: DecisionTerm; tokens: number[] }[], n: number) => Float32Array): CallTokenValues {
-  if (target === "masks" && !tokenizer) throw new UserError("invalid_advantage_config", "advantage.process.target = \"masks\" needs the policy's tokenizer (action/args masks)");
+  if (target === "masks" && !tokenizer) throw new UserError("invalid_config", "advantage.process.target = \"masks\" needs the policy's tokenizer (action/args masks)");
   const calls = callsById(forests);
   const byCall = new Map<string, { term: DecisionTerm; tokens: number[] }[]>();
   const maskCache = new Map<string, CompletionMasks>();

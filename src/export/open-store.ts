@@ -11,7 +11,7 @@ import type { Store } from "../store/types.js";
  */
 export function openRecordedStore(spec: string): Store {
   const s = spec.trim();
-  if (s === "") throw new UserError("bad_arguments", "--db needs a store file");
+  if (s === "") throw new UserError("invalid_arguments", "--db needs a store file");
   const path = s.startsWith("sqlite:") ? s.slice("sqlite:".length) : /^[a-z][a-z0-9+-]*:/i.test(s) ? null : s;
   if (path === null) return openStore(s);
   if (!existsSync(path)) throw new UserError("store_not_found", `no call record store at ${path}`);

@@ -25,7 +25,7 @@ const SQLITE_FILE = /\.(sqlite|sqlite3|db)$/i;
  */
 export function openStore(spec: string): Store {
   const trimmed = spec.trim();
-  if (trimmed === "") throw new UserError("bad_store_spec", "the store spec is empty (use memory, sqlite:<path> or <path>.sqlite)");
+  if (trimmed === "") throw new UserError("invalid_store_spec", "the store spec is empty (use memory, sqlite:<path> or <path>.sqlite)");
   const i = trimmed.indexOf(":");
   const scheme = i < 0 ? trimmed : trimmed.slice(0, i);
   const entry = factories.get(scheme);
@@ -36,10 +36,10 @@ export function openStore(spec: string): Store {
 }
 
 registerStore("memory", "in-process maps; lost when the process exits", (arg) => {
-  if (arg !== "") throw new UserError("bad_store_spec", `the memory store takes no argument (got "memory:${arg}")`);
+  if (arg !== "") throw new UserError("invalid_store_spec", `the memory store takes no argument (got "memory:${arg}")`);
   return new MemoryStore();
 });
 registerStore("sqlite", "SQLite file (WAL), the durable default: sqlite:<path>", (arg) => {
-  if (arg === "") throw new UserError("bad_store_spec", "sqlite: needs a file path, e.g. sqlite:runs/calls.sqlite");
+  if (arg === "") throw new UserError("invalid_store_spec", "sqlite: needs a file path, e.g. sqlite:runs/calls.sqlite");
   return new SqliteStore(arg);
 });

@@ -22,6 +22,7 @@ import { rolloutSettings } from "./settings.js";
 import { TaskSampler } from "./task-sampler.js";
 import { createScheduler, parseSchedulerConfig } from "../schedule/index.js";
 import { warmStart } from "./warm-start.js";
+import { UserError } from "../core/errors.js";
 
 interface Pending {
   promise: Promise<RolloutResult[]>;
@@ -144,7 +145,7 @@ export async function runTraining(config: RunConfig, runRoot: string, configPath
 
     stack = await RolloutStack.open({ engine: engineSpec(config, run.policyDir(state.policyVersion)), store: run.storeSpec, sandbox: config.rollout.sandbox, sandboxPool: config.rollout.concurrency, sampling: { temperature: config.sampling.temperature, maxTokens: config.sampling.max_tokens } });
     const engine = stack.engine;
-    if (!isHotSwappable(engine)) throw new Error(`engine ${engine.spec} cannot switch policies between steps`);
+    if (!isHotSwappable(engine)) throw new UserError("unsupported_weight_reload", `engine ${engine.spec} cannot switch policies between steps`);
     const tokenizer = defaultCodec().tokenizer;
     const evalTasks: Task[] = config.eval ? (await loadSuite(config.eval.tasks)).tasks : [];
 

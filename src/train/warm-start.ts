@@ -11,6 +11,7 @@ import { lrAt } from "./lr-schedule.js";
 import { microBatches, setTokenMeanWeights } from "./micro-batches.js";
 import type { RunDir } from "./run-dir.js";
 import { rolloutSettings } from "./settings.js";
+import { InfraError } from "../core/errors.js";
 
 export interface WarmStartReport {
   demos: number;
@@ -28,7 +29,7 @@ export interface WarmStartReport {
  */
 export async function warmStart(config: RunConfig, run: RunDir, trainer: Trainer, log: (line: string) => void): Promise<WarmStartReport> {
   const ws = config.warm_start;
-  if (!ws) throw new Error("warmStart called without a warm_start section");
+  if (!ws) throw new InfraError("internal", "warmStart called without a warm_start section");
   const started = Date.now();
   const tasks = (await loadSuite(ws.demos)).tasks;
   const stack = await RolloutStack.open({ engine: "oracle", store: run.demoStoreSpec, sandbox: config.rollout.sandbox, sandboxPool: config.rollout.concurrency });

@@ -56,15 +56,15 @@ export function defaultCacheDir(): string {
 export function parseLlamaCppSpec(arg: string, fallbackModelDir?: string): LlamaCppOptions {
   const q = arg.indexOf("?");
   const modelDir = (q < 0 ? arg : arg.slice(0, q)) || fallbackModelDir;
-  if (!modelDir) throw new UserError("bad_engine_spec", "llamacpp needs a model directory: llamacpp:<model dir>[?threads=N&sequences=N&ctx=N&kv=f32|f16&fa=0|1&batch=isolated|shared&contexts=N&cache=DIR]");
+  if (!modelDir) throw new UserError("invalid_engine_spec", "llamacpp needs a model directory: llamacpp:<model dir>[?threads=N&sequences=N&ctx=N&kv=f32|f16&fa=0|1&batch=isolated|shared&contexts=N&cache=DIR]");
   const params = Object.fromEntries(new URLSearchParams(q < 0 ? "" : arg.slice(q + 1)));
   const r = querySchema.safeParse(params);
-  if (!r.success) throw new UserError("bad_engine_spec", `llamacpp spec "${arg}": ${z.prettifyError(r.error)}`);
+  if (!r.success) throw new UserError("invalid_engine_spec", `llamacpp spec "${arg}": ${z.prettifyError(r.error)}`);
   const o = r.data;
   const sequences = o.sequences ?? 8;
   const batch = o.batch ?? "isolated";
   if (o.contexts !== undefined && (batch !== "shared" || o.contexts > sequences)) {
-    throw new UserError("bad_engine_spec", `llamacpp spec "${arg}": contexts=${o.contexts} needs batch=shared and at most sequences=${sequences}`);
+    throw new UserError("invalid_engine_spec", `llamacpp spec "${arg}": contexts=${o.contexts} needs batch=shared and at most sequences=${sequences}`);
   }
   return {
     modelDir,

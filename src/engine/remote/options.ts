@@ -38,11 +38,11 @@ export function parseRemoteSpec(scheme: string, arg: string, fallbackModelDir?: 
   try {
     url = new URL(base);
   } catch {
-    throw new UserError("bad_engine_spec", `${scheme} needs a server URL: ${scheme}:http://host:port[?model_dir=…&model=…]`);
+    throw new UserError("invalid_engine_spec", `${scheme} needs a server URL: ${scheme}:http://host:port[?model_dir=…&model=…]`);
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UserError("bad_engine_spec", `${scheme}: URL must be http(s), got ${base}`);
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UserError("invalid_engine_spec", `${scheme}: URL must be http(s), got ${base}`);
   const r = querySchema.safeParse(Object.fromEntries(new URLSearchParams(q < 0 ? "" : arg.slice(q + 1))));
-  if (!r.success) throw new UserError("bad_engine_spec", `${scheme} spec "${arg}": ${z.prettifyError(r.error)}`);
+  if (!r.success) throw new UserError("invalid_engine_spec", `${scheme} spec "${arg}": ${z.prettifyError(r.error)}`);
   const o = r.data;
   return {
     baseUrl: base,
