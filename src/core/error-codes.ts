@@ -91,7 +91,6 @@ export const ERROR_CODES = {
     unauthorized: once("a missing or wrong API key (HTTP 401)"),
     method_not_allowed: once("an HTTP method the route does not accept (HTTP 405)"),
     payload_too_large: once("a request body over the size limit (HTTP 413)"),
-    request_aborted: once("the client broke off while sending the request body"),
     not_listening: once("the proxy's address was asked for before it listens"),
   },
   harness: {
@@ -101,6 +100,7 @@ export const ERROR_CODES = {
     harness_install_failed: retry("installing the harness's pinned npm package failed"),
     harness_install_incomplete: once("the installed harness package lacks its native binary"),
     harness_unsettled: once("calls from the harness were still in flight long after it exited"),
+    request_aborted: once("the harness broke off while sending the request body"),
     client_closed: once("the harness closed the connection before the answer was complete (recorded, not thrown)"),
   },
   engine: {

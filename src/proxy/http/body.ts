@@ -34,7 +34,7 @@ export function readJsonBodyText(req: IncomingMessage, limit: number): Promise<{
     req.on("data", onData);
     req.once("error", (e) => {
       failed = true;
-      reject(new UserError("request_aborted", `reading the request body failed: ${e.message}`));
+      reject(new HarnessError("request_aborted", `reading the request body failed: ${e.message}`));
     });
     req.once("end", () => {
       if (failed) return;
