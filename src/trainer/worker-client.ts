@@ -47,7 +47,7 @@ const STDERR_TAIL_LINES = 40;
  * The worker's wire error codes (worker/harnessrl_worker, docs/worker.md) as catalogue codes. The wire keeps its own
  * spelling; unknown codes become `trainer_failed`.
  */
-const WORKER_CODES: Record<string, ErrorCode> = {
+export const WORKER_ERROR_CODES: Readonly<Record<string, ErrorCode>> = {
   bad_message: "worker_protocol",
   bad_request: "invalid_trainer_request",
   unknown_op: "unknown_op",
@@ -203,7 +203,7 @@ export class WorkerClient {
     }
     const err = (m.header.error ?? {}) as { code?: unknown; message?: unknown; retryable?: unknown };
     const wire = typeof err.code === "string" ? err.code : "";
-    const code = (Object.hasOwn(WORKER_CODES, wire) ? WORKER_CODES[wire] : undefined) ?? "trainer_failed";
+    const code = (Object.hasOwn(WORKER_ERROR_CODES, wire) ? WORKER_ERROR_CODES[wire] : undefined) ?? "trainer_failed";
     const message = `trainer worker ${p.op}: ${typeof err.message === "string" ? err.message : "failed"}`;
     // User-fault codes (a model directory that does not fit) are never retryable; the worker decides for its own.
     p.reject(errorOfCode(code, message, { retryable: err.retryable === true, details: { workerCode: wire } }));

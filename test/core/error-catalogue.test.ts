@@ -2,6 +2,7 @@ import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ERROR_CODES, codeInfo, type Fault } from "../../src/core/error-codes.js";
+import { WORKER_ERROR_CODES } from "../../src/trainer/worker-client.js";
 
 /**
  * The error catalogue (src/core/error-codes.ts) against the code that throws and the doc that lists it. Regenerate
@@ -76,6 +77,15 @@ describe("error catalogue", () => {
     const text = sources.filter((s) => s.path !== "src/core/error-codes.ts").map((s) => s.text).join("\n");
     const unused = FAULTS.flatMap((f) => Object.keys(ERROR_CODES[f])).filter((code) => !text.includes(`"${code}"`));
     expect(unused).toEqual([]);
+  });
+
+  it("maps every error code the Python trainer worker can send onto the catalogue", () => {
+    const dir = join(ROOT, "worker", "harnessrl_worker");
+    const py = readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".py")).map((f) => readFileSync(join(dir, f), "utf8"));
+    const sent = new Set(py.flatMap((text) => [...text.matchAll(/(?:WorkerError\(|error_body\([\w.]+, |super\(\)\.__init__\()"([a-z_]+)"/g)].map((m) => m[1]!)));
+    expect(sent.size).toBeGreaterThan(8);
+    expect([...sent].filter((code) => !Object.hasOwn(WORKER_ERROR_CODES, code)).sort()).toEqual([]);
+    for (const code of Object.values(WORKER_ERROR_CODES)) expect(codeInfo(code), code).toBeDefined();
   });
 
   it("is what docs/errors.md lists", () => {
