@@ -73,7 +73,7 @@ export function applyAdvantages(input: ApplyAdvantagesInput): ApplyAdvantagesRes
   let process: ProcessPlan | null = null;
   let perCall: CallTokenValues = new Map();
   if (config.process) {
-    if (!input.forests) throw new UserError("invalid_advantage_config", "process rewards need the rollouts' forests (decisions are the main agent's calls)");
+    if (!input.forests) throw new UserError("invalid_config", "process rewards need the rollouts' forests (decisions are the main agent's calls)");
     const byId = new Map(input.forests.map((f) => [f.rolloutId, f]));
     process = planProcess(plan, input.results, byId, config.process, config.eps);
     const fn = config.estimator === "grpo" ? processTokenTerms : processTokenRewards;

@@ -60,7 +60,7 @@ export function buildFromKept(kept: readonly KeptForest[], filterStats: BatchSta
     let d = callData.get(callId);
     if (d) return d;
     const record = tree.calls[tree.callIndex.get(callId) as number]?.record;
-    if (!record) throw new Error(`call ${callId} is not in session ${tree.sessionId}`);
+    if (!record) throw new UserError("unknown_call", `call ${callId} is not in session ${tree.sessionId}`);
     const masks = record.completionTokens.length > 0 ? completionMasks(record) : null;
     d = { ref: calls.length, record, action: masks?.action ?? null, args: masks?.args ?? null };
     calls.push({ callId, sessionId: record.sessionId, rolloutId: rolloutOf.get(tree) ?? "", policyVersion: record.policyVersion });

@@ -25,6 +25,7 @@ import { llamaCppOptions } from "../engine/llamacpp/options.js";
 import { DEFAULT_SAMPLING, type SamplingEngine } from "../engine/types.js";
 import { createTrainer } from "../trainer/index.js";
 import type { Trainer } from "../trainer/types.js";
+import { InfraError } from "../core/errors.js";
 
 /** Engine layouts compared: spec query suffixes (32 sequences each). */
 const MODES = ["batch=isolated", "batch=shared", "batch=shared&contexts=2"] as const;
@@ -87,7 +88,7 @@ async function compareModes(engines: ReadonlyMap<BatchMode, SamplingEngine>, rou
     for (const c of LEVELS) {
       for (const mode of r % 2 === 0 ? MODES : [...MODES].reverse()) {
         const engine = engines.get(mode);
-        if (!engine) throw new Error(`no engine for ${mode}`);
+        if (!engine) throw new InfraError("internal", `no engine for ${mode}`);
         const x = await samplingThroughput(engine, c, minTokens);
         perMode.get(mode)?.push(x);
         console.log(`${label} round ${r + 1} ${mode}: concurrency ${c}: ${x.tokens} tokens in ${x.seconds.toFixed(2)} s = ${x.tokensPerSecond.toFixed(0)} tok/s, ${x.cpuMicrosPerToken.toFixed(0)} µs CPU/token`);

@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import type { ChatRenderer } from "../chat/renderer.js";
 import type { ChatMessage, ToolSpec } from "../chat/types.js";
+import { InfraError } from "../core/errors.js";
 import { MemoryStore } from "../store/memory.js";
 import { ICR_SCHEMA_VERSION, type CallRecord } from "../icr/records.js";
 import type { Tokenizer } from "../tokenizer/types.js";
@@ -56,7 +57,7 @@ export function runPlannerBench(codec: { tokenizer: Tokenizer; renderer: ChatRen
     const t2 = performance.now();
     planner.remember(record);
     const t3 = performance.now();
-    if (i > 1 && plan.parentCallId !== `call_bench_${i - 1}`) throw new Error(`call ${i} was not spliced: ${JSON.stringify(plan.break)}`);
+    if (i > 1 && plan.parentCallId !== `call_bench_${i - 1}`) throw new InfraError("bench_check_failed", `call ${i} was not spliced: ${JSON.stringify(plan.break)}`);
     rememberTimes.push(t3 - t2);
     if (checkpoints.includes(i)) {
       // plan() does not change the planner's state, so it can be repeated on the same request; medians resist the

@@ -33,6 +33,7 @@ import { LATEST_SCHEMA_VERSION } from "../store/migrations.js";
 import { openStore } from "../store/registry.js";
 import { SqliteStore } from "../store/sqlite.js";
 import { latencySummary as summary } from "./stats.js";
+import { InfraError, UserError } from "../core/errors.js";
 
 const ANSWER = "Done: the change is applied and the tests pass.";
 const TURNS_PER_SESSION = 4;
@@ -186,7 +187,7 @@ class Harness {
     const body = JSON.stringify({ model: "policy", messages, tools: TOOLS, stream: this.stream, max_tokens: 256 });
     return async () => {
       const r = await this.client.post("/v1/chat/completions", this.key, body);
-      if (r.status !== 200 || !r.text.includes(this.stream ? "[DONE]" : ANSWER)) throw new Error(`bad response ${r.status}: ${r.text.slice(0, 300)}`);
+      if (r.status !== 200 || !r.text.includes(this.stream ? "[DONE]" : ANSWER)) throw new InfraError("bench_check_failed", `bad response ${r.status}: ${r.text.slice(0, 300)}`);
     };
   }
 }
@@ -219,7 +220,7 @@ async function longSessionLatency(proxy: Client, floor: Client, turns: number): 
       const start = performance.now();
       const r = await client.post("/v1/chat/completions", k, body);
       times.push(performance.now() - start);
-      if (r.status !== 200 || !r.text.includes(ANSWER)) throw new Error(`bad response ${r.status}: ${r.text.slice(0, 300)}`);
+      if (r.status !== 200 || !r.text.includes(ANSWER)) throw new InfraError("bench_check_failed", `bad response ${r.status}: ${r.text.slice(0, 300)}`);
     }
     out.promptChars.push(body.length);
   }
@@ -276,7 +277,7 @@ async function directLatency(engine: SamplingEngine, calls: number): Promise<num
     const t = performance.now();
     const r = await engine.generate({ promptTokens, params, context });
     if (i >= 20) out.push(performance.now() - t);
-    if (r.finishReason !== "stop") throw new Error("direct generation did not finish");
+    if (r.finishReason !== "stop") throw new InfraError("bench_check_failed", "direct generation did not finish");
   }
   return out;
 }
@@ -305,7 +306,7 @@ async function startChild(db: string, profileDir: string | undefined): Promise<C
   const nextLine = (): Promise<string> => new Promise((r) => waiting.push(r));
   const port = await new Promise<number>((resolvePort, reject) => {
     void nextLine().then((line) => resolvePort((JSON.parse(line) as { port: number }).port));
-    child.once("exit", (code) => reject(new Error(`bench proxy exited with ${String(code)}`)));
+    child.once("exit", (code) => reject(new InfraError("bench_check_failed", `bench proxy exited with ${String(code)}`)));
   });
   return {
     port,
@@ -402,7 +403,7 @@ async function main(): Promise<void> {
   const engine = createScriptedEngine(answer, { modelId: "policy" });
   const lengths = [0, TURNS_PER_SESSION - 1].map((k) => engine.tokenizer.encode(engine.renderer.render(conversation(1, k), TOOL_SPECS, { addGenerationPrompt: true })).length);
   const dir = mkdtempSync(join(tmpdir(), "hrl-bench-proxy-"));
-  if (values.store !== "sqlite" && values.store !== "memory") throw new Error(`--store must be sqlite or memory, got ${values.store}`);
+  if (values.store !== "sqlite" && values.store !== "memory") throw new UserError("invalid_arguments", `--store must be sqlite or memory, got ${values.store}`);
   const child = await startChild(values.store === "memory" ? "memory" : join(dir, "calls.sqlite"), values.profile);
   const floorChild = await startChild("floor", undefined);
   const client = new Client(child.port, concurrency);

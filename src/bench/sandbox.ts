@@ -27,6 +27,7 @@ import { BwrapBackend } from "../sandbox/bwrap/backend.js";
 import { LocalUnsafeBackend } from "../sandbox/local/backend.js";
 import type { ExecResult, Sandbox, SandboxBackend, SandboxCreateOptions } from "../sandbox/types.js";
 import { latencySummary, type LatencySummary } from "./stats.js";
+import { InfraError } from "../core/errors.js";
 
 const { values } = parseArgs({
   options: {
@@ -120,7 +121,7 @@ async function startToFirstExec(v: StartVariant): Promise<void> {
   const r = await s.exec(["true"]);
   const t2 = performance.now();
   v.cpuMs += cpuMsSoFar() - c0;
-  if (r.exitCode !== 0) throw new Error(`${v.name}: first exec failed: ${r.stderr}`);
+  if (r.exitCode !== 0) throw new InfraError("bench_check_failed", `${v.name}: first exec failed: ${r.stderr}`);
   v.create.push(t1 - t0);
   v.exec.push(t2 - t1);
   v.total.push(t2 - t0);
@@ -145,7 +146,7 @@ async function execInRunning(v: ExecVariant): Promise<void> {
   const r = await v.sandbox.exec(["true"]);
   v.samples.push(performance.now() - t0);
   v.cpuMs += cpuMsSoFar() - c0;
-  if (r.exitCode !== 0) throw new Error(`${v.name}: exec failed: ${r.stderr}`);
+  if (r.exitCode !== 0) throw new InfraError("bench_check_failed", `${v.name}: exec failed: ${r.stderr}`);
 }
 
 async function waitForFile(s: Sandbox, name: string, timeoutMs: number): Promise<boolean> {
@@ -219,7 +220,7 @@ async function main(): Promise<void> {
   const proxy = createServer((_req, res) => res.end("ok"));
   await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
   const addr = proxy.address();
-  if (addr === null || typeof addr === "string") throw new Error("no proxy port");
+  if (addr === null || typeof addr === "string") throw new InfraError("internal", "no proxy port");
   const network = { proxy: { host: "127.0.0.1", port: addr.port } };
   const seed = { workspaceFiles: { "task.md": "bench" } };
 

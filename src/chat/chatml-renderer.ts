@@ -57,7 +57,7 @@ export class ChatMLToolsRenderer implements ChatRenderer {
           if (i === messages.length - 1 || messages[i + 1]?.role !== "tool") out += "<|im_end|>\n";
           break;
         default:
-          throw new UserError("chat_template_error", `the chat template rejected the conversation: unsupported message role: ${String((m as { role: unknown }).role)}`);
+          throw new UserError("chat_template_rejected", `the chat template rejected the conversation: unsupported message role: ${String((m as { role: unknown }).role)}`);
       }
     }
     if (options.addGenerationPrompt) out += "<|im_start|>assistant\n";

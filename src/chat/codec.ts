@@ -53,7 +53,7 @@ export function defaultCodec(): Codec {
  * `enable_thinking`) can be given.
  */
 export function loadCodec(modelDir: string, options: Pick<JinjaRendererOptions, "variables" | "endOfTurn"> = {}): Codec {
-  if (!existsSync(modelDir)) throw new UserError("invalid_model_dir", `model directory ${modelDir} does not exist`);
+  if (!existsSync(modelDir)) throw new UserError("model_dir_not_found", `model directory ${modelDir} does not exist`);
   const config = readTokenizerConfig(modelDir);
   const tokenizer = loadTokenizer(modelDir);
   let source: string | undefined;

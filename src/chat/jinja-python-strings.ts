@@ -1,4 +1,5 @@
 import { Environment } from "@huggingface/jinja";
+import { UserError } from "../core/errors.js";
 
 /**
  * @huggingface/jinja 0.5.x implements `str.strip/lstrip/rstrip` without Python's `chars` argument: `x.strip('\n')`
@@ -16,7 +17,7 @@ let installed = false;
 
 function pyStrip(s: string, chars: unknown, left: boolean, right: boolean): string {
   if (chars === null || chars === undefined) return left && right ? s.trim() : left ? s.trimStart() : s.trimEnd();
-  if (typeof chars !== "string") throw new Error("strip arg must be None or str");
+  if (typeof chars !== "string") throw new UserError("invalid_chat_template", "strip arg must be None or str");
   const set = new Set(chars);
   let start = 0;
   let end = s.length;

@@ -50,7 +50,7 @@ export class JinjaChatRenderer implements ChatRenderer {
     try {
       return this.template.render(context);
     } catch (e) {
-      throw new UserError("chat_template_error", `the chat template rejected the conversation: ${errorMessage(e)}`, { cause: e });
+      throw new UserError("chat_template_rejected", `the chat template rejected the conversation: ${errorMessage(e)}`, { cause: e });
     }
   }
 }

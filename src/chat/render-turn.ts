@@ -36,13 +36,13 @@ export function renderAssistantTurn(codec: Codec, messages: readonly ChatMessage
   const full = renderer.render([...messages, assistantMessageFromTurn(turn)], tools, { addGenerationPrompt: false });
   if (!hasPrefix(full, prompt)) {
     throw new UserError(
-      "chat_template_error",
+      "chat_template_rejected",
       "the chat template does not render an assistant turn as a continuation of its generation prompt, so a sampled turn cannot be reconstructed",
     );
   }
   const rest = full.slice(prompt.length);
   const eot = rest.lastIndexOf(renderer.endOfTurn);
-  if (eot < 0) throw new UserError("chat_template_error", `the chat template did not close the assistant turn with ${JSON.stringify(renderer.endOfTurn)}`);
+  if (eot < 0) throw new UserError("chat_template_rejected", `the chat template did not close the assistant turn with ${JSON.stringify(renderer.endOfTurn)}`);
   const text = rest.slice(0, eot + renderer.endOfTurn.length);
   return { text, tokens: tokenizer.encode(text) };
 }

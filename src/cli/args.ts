@@ -8,21 +8,21 @@ export function parseOptions<O extends Options>(argv: string[], options: O, usag
   try {
     return parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
   } catch (e) {
-    throw new UserError("bad_arguments", `${errorMessage(e)}\n\n${usage}`);
+    throw new UserError("invalid_arguments", `${errorMessage(e)}\n\n${usage}`);
   }
 }
 
 export function intOption(name: string, value: string | undefined, fallback: number, min = 0): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (value.trim() === "" || !Number.isInteger(n) || n < min) throw new UserError("bad_arguments", `--${name} must be an integer ≥ ${min}, got "${value}"`);
+  if (value.trim() === "" || !Number.isInteger(n) || n < min) throw new UserError("invalid_arguments", `--${name} must be an integer ≥ ${min}, got "${value}"`);
   return n;
 }
 
 export function numberOption(name: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (value.trim() === "" || !Number.isFinite(n)) throw new UserError("bad_arguments", `--${name} must be a number, got "${value}"`);
+  if (value.trim() === "" || !Number.isFinite(n)) throw new UserError("invalid_arguments", `--${name} must be a number, got "${value}"`);
   return n;
 }
 

@@ -1,4 +1,4 @@
-import { UserError } from "./errors.js";
+import { UserError, type ErrorCode } from "./errors.js";
 
 /** What every registry entry carries: the name specs refer to, and the one line `harnessrl list` shows. */
 export interface Registrable {
@@ -21,7 +21,7 @@ export class Registry<T extends Registrable> {
    */
   constructor(
     readonly kind: string,
-    private readonly unknownCode: string,
+    private readonly unknownCode: ErrorCode<"user">,
   ) {}
 
   /** Adds an entry; a second entry under the same name is a mistake (it would silently shadow the first). */

@@ -12,7 +12,7 @@ import type { Store } from "../store/types.js";
  */
 export function openRecordedStore(spec: string): Store {
   const s = spec.trim();
-  if (s === "") throw new UserError("bad_arguments", "--db needs a store file");
+  if (s === "") throw new UserError("invalid_arguments", "--db needs a store file");
   const { scheme, arg } = parseSpec(s);
   // `sqlite:<path>` or a plain path (which may contain colons) is read here; another `scheme:arg` goes to the registry.
   const path = scheme === "sqlite" ? arg : s.includes(":") && /^[a-z][a-z0-9+-]*$/i.test(scheme) ? null : s;

@@ -1,6 +1,7 @@
 import { renameSync, writeFileSync } from "node:fs";
 import { parquetWriteBuffer } from "hyparquet-writer";
 import type { ColumnSource, SchemaElement } from "hyparquet-writer";
+import { InfraError } from "../core/errors.js";
 
 /** Column types of the export schema; lists are Parquet 3-level LIST columns (read as arrays by pyarrow and duckdb). */
 export type ColumnType = "string" | "json" | "int32" | "int64" | "float" | "double" | "boolean" | "list<int32>" | "list<float>" | "list<string>";
@@ -38,7 +39,7 @@ function leaf(name: string, type: ColumnType, repetition: "REQUIRED" | "OPTIONAL
     case "boolean":
       return { name, type: "BOOLEAN", repetition_type: repetition };
     default:
-      throw new Error(`not a scalar type: ${type}`);
+      throw new InfraError("internal", `not a scalar type: ${type}`);
   }
 }
 
@@ -58,7 +59,7 @@ function schemaOf<R>(def: TableDef<R>): SchemaElement[] {
 function cell(c: ColumnDef<unknown>, v: CellValue): unknown {
   if (v === null) {
     if (c.type.startsWith("list<")) return [];
-    if (!c.nullable) throw new Error(`column ${c.name} is not nullable`);
+    if (!c.nullable) throw new InfraError("internal", `column ${c.name} is not nullable`);
     return null;
   }
   if (c.type === "int64") return BigInt(Math.trunc(v as number));

@@ -51,7 +51,7 @@ function sourceTensor(name: string, t: TensorInfo): GgufTensor {
         let done = 0;
         while (done < t.byteLength) {
           const n = readSync(fd, buf, 0, Math.min(buf.length, t.byteLength - done), t.offset + done);
-          if (n <= 0) throw new UserError("bad_safetensors", `${t.file}: truncated tensor ${t.name}`);
+          if (n <= 0) throw new UserError("invalid_safetensors", `${t.file}: truncated tensor ${t.name}`);
           write(buf.subarray(0, n));
           done += n;
         }
@@ -73,8 +73,8 @@ export function mapTensors(config: ModelConfig, src: ReadonlyMap<string, TensorI
   const out: GgufTensor[] = [];
   const need = (hf: string, gg: string, shape: number[]): void => {
     const t = src.get(hf);
-    if (!t) throw new UserError("missing_tensor", `weights lack ${hf}`);
-    if (t.shape.join("x") !== shape.join("x")) throw new UserError("bad_tensor_shape", `${hf}: shape ${t.shape.join("x")}, expected ${shape.join("x")}`);
+    if (!t) throw new UserError("tensor_not_found", `weights lack ${hf}`);
+    if (t.shape.join("x") !== shape.join("x")) throw new UserError("invalid_tensor", `${hf}: shape ${t.shape.join("x")}, expected ${shape.join("x")}`);
     out.push(sourceTensor(gg, t));
   };
   const { hiddenSize: h, numHeads, numKvHeads, headDim, intermediateSize: ff, vocabSize } = config;
@@ -108,7 +108,7 @@ export function mapTensors(config: ModelConfig, src: ReadonlyMap<string, TensorI
   // Tied embeddings: llama.cpp reuses token_embd when `output` is absent.
   if (!config.tieWordEmbeddings || src.has("lm_head.weight")) {
     if (src.has("lm_head.weight")) need("lm_head.weight", "output.weight", [vocabSize, h]);
-    else throw new UserError("missing_tensor", "weights lack lm_head.weight and tie_word_embeddings is false");
+    else throw new UserError("tensor_not_found", "weights lack lm_head.weight and tie_word_embeddings is false");
   }
   return out;
 }

@@ -54,7 +54,7 @@ const hfSchema = z.object({
 });
 
 function padTo(vocab: GgufVocab, vocabSize: number): GgufVocab {
-  if (vocab.tokens.length > vocabSize) throw new UserError("bad_tokenizer", `tokenizer has ${vocab.tokens.length} tokens but config.json vocab_size is ${vocabSize}`);
+  if (vocab.tokens.length > vocabSize) throw new UserError("invalid_tokenizer", `tokenizer has ${vocab.tokens.length} tokens but config.json vocab_size is ${vocabSize}`);
   for (let i = vocab.tokens.length; i < vocabSize; i++) {
     vocab.tokens.push(`[PAD${i}]`);
     vocab.types.push(TokenType.UNUSED);
@@ -64,7 +64,7 @@ function padTo(vocab: GgufVocab, vocabSize: number): GgufVocab {
 
 export function readVocab(modelDir: string, vocabSize: number): GgufVocab {
   const path = join(modelDir, "tokenizer.json");
-  if (!existsSync(path)) throw new UserError("bad_tokenizer", `${modelDir}: tokenizer.json is missing`);
+  if (!existsSync(path)) throw new UserError("invalid_model_dir", `${modelDir}: tokenizer.json is missing`);
   const raw: unknown = JSON.parse(readFileSync(path, "utf8"));
   const tiny = tinySchema.safeParse(raw);
   if (tiny.success) {
@@ -77,12 +77,12 @@ export function readVocab(modelDir: string, vocabSize: number): GgufVocab {
     return padTo({ tokens, types, merges: [], eosId: eos, bosId: id("<|endoftext|>") >= 0 ? id("<|endoftext|>") : eos }, vocabSize);
   }
   const hf = hfSchema.safeParse(raw);
-  if (!hf.success) throw new UserError("bad_tokenizer", `${path}: neither a harnessrl byte tokenizer nor a Hugging Face BPE tokenizer: ${hf.error.message}`);
+  if (!hf.success) throw new UserError("invalid_tokenizer", `${path}: neither a harnessrl byte tokenizer nor a Hugging Face BPE tokenizer: ${hf.error.message}`);
   const byId = new Map<number, { text: string; type: number }>();
   for (const [text, tid] of Object.entries(hf.data.model.vocab)) byId.set(tid, { text, type: TokenType.NORMAL });
   for (const a of hf.data.added_tokens) byId.set(a.id, { text: a.content, type: a.special ? TokenType.CONTROL : TokenType.USER_DEFINED });
   const maxId = Math.max(...byId.keys());
-  if (maxId >= vocabSize) throw new UserError("bad_tokenizer", `${path}: token id ${maxId} does not fit config.json vocab_size ${vocabSize}`);
+  if (maxId >= vocabSize) throw new UserError("invalid_tokenizer", `${path}: token id ${maxId} does not fit config.json vocab_size ${vocabSize}`);
   const tokens: string[] = [];
   const types: number[] = [];
   for (let i = 0; i < vocabSize; i++) {
@@ -93,7 +93,7 @@ export function readVocab(modelDir: string, vocabSize: number): GgufVocab {
   const merges = hf.data.model.merges.map((m) => (typeof m === "string" ? m : `${m[0]} ${m[1]}`));
   const find = (s: string): number => tokens.indexOf(s);
   const eos = find("<|im_end|>") >= 0 ? find("<|im_end|>") : find("<|endoftext|>");
-  if (eos < 0) throw new UserError("bad_tokenizer", `${path}: no <|im_end|> or <|endoftext|> token`);
+  if (eos < 0) throw new UserError("invalid_tokenizer", `${path}: no <|im_end|> or <|endoftext|> token`);
   const bos = find("<|endoftext|>") >= 0 ? find("<|endoftext|>") : eos;
   return { tokens, types, merges, eosId: eos, bosId: bos };
 }

@@ -1,4 +1,5 @@
 import { closeSync, openSync, writeSync } from "node:fs";
+import { InfraError } from "../core/errors.js";
 
 /**
  * A GGUF v3 writer: header (magic, version, counts), metadata key/values, tensor infos, then tensor data, each tensor
@@ -151,7 +152,7 @@ function writeValue(sink: ByteSink, v: GgufValue): void {
       else for (const x of v.value) sink.i32(x);
       return;
     default:
-      throw new Error(`unsupported GGUF value type ${(v as { type: number }).type}`);
+      throw new InfraError("internal", `unsupported GGUF value type ${(v as { type: number }).type}`);
   }
 }
 
@@ -208,7 +209,7 @@ export function writeGguf(file: string, metadata: ReadonlyMap<string, GgufValue>
       const before = pos;
       t.writeData(write);
       const expected = tensorByteLength(t);
-      if (pos - before !== expected) throw new Error(`GGUF tensor ${t.name}: wrote ${pos - before} bytes, expected ${expected}`);
+      if (pos - before !== expected) throw new InfraError("internal", `GGUF tensor ${t.name}: wrote ${pos - before} bytes, expected ${expected}`);
     });
     return pos;
   } finally {

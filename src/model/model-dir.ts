@@ -36,7 +36,7 @@ export function readHarnessrlMeta(dir: string): { preset: string | undefined; se
 
 export function describeModelDir(dir: string): ModelDirSummary {
   const abs = resolve(dir);
-  if (!existsSync(abs)) throw new UserError("model_dir_missing", `model directory ${abs} does not exist`);
+  if (!existsSync(abs)) throw new UserError("model_dir_not_found", `model directory ${abs} does not exist`);
   const config = readModelConfig(abs);
   const tensors = readModelTensors(abs);
   let parameters = 0;

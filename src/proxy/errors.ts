@@ -1,4 +1,4 @@
-import { isHarnessRLError, toHarnessRLError, type HarnessRLError } from "../core/errors.js";
+import { isHarnessRLError, toHarnessRLError, type ErrorCode, type HarnessRLError } from "../core/errors.js";
 import type { Protocol } from "../icr/records.js";
 
 /**
@@ -6,21 +6,19 @@ import type { Protocol } from "../icr/records.js";
  * time it reaches here, and this module alone decides its HTTP status and its body in the caller's protocol.
  */
 
-/** HTTP status for user-fault error codes raised anywhere in the proxy. */
-const USER_STATUS: Record<string, number> = {
+/** HTTP status for user-fault error codes raised anywhere in the proxy; the other user and all harness codes are 400. */
+const USER_STATUS: Partial<Record<ErrorCode<"user">, number>> = {
   unauthorized: 401,
-  forbidden: 403,
   not_found: 404,
   model_not_found: 404,
   method_not_allowed: 405,
   payload_too_large: 413,
-  unsupported_media_type: 415,
 };
 
 export function httpStatusOf(e: HarnessRLError): number {
   switch (e.fault) {
     case "user":
-      return USER_STATUS[e.code] ?? 400;
+      return USER_STATUS[e.code as ErrorCode<"user">] ?? 400;
     case "harness":
       return 400;
     case "engine":

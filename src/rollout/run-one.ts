@@ -1,4 +1,4 @@
-import { errorMessage, isHarnessRLError } from "../core/errors.js";
+import { HarnessError, errorMessage, isHarnessRLError } from "../core/errors.js";
 import type { HarnessDefinition } from "../harness/types.js";
 import type { Sandbox, SandboxBackend, SandboxLimits } from "../sandbox/types.js";
 import { verifierFilesOf, workspaceSeedOf } from "../tasks/materialize.js";
@@ -110,7 +110,7 @@ export async function runRollout(request: RolloutRequest, task: Task, harness: H
 
     const settled = await waitSettled({ status: () => proxy.rolloutStatus(request.rolloutId) }, settings.settle);
     result.timings.settledAt = Date.now();
-    if (!settled.settled) throw new Error(`rollout did not settle within ${settings.settle.timeoutMs} ms (calls still in flight)`);
+    if (!settled.settled) throw new HarnessError("harness_unsettled", `rollout did not settle within ${settings.settle.timeoutMs} ms (calls still in flight)`);
 
     // Through the sandbox, never plain fs: the agent may have planted symlinks in the workspace.
     for (const [rel, data] of Object.entries(verifierFilesOf(task))) await sandbox.writeFile(rel, data);
@@ -128,7 +128,8 @@ export async function runRollout(request: RolloutRequest, task: Task, harness: H
       if (result.status === "harness_crash") result.error = finished.detail;
     }
   } catch (e) {
-    result.status = "infra_error";
+    // A harness at fault (e.g. calls left in flight after it exited) is the rollout's failure, not ours.
+    result.status = e instanceof HarnessError ? "harness_crash" : "infra_error";
     result.error = isHarnessRLError(e) ? `${e.code}: ${e.message}` : errorMessage(e);
   } finally {
     if (sandbox) await sandbox.destroy().catch(() => undefined);

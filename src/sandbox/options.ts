@@ -34,7 +34,7 @@ const ExecSchema = z.object({
 
 function fail(what: string, error: z.ZodError): never {
   const issues = error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
-  throw new UserError("sandbox_bad_options", `invalid sandbox ${what}: ${issues}`);
+  throw new UserError("invalid_sandbox_options", `invalid sandbox ${what}: ${issues}`);
 }
 
 export function validateCreateOptions(options: SandboxCreateOptions): SandboxCreateOptions {

@@ -16,10 +16,10 @@ export interface Owner {
  * component is opened with O_NOFOLLOW. (Best used when nothing runs in the sandbox, e.g. after the harness ended.)
  */
 export function checkRelativePath(path: string): string {
-  if (path.length === 0 || path.includes("\0")) throw new UserError("sandbox_bad_path", `invalid sandbox path ${JSON.stringify(path)}`);
+  if (path.length === 0 || path.includes("\0")) throw new UserError("invalid_sandbox_path", `invalid sandbox path ${JSON.stringify(path)}`);
   const norm = normalize(path);
   if (isAbsolute(norm) || norm === ".." || norm.startsWith(`..${sep}`)) {
-    throw new UserError("sandbox_bad_path", `sandbox path must be relative and stay inside its root: ${JSON.stringify(path)}`);
+    throw new UserError("invalid_sandbox_path", `sandbox path must be relative and stay inside its root: ${JSON.stringify(path)}`);
   }
   return norm;
 }
@@ -111,7 +111,7 @@ export async function seedWorkspace(dir: string, seed: WorkspaceSeed | undefined
   if (seed === undefined) return;
   if (typeof seed === "string") {
     const st = await stat(seed).catch(() => undefined);
-    if (!st?.isDirectory()) throw new UserError("sandbox_seed_missing", `workspace seed directory ${JSON.stringify(seed)} does not exist`);
+    if (!st?.isDirectory()) throw new UserError("sandbox_seed_not_found", `workspace seed directory ${JSON.stringify(seed)} does not exist`);
     await cp(seed, dir, { recursive: true, verbatimSymlinks: true, force: true });
     return;
   }

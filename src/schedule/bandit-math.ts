@@ -1,3 +1,4 @@
+import { InfraError } from "../core/errors.js";
 /** The pure arithmetic of HarnessBandit, each piece tested against hand-computed fixtures (test/schedule). */
 
 /** Below this spread a window is degenerate: every value normalises to 0.5 (no information to rank by). */
@@ -23,7 +24,7 @@ export function minMaxNormalise(value: number, window: readonly number[]): numbe
 /** f = (w_ℓ·ℓ̂ + w_τ·τ̂) / (w_ℓ + w_τ): weights are relative, so f stays in [0, 1] and the temperature keeps its meaning. */
 export function fuse(learnNorm: number, transferNorm: number, learnWeight: number, transferWeight: number): number {
   const total = learnWeight + transferWeight;
-  if (!(total > 0)) throw new RangeError("fusion weights must sum to a positive number");
+  if (!(total > 0)) throw new InfraError("internal", "fusion weights must sum to a positive number");
   return (learnWeight * learnNorm + transferWeight * transferNorm) / total;
 }
 
@@ -45,7 +46,7 @@ export function softmax(logits: readonly number[], temperature = 1): number[] {
 /** p = (1 − K·p_min)·q + p_min: every entry ≥ p_min and the sum stays 1. Requires K·p_min ≤ 1. */
 export function withFloor(q: readonly number[], pMin: number): number[] {
   const k = q.length;
-  if (pMin < 0 || k * pMin > 1 + 1e-12) throw new RangeError(`probability floor ${pMin} is infeasible for ${k} harnesses (need K·p_min ≤ 1)`);
+  if (pMin < 0 || k * pMin > 1 + 1e-12) throw new InfraError("internal", `probability floor ${pMin} is infeasible for ${k} harnesses (need K·p_min ≤ 1)`);
   const mass = Math.max(0, 1 - k * pMin);
   return q.map((x) => mass * x + pMin);
 }
@@ -58,7 +59,7 @@ export function norm(v: ArrayLike<number>): number {
 
 /** Cosine similarity; 0 when either vector is zero (no direction to agree with). */
 export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
-  if (a.length !== b.length) throw new RangeError(`cosine of vectors of different lengths (${a.length} vs ${b.length})`);
+  if (a.length !== b.length) throw new InfraError("internal", `cosine of vectors of different lengths (${a.length} vs ${b.length})`);
   let dot = 0;
   for (let i = 0; i < a.length; i++) dot += (a[i] ?? 0) * (b[i] ?? 0);
   const na = norm(a);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { UserError } from "../core/errors.js";
+import { InfraError, UserError } from "../core/errors.js";
 import type { HarnessScheduler, SchedulerChoice, SchedulerObservation, SchedulerState } from "./types.js";
 
 const STATE_VERSION = 1;
@@ -57,7 +57,7 @@ export abstract class BaseScheduler implements HarnessScheduler {
     if (!Number.isInteger(step) || step < 0) throw new UserError("invalid_step", `scheduler step must be a non-negative integer, got ${step}`);
     const { index, probabilities, scores } = this.choose(step);
     const harness = this.harnesses[index];
-    if (harness === undefined) throw new RangeError(`scheduler chose index ${index} of ${this.harnesses.length}`);
+    if (harness === undefined) throw new InfraError("internal", `scheduler chose index ${index} of ${this.harnesses.length}`);
     const probs: Record<string, number> = {};
     this.harnesses.forEach((h, i) => (probs[h] = probabilities[i] ?? 0));
     this.lastChoice = scores ? { step, harness, probabilities: probs, scores } : { step, harness, probabilities: probs };

@@ -1,3 +1,4 @@
+import { InfraError } from "../core/errors.js";
 /**
  * A seeded splitmix32 stream whose whole state is one uint32, so a scheduler's randomness round-trips through JSON
  * and a resumed run draws exactly the numbers it would have drawn. (The same generator as src/tasks/prng.ts, with its
@@ -39,6 +40,6 @@ export function sampleIndex(probabilities: readonly number[], u: number): number
     acc += p;
     if (u < acc) return i;
   }
-  if (last < 0) throw new RangeError("no positive probability to sample from");
+  if (last < 0) throw new InfraError("internal", "no positive probability to sample from");
   return last;
 }

@@ -14,7 +14,7 @@ export function encodeInt32(values: readonly number[], from = 0): Buffer {
     const v = values[i] as number;
     // `v | 0` is v exactly when v is an integer in Int32 range (one comparison instead of three checks per token).
     if ((v | 0) !== v) {
-      throw new InfraError("bad_token_id", `token id at position ${i} is not a 32-bit integer: ${String(v)}`);
+      throw new InfraError("invalid_stored_token", `token id at position ${i} is not a 32-bit integer: ${String(v)}`);
     }
     arr[i - from] = v;
   }
@@ -47,7 +47,7 @@ function toLittleEndian(arr: Int32Array | Float32Array): Buffer {
 }
 
 function fromLittleEndian<T extends Int32ArrayConstructor | Float32ArrayConstructor>(buf: Uint8Array, Ctor: T): InstanceType<T> {
-  if (buf.byteLength % 4 !== 0) throw new InfraError("corrupt_blob", `stored array has ${buf.byteLength} bytes, not a multiple of 4`);
+  if (buf.byteLength % 4 !== 0) throw new InfraError("store_corrupt", `stored array has ${buf.byteLength} bytes, not a multiple of 4`);
   const n = buf.byteLength / 4;
   const out = new Ctor(n) as InstanceType<T>;
   if (LITTLE_ENDIAN_HOST) {

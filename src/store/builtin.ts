@@ -7,7 +7,7 @@ const memoryStore: StoreAdapter = {
   name: "memory",
   summary: "in-process maps; lost when the process exits",
   open: (arg) => {
-    if (arg !== "") throw new UserError("bad_store_spec", `the memory store takes no argument (got "memory:${arg}")`);
+    if (arg !== "") throw new UserError("invalid_store_spec", `the memory store takes no argument (got "memory:${arg}")`);
     return new MemoryStore();
   },
 };
@@ -16,7 +16,7 @@ const sqliteStore: StoreAdapter = {
   name: "sqlite",
   summary: "SQLite file (WAL), the durable default: sqlite:<path> (or a bare <path>.sqlite)",
   open: (arg) => {
-    if (arg === "") throw new UserError("bad_store_spec", "sqlite: needs a file path, e.g. sqlite:runs/calls.sqlite");
+    if (arg === "") throw new UserError("invalid_store_spec", "sqlite: needs a file path, e.g. sqlite:runs/calls.sqlite");
     return new SqliteStore(arg);
   },
 };

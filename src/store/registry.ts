@@ -42,7 +42,7 @@ export function sqliteFileOf(spec: string): string | null {
  */
 export function openStore(spec: string): Store {
   const trimmed = spec.trim();
-  if (trimmed === "") throw new UserError("bad_store_spec", "the store spec is empty (use memory, sqlite:<path> or <path>.sqlite)");
+  if (trimmed === "") throw new UserError("invalid_store_spec", "the store spec is empty (use memory, sqlite:<path> or <path>.sqlite)");
   const { scheme, arg } = parseSpec(trimmed);
   const adapter = stores.find(scheme);
   if (adapter) return adapter.open(arg);

@@ -121,7 +121,7 @@ export class SqliteStore implements Store {
     } catch (e) {
       this.db.close();
       if (e instanceof UserError) throw e;
-      throw new InfraError("store_open_failed", `cannot initialise the SQLite store at ${path}: ${errorMessage(e)}`, { cause: e });
+      throw new InfraError("store_init_failed", `cannot initialise the SQLite store at ${path}: ${errorMessage(e)}`, { cause: e });
     }
   }
 

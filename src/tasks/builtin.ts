@@ -28,7 +28,7 @@ const dirSuite: SuiteProvider = {
   summary: "tasks from a folder: native layout (task.json) or ClawGym-Bench (data_entry.json); dir:<path>",
   load: (spec, options) => {
     if (spec.n !== undefined || spec.seed !== undefined) {
-      throw new UserError("bad_suite_spec", "n and seed apply to generated suites only, not dir:");
+      throw new UserError("invalid_suite_spec", "n and seed apply to generated suites only, not dir:");
     }
     const dirOptions: Parameters<typeof loadSuiteDir>[1] = {};
     if (spec.split) dirOptions.split = spec.split;

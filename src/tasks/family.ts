@@ -1,4 +1,5 @@
 import type { Split, Task } from "./task.js";
+import { InfraError } from "../core/errors.js";
 
 /** The file answer-style tasks ask the agent to write its final answer into. */
 export const ANSWER_FILE = "answer.txt";
@@ -23,7 +24,7 @@ export function taskId(family: string, split: Split, seed: number, index: number
 export function fill(template: string, slots: Record<string, string>): string {
   return template.replace(/\{(\w+)\}/g, (_, k: string) => {
     const v = slots[k];
-    if (v === undefined) throw new Error(`template slot {${k}} not provided`);
+    if (v === undefined) throw new InfraError("internal", `template slot {${k}} not provided`);
     return v;
   });
 }

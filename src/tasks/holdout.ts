@@ -1,5 +1,6 @@
 import { hashString, type Rng } from "./prng.js";
 import type { Split } from "./task.js";
+import { InfraError } from "../core/errors.js";
 
 /**
  * Entity hold-out. Every entity (a generated name, a file-name word, an arithmetic operand) belongs to exactly one
@@ -20,7 +21,7 @@ export function drawFor<T>(rng: Rng, split: Split, kind: string, taken: Set<stri
       return v;
     }
   }
-  throw new RangeError(`could not draw a fresh ${kind} for split ${split}`);
+  throw new InfraError("internal", `could not draw a fresh ${kind} for split ${split}`);
 }
 
 const ONSETS = ["b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "kr", "st", "tr", "th"];

@@ -35,10 +35,10 @@ export interface ClawGymOptions {
 export async function loadClawGymTask(dir: string, options: ClawGymOptions = {}): Promise<Task> {
   const file = join(dir, DATA_ENTRY_JSON);
   const parsed = dataEntrySchema.safeParse(parseJsonFile(await readFile(file, "utf8"), file));
-  if (!parsed.success) throw new UserError("task_invalid", `${file}: ${formatIssues(parsed.error)}`);
+  if (!parsed.success) throw new UserError("invalid_task", `${file}: ${formatIssues(parsed.error)}`);
   const entry = parsed.data;
   const rewardSh = join(dir, "reward", "reward.sh");
-  if (!(await isFile(rewardSh))) throw new UserError("task_invalid", `${rewardSh}: missing (every ClawGym task needs reward/reward.sh)`);
+  if (!(await isFile(rewardSh))) throw new UserError("invalid_task", `${rewardSh}: missing (every ClawGym task needs reward/reward.sh)`);
 
   const metaSplit = entry.metadata?.["split"];
   const split: Split = metaSplit === "train" || metaSplit === "test" ? metaSplit : (options.defaultSplit ?? "test");
@@ -65,6 +65,6 @@ export async function loadClawGymTask(dir: string, options: ClawGymOptions = {})
     // ClawGym metadata is kept whole under `clawgym` so its fields never clash with ours (e.g. a string difficulty).
     metadata: { clawgym: { task_id: rawId, input_mount_dir: mount ?? null, dir: basename(dir), metadata: entry.metadata ?? {} } },
   });
-  if (!task.success) throw new UserError("task_invalid", `${dir}: ${formatIssues(task.error)}`);
+  if (!task.success) throw new UserError("invalid_task", `${dir}: ${formatIssues(task.error)}`);
   return task.data;
 }

@@ -21,7 +21,7 @@ export function parseJsonFile(text: string, file: string): unknown {
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new UserError("task_invalid", `${file}: not valid JSON (${(e as Error).message})`);
+    throw new UserError("invalid_task", `${file}: not valid JSON (${(e as Error).message})`);
   }
 }
 
@@ -29,12 +29,12 @@ export async function loadNativeTask(dir: string): Promise<Task> {
   const file = join(dir, TASK_JSON);
   const raw = parseJsonFile(await readFile(file, "utf8"), file);
   const head = taskJsonSchema.safeParse(raw);
-  if (!head.success) throw new UserError("task_invalid", `${file}: ${formatIssues(head.error)}`);
+  if (!head.success) throw new UserError("invalid_task", `${file}: ${formatIssues(head.error)}`);
   const files = (await isDirectory(join(dir, "files"))) ? await readTree(join(dir, "files")) : {};
   const verifierDir = join(dir, "verifier");
   const verifierFiles = (await isDirectory(verifierDir)) ? await readTree(verifierDir) : {};
   const task = taskSchema.safeParse({ ...head.data, files, verifier: { ...head.data.verifier, files: verifierFiles } });
-  if (!task.success) throw new UserError("task_invalid", `${dir}: ${formatIssues(task.error)}`);
+  if (!task.success) throw new UserError("invalid_task", `${dir}: ${formatIssues(task.error)}`);
   return task.data;
 }
 

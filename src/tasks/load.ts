@@ -38,6 +38,6 @@ export async function loadSuiteDir(root: string, options: DirSuiteOptions = {}):
   const seen = new Map<string, number>();
   for (const t of tasks) seen.set(t.id, (seen.get(t.id) ?? 0) + 1);
   const dup = [...seen].find(([, n]) => n > 1);
-  if (dup) throw new UserError("task_invalid", `${root}: task id "${dup[0]}" is used by ${dup[1]} tasks`);
+  if (dup) throw new UserError("invalid_task", `${root}: task id "${dup[0]}" is used by ${dup[1]} tasks`);
   return options.split ? tasks.filter((t) => t.split === options.split) : tasks;
 }

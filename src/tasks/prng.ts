@@ -1,3 +1,4 @@
+import { InfraError } from "../core/errors.js";
 /**
  * Deterministic randomness for task generation. Our own PRNG (splitmix32) so suites are identical across Node versions
  * and platforms; `Math.random` is never used by generators.
@@ -45,7 +46,7 @@ export class Rng {
   }
 
   pick<T>(items: readonly T[]): T {
-    if (items.length === 0) throw new RangeError("pick from an empty list");
+    if (items.length === 0) throw new InfraError("internal", "pick from an empty list");
     return items[Math.floor(this.next() * items.length)] as T;
   }
 

@@ -14,7 +14,7 @@ export async function readTree(root: string): Promise<FileMap> {
       const rel = prefix ? `${prefix}/${ent.name}` : ent.name;
       if (ent.isDirectory()) await walk(full, rel);
       else if (ent.isFile()) out[rel] = await readEntry(full);
-      else throw new UserError("task_invalid", `${full}: only regular files and folders are allowed in a task`);
+      else throw new UserError("invalid_task", `${full}: only regular files and folders are allowed in a task`);
     }
   }
   await walk(root, "");

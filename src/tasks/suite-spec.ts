@@ -24,7 +24,7 @@ const optionsSchema = z.strictObject({
 
 export function parseSuiteSpec(spec: string): SuiteSpec {
   const trimmed = spec.trim();
-  if (!trimmed) throw new UserError("bad_suite_spec", "empty task suite spec");
+  if (!trimmed) throw new UserError("invalid_suite_spec", "empty task suite spec");
   const q = trimmed.indexOf("?");
   let head = q < 0 ? trimmed : trimmed.slice(0, q);
   const query = q < 0 ? "" : trimmed.slice(q + 1);
@@ -39,14 +39,14 @@ export function parseSuiteSpec(spec: string): SuiteSpec {
   const raw: Record<string, string> = {};
   for (const [k, v] of new URLSearchParams(query)) raw[k] = v;
   const opts = optionsSchema.safeParse(raw);
-  if (!opts.success) throw new UserError("bad_suite_spec", `task suite spec "${spec}": ${formatIssues(opts.error)}`);
+  if (!opts.success) throw new UserError("invalid_suite_spec", `task suite spec "${spec}": ${formatIssues(opts.error)}`);
   const { scheme, arg } = parseSpec(head);
   const out: SuiteSpec = { name: scheme };
   if (scheme === "dir") {
-    if (!arg) throw new UserError("bad_suite_spec", `task suite spec "${spec}": dir: needs a folder path`);
+    if (!arg) throw new UserError("invalid_suite_spec", `task suite spec "${spec}": dir: needs a folder path`);
     out.path = arg;
   } else if (head.includes(":")) {
-    throw new UserError("bad_suite_spec", `task suite spec "${spec}": unknown split "${arg}" (use train or test)`);
+    throw new UserError("invalid_suite_spec", `task suite spec "${spec}": unknown split "${arg}" (use train or test)`);
   }
   if (split) out.split = split;
   if (opts.data.n !== undefined) out.n = opts.data.n;

@@ -1,5 +1,6 @@
 import type { Tokenizer } from "./types.js";
 import { decodeUtf8, utf8Bytes } from "./utf8.js";
+import { UserError } from "../core/errors.js";
 
 /** The tiny models' special tokens, in id order from 256 (docs/model-dir.md). Never reorder: ids are baked into weights. */
 export const BYTE_SPECIAL_TOKENS = [
@@ -35,7 +36,7 @@ export class ByteTokenizer implements Tokenizer {
   constructor(specials: readonly string[] = BYTE_SPECIAL_TOKENS) {
     const map = new Map<string, number>();
     specials.forEach((s, i) => {
-      if (s.length === 0 || map.has(s)) throw new Error(`invalid special token list: ${JSON.stringify(s)}`);
+      if (s.length === 0 || map.has(s)) throw new UserError("invalid_tokenizer", `invalid special token list: ${JSON.stringify(s)}`);
       map.set(s, 256 + i);
     });
     this.specialTokens = map;
@@ -114,7 +115,7 @@ export class ByteTokenizer implements Tokenizer {
 
   tokenBytes(id: number): Uint8Array {
     const b = this.bytesById[id];
-    if (b === undefined) throw new RangeError(`token id ${id} is outside the byte tokenizer's vocabulary (${this.vocabSize})`);
+    if (b === undefined) throw new UserError("invalid_token", `token id ${id} is outside the byte tokenizer's vocabulary (${this.vocabSize})`);
     return b;
   }
 }

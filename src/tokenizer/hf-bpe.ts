@@ -165,7 +165,7 @@ export class HfBpeTokenizer implements Tokenizer {
       const added = this.addedById[id];
       if (added !== undefined) bytes = utf8Bytes(added);
     }
-    if (!bytes) throw new RangeError(`token id ${id} is not in this tokenizer's vocabulary`);
+    if (!bytes) throw new UserError("invalid_token", `token id ${id} is not in this tokenizer's vocabulary`);
     this.bytesCache[id] = bytes;
     return bytes;
   }

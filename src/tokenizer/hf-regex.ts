@@ -1,3 +1,4 @@
+import { UserError } from "../core/errors.js";
 /**
  * Converts the Oniguruma/fancy-regex patterns found in Hugging Face `tokenizer.json` pre-tokenizers into JavaScript
  * regular expressions (`u` flag). Node 20 lacks inline modifiers and possessive quantifiers, so:
@@ -23,7 +24,7 @@ export function convertHfRegex(pattern: string): string {
       // Escapes with a braced argument (\p{L}, \u{…}, \x{…}) are copied whole.
       if ((next === "p" || next === "P" || next === "u" || next === "x") && pattern[i] === "{") {
         const close = pattern.indexOf("}", i);
-        if (close < 0) throw new Error(`unterminated escape in regex: ${pattern}`);
+        if (close < 0) throw new UserError("invalid_tokenizer", `unterminated escape in regex: ${pattern}`);
         // JavaScript spells `\x{41}` as `\u{41}`.
         esc = (next === "x" ? "\\u" : esc) + pattern.slice(i, close + 1);
         i = close + 1;
@@ -34,7 +35,7 @@ export function convertHfRegex(pattern: string): string {
     }
     if (inClass) {
       if (c === "]") inClass = false;
-      if (caseless() && /[A-Za-z]/.test(c)) throw new Error(`case-insensitive character classes are not supported: ${pattern}`);
+      if (caseless() && /[A-Za-z]/.test(c)) throw new UserError("unsupported_tokenizer", `case-insensitive character classes are not supported: ${pattern}`);
       out += c;
       if (c === "]") lastWasQuantifiable = true;
       i++;

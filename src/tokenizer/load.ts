@@ -72,12 +72,12 @@ export function loadTokenizer(modelDir: string): Tokenizer {
     const specials = marker.success ? marker.data.harnessrl.special_tokens : undefined;
     if (specials && specials.join("\n") !== BYTE_SPECIAL_TOKENS.join("\n")) {
       // A different list would silently shift ids the weights were trained with.
-      throw new UserError("invalid_model_dir", `${tokPath}: special_tokens differ from the byte tokenizer's fixed list (${BYTE_SPECIAL_TOKENS.join(" ")})`);
+      throw new UserError("invalid_tokenizer", `${tokPath}: special_tokens differ from the byte tokenizer's fixed list (${BYTE_SPECIAL_TOKENS.join(" ")})`);
     }
     return new ByteTokenizer();
   }
   const parsed = tokenizerJsonSchema.safeParse(raw);
-  if (!parsed.success) throw new UserError("invalid_model_dir", `${tokPath} is not a supported byte-level BPE tokenizer: ${z.prettifyError(parsed.error)}`);
+  if (!parsed.success) throw new UserError("invalid_tokenizer", `${tokPath} is not a supported byte-level BPE tokenizer: ${z.prettifyError(parsed.error)}`);
   const stops = ["<|im_end|>", "<|endoftext|>"];
   if (config.eos_token) stops.push(config.eos_token);
   return new HfBpeTokenizer(parsed.data, { stopTokens: stops, extraStopIds: generationEosIds(modelDir) });

@@ -1,3 +1,4 @@
+import { InfraError } from "../core/errors.js";
 /**
  * UTF-8 helpers shared by the tokenizers. Decoding follows the WHATWG decoder (the one `TextDecoder` implements): each
  * maximal invalid subpart becomes one U+FFFD. `decodeUtf8WithOffsets` additionally reports, for every input byte, the
@@ -119,6 +120,6 @@ export function decodeUtf8WithOffsets(bytes: Uint8Array): DecodedWithOffsets {
   }
   if (needed !== 0) emit(0xfffd, seqStart, n);
   const text = decoder.decode(bytes);
-  if (text.length !== len) throw new Error(`internal: UTF-8 offset tracking disagrees with TextDecoder (${len} vs ${text.length})`);
+  if (text.length !== len) throw new InfraError("internal", `UTF-8 offset tracking disagrees with TextDecoder (${len} vs ${text.length})`);
   return { text, charStart, charEnd };
 }

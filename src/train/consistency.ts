@@ -1,4 +1,5 @@
 import { PACKED_BATCH_VERSION, type PackedBatch, type PackedRow } from "../batch/types.js";
+import { InfraError } from "../core/errors.js";
 import type { Trainer } from "../trainer/types.js";
 import { loadReferenceModel } from "../weights/reference-forward.js";
 import { DEFAULT_SAMPLING, type SamplingEngine } from "../engine/types.js";
@@ -63,7 +64,7 @@ export function compareLogprobs(sequences: readonly SampledSequence[], scored: r
   let max = 0;
   sequences.forEach((s, i) => {
     const ref = scored[i] ?? [];
-    if (ref.length !== s.logprobs.length) throw new Error(`scorer returned ${ref.length} logprobs for a ${s.logprobs.length}-token completion`);
+    if (ref.length !== s.logprobs.length) throw new InfraError("internal", `scorer returned ${ref.length} logprobs for a ${s.logprobs.length}-token completion`);
     s.logprobs.forEach((lp, j) => {
       const d = lp - (ref[j] ?? 0);
       n++;

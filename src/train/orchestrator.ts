@@ -134,7 +134,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
 
     stack = await RolloutStack.open(runStackOptions(ctx, runEngine(ctx, { policyDir: run.policyDir(state.policyVersion) }), ctx.stores.rollouts));
     const engine = stack.engine;
-    if (!isHotSwappable(engine)) throw new UserError("engine_not_hot_swappable", `engine ${engine.spec} cannot switch policies between steps`);
+    if (!isHotSwappable(engine)) throw new UserError("unsupported_weight_reload", `engine ${engine.spec} cannot switch policies between steps`);
     const evalTasks: Task[] = config.eval ? (await loadSuite(config.eval.tasks)).tasks : [];
 
     let before: EvalSummary | null = null;

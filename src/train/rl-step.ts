@@ -8,6 +8,7 @@ import type { RunConfig } from "./config.js";
 import { lrAt } from "./lr-schedule.js";
 import { microBatches, splitMinibatches } from "./micro-batches.js";
 import { untrainedRoleFilter } from "./train-roles.js";
+import { UserError } from "../core/errors.js";
 
 export type TrainStepMetrics = Record<string, number>;
 
@@ -94,7 +95,7 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
   const capoCos: number[] = [];
   const fbStats = { loss: 0, tokens: 0, mismatchMean: [] as number[], mismatchMax: 0, kl: [] as number[], refKl: [] as number[], clip: [] as number[], isLimited: [] as number[], entropy: [] as number[] };
   const reference = alg.kl_coef > 0 ? options.reference : null;
-  if (alg.kl_coef > 0 && !reference) throw new Error("algorithm.kl_coef > 0 needs the reference policy's trainer");
+  if (alg.kl_coef > 0 && !reference) throw new UserError("invalid_config", "algorithm.kl_coef > 0 needs the reference policy's trainer");
   let valueLoss = 0;
   let sketch: Float32Array | undefined;
   let opt: OptimStepResult | null = null;

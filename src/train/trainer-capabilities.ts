@@ -24,7 +24,7 @@ export function trainerNeeds(config: RunConfig): CapabilityNeed[] {
 }
 
 /**
- * Fails with a UserError (`trainer_capability_missing`) naming the config setting when the run asks for a capability
+ * Fails with a UserError (`unsupported_trainer_capability`) naming the config setting when the run asks for a capability
  * the trainer backend lacks; called right after the trainer starts, before any model, warm start or rollout.
  */
 export function checkTrainerCapabilities(trainer: Trainer, config: RunConfig): void {

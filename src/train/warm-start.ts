@@ -1,4 +1,4 @@
-import { UserError } from "../core/errors.js";
+import { InfraError } from "../core/errors.js";
 import { Progress } from "../core/progress.js";
 import { mulberry32 } from "../core/random.js";
 import { RolloutStack } from "../rollout/stack.js";
@@ -28,7 +28,7 @@ export interface WarmStartReport {
 export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: string) => void): Promise<WarmStartReport> {
   const config = ctx.config;
   const ws = config.warm_start;
-  if (!ws) throw new UserError("invalid_config", "warmStart called without a warm_start section");
+  if (!ws) throw new InfraError("internal", "warmStart called without a warm_start section");
   const started = Date.now();
   const tasks = (await loadSuite(ws.demos)).tasks;
   const stack = await RolloutStack.open(runStackOptions(ctx, runEngine(ctx, "oracle"), ctx.stores.demos, { sampling: false }));

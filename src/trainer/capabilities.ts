@@ -51,7 +51,7 @@ export function requireCapability<K extends TrainerCapability>(trainer: Trainer,
   if (hasCapability(trainer, capability)) return trainer;
   const has = capabilitiesOf(trainer);
   throw new UserError(
-    "trainer_capability_missing",
+    "unsupported_trainer_capability",
     `${purpose} needs the trainer capability "${capability}" (${CAPABILITY_SUMMARIES[capability]}), which trainer "${trainer.info.backend}" lacks (it has: ${has.length ? has.join(", ") : "the core contract only"})`,
     { details: { capability, backend: trainer.info.backend, has } },
   );

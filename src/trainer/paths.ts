@@ -16,7 +16,7 @@ export function workerPackageDir(): string {
   const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
   const dir = join(root, "worker");
   if (!existsSync(join(dir, "harnessrl_worker", "__main__.py"))) {
-    throw new InfraError("worker_missing", `the trainer worker package is missing: expected ${dir}/harnessrl_worker`);
+    throw new InfraError("worker_not_found", `the trainer worker package is missing: expected ${dir}/harnessrl_worker`);
   }
   return dir;
 }

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { delimiter } from "node:path";
-import { EngineError, InfraError, UserError, errorMessage, type HarnessRLError } from "../core/errors.js";
+import { InfraError, errorMessage, errorOfCode, type ErrorCode, type HarnessRLError } from "../core/errors.js";
 import { pythonExecutable, workerPackageDir } from "./paths.js";
 import { MessageDecoder, encodeMessage, type WireArray, type WireDtype, type WireMessage } from "./wire.js";
 import { WORKER_OPS, type WorkerArgs, type WorkerOp, type WorkerOpSpec } from "./worker-ops.js";
@@ -44,7 +44,23 @@ interface Pending {
 const STDERR_TAIL_LINES = 40;
 
 /** Worker error codes that mean the caller pointed at something wrong (a path, a model directory). */
-const USER_CODES = new Set(["not_found", "invalid_model"]);
+/**
+ * The worker's wire error codes (worker/harnessrl_worker, docs/worker.md) as catalogue codes. The wire keeps its own
+ * spelling; unknown codes become `trainer_failed`.
+ */
+export const WORKER_ERROR_CODES: Readonly<Record<string, ErrorCode>> = {
+  bad_message: "worker_protocol",
+  bad_request: "invalid_trainer_request",
+  unknown_op: "unknown_op",
+  no_model: "no_model",
+  no_critic: "no_critic",
+  no_capo_masks: "no_capo_masks",
+  non_finite_loss: "non_finite_loss",
+  out_of_memory: "out_of_memory",
+  internal: "trainer_internal",
+  not_found: "invalid_model_dir",
+  invalid_model: "invalid_model_config",
+};
 
 const DTYPE_OF: Record<WireDtype, (a: WireArray) => boolean> = {
   float32: (a) => a instanceof Float32Array,
@@ -221,10 +237,11 @@ export class WorkerClient {
       return;
     }
     const err = (m.header.error ?? {}) as { code?: unknown; message?: unknown; retryable?: unknown };
-    const code = typeof err.code === "string" ? err.code : "worker_error";
+    const wire = typeof err.code === "string" ? err.code : "";
+    const code = (Object.hasOwn(WORKER_ERROR_CODES, wire) ? WORKER_ERROR_CODES[wire] : undefined) ?? "trainer_failed";
     const message = `trainer worker ${p.op}: ${typeof err.message === "string" ? err.message : "failed"}`;
-    const retryable = err.retryable === true;
-    p.reject(USER_CODES.has(code) ? new UserError(code, message) : new EngineError(code, message, { retryable }));
+    // User-fault codes (a model directory that does not fit) are never retryable; the worker decides for its own.
+    p.reject(errorOfCode(code, message, { retryable: err.retryable === true, details: { workerCode: wire } }));
   }
 
   private onStderr(chunk: Buffer, sink: ((line: string) => void) | undefined): void {

@@ -44,7 +44,7 @@ export interface ModelConfig {
 
 export function parseModelConfig(raw: unknown, where = "config.json"): ModelConfig {
   const r = configSchema.safeParse(raw);
-  if (!r.success) throw new UserError("bad_model_config", `${where}: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  if (!r.success) throw new UserError("invalid_model_config", `${where}: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
   const c = r.data;
   return {
     modelType: c.model_type,
@@ -71,7 +71,7 @@ export function readModelConfig(modelDir: string): ModelConfig {
   try {
     raw = JSON.parse(readFileSync(path, "utf8"));
   } catch (e) {
-    throw new UserError("bad_model_config", `cannot read ${path}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    throw new UserError("invalid_model_config", `cannot read ${path}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
   return parseModelConfig(raw, path);
 }

@@ -1,6 +1,7 @@
 import type { ModelConfig } from "./config.js";
 import { readModelConfig } from "./config.js";
 import { readModelTensors, readTensorF32 } from "./safetensors.js";
+import { UserError } from "../core/errors.js";
 
 /**
  * A plain TypeScript (float64 accumulation) forward pass of the Qwen2/Qwen3 decoder, written from the Hugging Face
@@ -18,7 +19,7 @@ export function loadReferenceModel(modelDir: string): ReferenceModel {
   const src = readModelTensors(modelDir);
   const w = (name: string): Float32Array => {
     const t = src.get(name);
-    if (!t) throw new Error(`reference forward: missing ${name}`);
+    if (!t) throw new UserError("tensor_not_found", `reference forward: missing ${name}`);
     return readTensorF32(t);
   };
   const embed = w("model.embed_tokens.weight");

@@ -35,18 +35,18 @@ export function readSafetensorsHeader(file: string): { tensors: TensorInfo[]; me
   const fd = openSync(file, "r");
   try {
     const lenBuf = Buffer.alloc(8);
-    if (readSync(fd, lenBuf, 0, 8, 0) !== 8) throw new UserError("bad_safetensors", `${file}: shorter than 8 bytes`);
+    if (readSync(fd, lenBuf, 0, 8, 0) !== 8) throw new UserError("invalid_safetensors", `${file}: shorter than 8 bytes`);
     const headerLen = Number(lenBuf.readBigUInt64LE(0));
-    if (headerLen <= 0 || headerLen > MAX_HEADER) throw new UserError("bad_safetensors", `${file}: implausible header length ${headerLen}`);
+    if (headerLen <= 0 || headerLen > MAX_HEADER) throw new UserError("invalid_safetensors", `${file}: implausible header length ${headerLen}`);
     const headerBuf = Buffer.alloc(headerLen);
-    if (readSync(fd, headerBuf, 0, headerLen, 8) !== headerLen) throw new UserError("bad_safetensors", `${file}: truncated header`);
+    if (readSync(fd, headerBuf, 0, headerLen, 8) !== headerLen) throw new UserError("invalid_safetensors", `${file}: truncated header`);
     let raw: unknown;
     try {
       raw = JSON.parse(headerBuf.toString("utf8"));
     } catch (e) {
-      throw new UserError("bad_safetensors", `${file}: header is not JSON`, { cause: e });
+      throw new UserError("invalid_safetensors", `${file}: header is not JSON`, { cause: e });
     }
-    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new UserError("bad_safetensors", `${file}: header is not an object`);
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new UserError("invalid_safetensors", `${file}: header is not an object`);
     const dataStart = 8 + headerLen;
     const tensors: TensorInfo[] = [];
     let metadata: Record<string, string> = {};
@@ -56,11 +56,11 @@ export function readSafetensorsHeader(file: string): { tensors: TensorInfo[]; me
         continue;
       }
       const parsed = entrySchema.safeParse(value);
-      if (!parsed.success) throw new UserError("bad_safetensors", `${file}: tensor "${name}": ${parsed.error.message}`);
+      if (!parsed.success) throw new UserError("invalid_safetensors", `${file}: tensor "${name}": ${parsed.error.message}`);
       const { dtype, shape, data_offsets } = parsed.data;
       const [begin, end] = data_offsets;
       const expected = shape.reduce((a, b) => a * b, 1) * DTYPE_BYTES[dtype];
-      if (end - begin !== expected) throw new UserError("bad_safetensors", `${file}: tensor "${name}" has ${end - begin} bytes, shape needs ${expected}`);
+      if (end - begin !== expected) throw new UserError("invalid_safetensors", `${file}: tensor "${name}" has ${end - begin} bytes, shape needs ${expected}`);
       tensors.push({ name, dtype, shape, offset: dataStart + begin, byteLength: expected, file });
     }
     return { tensors, metadata };
@@ -74,9 +74,9 @@ export function modelWeightFiles(modelDir: string): string[] {
   const single = join(modelDir, "model.safetensors");
   if (existsSync(single)) return [single];
   const indexPath = join(modelDir, "model.safetensors.index.json");
-  if (!existsSync(indexPath)) throw new UserError("no_weights", `${modelDir}: neither model.safetensors nor model.safetensors.index.json exists`);
+  if (!existsSync(indexPath)) throw new UserError("weights_not_found", `${modelDir}: neither model.safetensors nor model.safetensors.index.json exists`);
   const index = z.object({ weight_map: z.record(z.string(), z.string()) }).safeParse(JSON.parse(readFileSync(indexPath, "utf8")));
-  if (!index.success) throw new UserError("bad_safetensors", `${indexPath}: ${index.error.message}`);
+  if (!index.success) throw new UserError("invalid_safetensors", `${indexPath}: ${index.error.message}`);
   return [...new Set(Object.values(index.data.weight_map))].sort().map((f) => join(modelDir, f));
 }
 
@@ -97,7 +97,7 @@ export function readTensorBytes(t: TensorInfo): Buffer {
     let done = 0;
     while (done < t.byteLength) {
       const n = readSync(fd, buf, done, t.byteLength - done, t.offset + done);
-      if (n <= 0) throw new UserError("bad_safetensors", `${t.file}: truncated tensor ${t.name}`);
+      if (n <= 0) throw new UserError("invalid_safetensors", `${t.file}: truncated tensor ${t.name}`);
       done += n;
     }
   } finally {
@@ -153,7 +153,7 @@ export function writeSafetensors(file: string, tensors: readonly TensorToWrite[]
   let offset = 0;
   for (const t of tensors) {
     const n = t.shape.reduce((a, b) => a * b, 1);
-    if (n !== t.data.length) throw new UserError("bad_tensor", `tensor ${t.name}: shape ${t.shape.join("x")} needs ${n} values, got ${t.data.length}`);
+    if (n !== t.data.length) throw new UserError("invalid_tensor", `tensor ${t.name}: shape ${t.shape.join("x")} needs ${n} values, got ${t.data.length}`);
     header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + n * 4] };
     offset += n * 4;
   }

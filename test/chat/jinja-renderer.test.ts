@@ -112,7 +112,7 @@ describe("JinjaChatRenderer with real-model-style templates", () => {
       err = e;
     }
     expect(err).toBeInstanceOf(UserError);
-    expect((err as UserError).code).toBe("chat_template_error");
+    expect((err as UserError).code).toBe("chat_template_rejected");
     expect((err as UserError).message).toContain("only the first message may be a system message");
   });
 

@@ -31,7 +31,7 @@ function caught(f: () => unknown): UserError {
 
 describe("the generic registry", () => {
   it("rejects a second entry under a taken name and keeps the first", () => {
-    const things = new Registry<Thing>("thing", "unknown_thing");
+    const things = new Registry<Thing>("thing", "unknown_harness");
     things.register({ name: "a", summary: "first", n: 1 });
     const e = caught(() => things.register({ name: "a", summary: "second", n: 2 }));
     expect(e.code).toBe("duplicate_registration");
@@ -41,28 +41,28 @@ describe("the generic registry", () => {
   });
 
   it("rejects names a spec could not address (empty, with a colon, a question mark or whitespace)", () => {
-    const things = new Registry<Thing>("thing", "unknown_thing");
+    const things = new Registry<Thing>("thing", "unknown_harness");
     for (const name of ["", "a:b", "a?b", "a b"]) expect(caught(() => things.register({ name, summary: "", n: 0 })).code).toBe("invalid_registration");
     expect(things.values()).toEqual([]);
   });
 
   it("names the kind, the unknown name, where it came from and the known names (sorted) on a failed lookup", () => {
-    const things = new Registry<Thing>("thing", "unknown_thing");
+    const things = new Registry<Thing>("thing", "unknown_harness");
     things.register({ name: "zeta", summary: "", n: 0 });
     things.register({ name: "alpha", summary: "", n: 0 });
     const e = caught(() => things.get("beta", 'spec "beta:x"'));
-    expect(e.code).toBe("unknown_thing");
+    expect(e.code).toBe("unknown_harness");
     expect(e.message).toBe('unknown thing "beta" in spec "beta:x" (known: alpha, zeta)');
     expect(things.find("beta")).toBeUndefined();
   });
 
   it("says registerBuiltins() was never called when a lookup finds the registry empty", () => {
-    const e = caught(() => new Registry<Thing>("thing", "unknown_thing").get("a"));
+    const e = caught(() => new Registry<Thing>("thing", "unknown_harness").get("a"));
     expect(e.message).toContain("no thing is registered: call registerBuiltins()");
   });
 
   it("lists entries in registration order with their summaries", () => {
-    const things = new Registry<Thing>("thing", "unknown_thing");
+    const things = new Registry<Thing>("thing", "unknown_harness");
     things.register({ name: "b", summary: "bee", n: 0 });
     things.register({ name: "a", summary: "ay", n: 0 });
     expect(things.list()).toEqual([

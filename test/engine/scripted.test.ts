@@ -137,7 +137,7 @@ describe("scripted engine", () => {
       const engine = createScriptedEngine(() => reply as never);
       const err = await engine.generate(request(engine)).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(EngineError);
-      expect((err as EngineError).code).toBe("scripted_bad_reply");
+      expect((err as EngineError).code).toBe("invalid_scripted_reply");
       expect((err as EngineError).message).toMatch(msg);
     }
   });

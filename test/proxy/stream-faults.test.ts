@@ -21,7 +21,7 @@ function droppingEngine(after: number): SamplingEngine {
         ...req,
         onToken: (id, lp) => {
           req.onToken?.(id, lp);
-          if (++n === after) throw new EngineError("engine_lost", "the engine connection dropped", { retryable: true });
+          if (++n === after) throw new EngineError("engine_stream_broken", "the engine connection dropped", { retryable: true });
         },
       });
     },
@@ -57,7 +57,7 @@ describe("proxy streams: failures after the first byte, and clients that leave",
       expect((err as AnthropicAPIError).error).toMatchObject({ type: "error", error: { type: "overloaded_error" } });
       expect(texts.join("")).toBe("Echo: he"); // the 8 tokens sampled before the drop
       const [rec] = p.calls(sessionId);
-      expect(rec).toMatchObject({ status: "error", error: { code: "engine_lost", fault: "engine" } });
+      expect(rec).toMatchObject({ status: "error", error: { code: "engine_stream_broken", fault: "engine" } });
     } finally {
       await p.close();
     }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { InfraError } from "../../src/core/errors.js";
 import { cosine, explorationBonus, fuse, minMaxNormalise, softmax, withFloor } from "../../src/schedule/bandit-math.js";
 import { SeededStream, sampleIndex } from "../../src/schedule/rng.js";
 
@@ -26,7 +27,7 @@ describe("HarnessBandit arithmetic (hand-computed fixtures)", () => {
     expect(fuse(1, 0, 3, 1)).toBeCloseTo(0.75, 12);
     expect(fuse(0.2, 0.8, 1, 0)).toBeCloseTo(0.2, 12);
     expect(fuse(0.2, 0.8, 0, 2)).toBeCloseTo(0.8, 12);
-    expect(() => fuse(0.2, 0.8, 0, 0)).toThrow(RangeError);
+    expect(() => fuse(0.2, 0.8, 0, 0)).toThrow(InfraError);
   });
 
   it("computes the UCB-style bonus c·sqrt(ln(t+1)/(n+1))", () => {
@@ -65,7 +66,7 @@ describe("HarnessBandit arithmetic (hand-computed fixtures)", () => {
     expect(cosine([3, 4], [0, 2])).toBeCloseTo(0.8, 12);
     expect(cosine([1, 2, 3], [-2, -4, -6])).toBeCloseTo(-1, 12);
     expect(cosine([0, 0], [1, 1])).toBe(0);
-    expect(() => cosine([1], [1, 2])).toThrow(RangeError);
+    expect(() => cosine([1], [1, 2])).toThrow(InfraError);
   });
 
   it("samples by cumulative probability and never picks a zero-probability entry", () => {

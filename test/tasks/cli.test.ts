@@ -55,6 +55,6 @@ describe("harnessrl tasks", () => {
   it("rejects a bad spec with a user error and exit code 2", async () => {
     const r = await cli(["tasks", "show", "arith:dev"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/unknown split "dev".*\[bad_suite_spec\]/);
+    expect(r.stderr).toMatch(/unknown split "dev".*\[invalid_suite_spec\]/);
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { UserError } from "../../src/core/errors.js";
 import { mulberry32 as rng } from "../../src/core/random.js";
 import { BYTE_SPECIAL_TOKENS, BYTE_VOCAB_SIZE, ByteTokenizer } from "../../src/tokenizer/bytes.js";
 import { StreamDecoder } from "../../src/tokenizer/stream-decoder.js";
@@ -63,8 +64,8 @@ describe("ByteTokenizer (docs/model-dir.md ids)", () => {
   });
 
   it("rejects ids outside the vocabulary", () => {
-    expect(() => tok.decode([265])).toThrow(RangeError);
-    expect(() => tok.tokenBytes(-1)).toThrow(RangeError);
+    expect(() => tok.decode([265])).toThrow(UserError);
+    expect(() => tok.tokenBytes(-1)).toThrow(UserError);
   });
 });
 

@@ -32,7 +32,7 @@ describe("an RL step that needs trainer capabilities", () => {
 
   it("is refused on a core-only backend, naming the setting", async () => {
     const err = await trainOnRollouts(fx.stack.store, fx.results, coreOnly(fx.trainer), config, 0, { capo: { probe: true, hasPartitions: false } }).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: "trainer_capability_missing", details: { capability: "critic" } });
+    expect(err).toMatchObject({ code: "unsupported_trainer_capability", details: { capability: "critic" } });
   });
 
   it("trains the critic and routes CAPO gradients on the torch trainer", async () => {

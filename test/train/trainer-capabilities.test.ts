@@ -20,7 +20,7 @@ describe("a run whose config needs a capability its trainer lacks", () => {
     const config = { ...base, trainer: { ...base.trainer, kind: "torch-core-only" } };
     const runRoot = join(root, "ppo");
     const err = await runTraining(buildRunContext(config, { runDir: runRoot }), () => undefined).catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: "trainer_capability_missing", details: { capability: "critic", backend: "core-only" } });
+    expect(err).toMatchObject({ code: "unsupported_trainer_capability", details: { capability: "critic", backend: "core-only" } });
     expect((err as Error).message).toMatch(/advantage estimator "ppo" needs the trainer capability "critic"/);
     // Nothing was created: no policy, no checkpoint, no store.
     expect(existsSync(runRoot) ? readdirSync(runRoot).filter((f) => f !== "config.yaml") : []).toEqual([]);

@@ -59,7 +59,7 @@ describe("trainer capabilities", () => {
       return null;
     })();
     expect(err).toBeInstanceOf(UserError);
-    expect(err).toMatchObject({ code: "trainer_capability_missing", details: { capability: "critic", backend: "core-only", has: [] } });
+    expect(err).toMatchObject({ code: "unsupported_trainer_capability", details: { capability: "critic", backend: "core-only", has: [] } });
     expect((err as Error).message).toMatch(/this test needs the trainer capability "critic".*"core-only" lacks \(it has: the core contract only\)/);
     expect(requireCapability(torch, "critic", "this test")).toBe(torch);
   });
@@ -77,7 +77,7 @@ describe("trainer capabilities", () => {
       expect(trainerNeeds(config).map((n) => n.capability), path).toEqual(needs);
       expect(() => checkTrainerCapabilities(torch, config)).not.toThrow();
       if (needs.length === 0) expect(() => checkTrainerCapabilities(core, config)).not.toThrow();
-      else expect(() => checkTrainerCapabilities(core, config), path).toThrow(expect.objectContaining({ code: "trainer_capability_missing", details: expect.objectContaining({ capability: needs[0] }) }));
+      else expect(() => checkTrainerCapabilities(core, config), path).toThrow(expect.objectContaining({ code: "unsupported_trainer_capability", details: expect.objectContaining({ capability: needs[0] }) }));
     }
     expect(() => checkTrainerCapabilities(core, loadRunConfig("configs/quickstart-ppo.yaml"))).toThrow(/the config's advantage estimator "ppo" needs the trainer capability "critic"/);
   });

@@ -106,9 +106,9 @@ function coreContract(shared: Shared, capabilities: readonly TrainerCapability[]
       const bad = makeRow([1, 2, 3], [-1, 2, 1], [0, 1, 2]); // parent 2 of token 1 is not earlier
       const err = await trainer.logprobs(batch([bad])).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(EngineError);
-      expect(err).toMatchObject({ code: "bad_request", retryable: false });
+      expect(err).toMatchObject({ code: "invalid_trainer_request", retryable: false });
       const outOfVocab = await trainer.logprobs(batch([flatRow([1, 9999])])).catch((e: unknown) => e);
-      expect(outOfVocab).toMatchObject({ code: "bad_request" });
+      expect(outOfVocab).toMatchObject({ code: "invalid_trainer_request" });
       const ok = await trainer.logprobs(batch([flatRow([1, 2, 3])]));
       expect(ok.logprobs[0]).toHaveLength(3);
     });

@@ -19,7 +19,7 @@ consistency  samples ≥ --tokens tokens with the llama.cpp engine (GGUF exporte
 function num(name: string, v: string | undefined, fallback: number, min: number): number {
   if (v === undefined) return fallback;
   const n = Number(v);
-  if (!Number.isFinite(n) || n < min) throw new UserError("bad_arguments", `--${name} must be a number ≥ ${min}, got "${v}"`);
+  if (!Number.isFinite(n) || n < min) throw new UserError("invalid_arguments", `--${name} must be a number ≥ ${min}, got "${v}"`);
   return n;
 }
 
@@ -41,18 +41,18 @@ async function consistency(argv: string[]): Promise<number> {
       strict: true,
     }));
   } catch (e) {
-    throw new UserError("bad_arguments", `${errorMessage(e)}\n\n${usage}`);
+    throw new UserError("invalid_arguments", `${errorMessage(e)}\n\n${usage}`);
   }
-  if (!values.model) throw new UserError("bad_arguments", `doctor consistency needs --model <dir>\n\n${usage}`);
+  if (!values.model) throw new UserError("invalid_arguments", `doctor consistency needs --model <dir>\n\n${usage}`);
   const dir = resolve(values.model);
   const tokens = Math.floor(num("tokens", values.tokens, 1000, 1));
   const temperature = num("temperature", values.temperature, 1, 1e-3);
   const maxDelta = num("max-delta", values["max-delta"], 1e-3, 0);
   const threads = Math.floor(num("threads", values.threads, 1, 1));
   const scorerName = values.scorer ?? "worker";
-  if (scorerName !== "worker" && scorerName !== "reference") throw new UserError("bad_arguments", `--scorer must be worker or reference`);
+  if (scorerName !== "worker" && scorerName !== "reference") throw new UserError("invalid_arguments", `--scorer must be worker or reference`);
   const batch = values.batch ?? "";
-  if (batch !== "" && batch !== "isolated" && batch !== "shared") throw new UserError("bad_arguments", `--batch must be isolated or shared`);
+  if (batch !== "" && batch !== "isolated" && batch !== "shared") throw new UserError("invalid_arguments", `--batch must be isolated or shared`);
 
   const engine = await createEngine(`llamacpp:${dir}?threads=${threads}&sequences=8${batch ? `&batch=${batch}` : ""}`);
   let trainer: Trainer | undefined;
@@ -92,6 +92,6 @@ export const doctorCommand: Command = {
   async run(argv) {
     const [sub, ...rest] = argv;
     if (sub === "consistency") return consistency(rest);
-    throw new UserError("bad_arguments", `unknown doctor check "${sub ?? ""}"\n\n${usage}`);
+    throw new UserError("invalid_arguments", `unknown doctor check "${sub ?? ""}"\n\n${usage}`);
   },
 };

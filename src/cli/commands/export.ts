@@ -25,9 +25,9 @@ async function run(argv: string[]): Promise<number> {
   try {
     ({ values } = parseArgs({ args: argv, strict: true, options: { db: { type: "string" }, out: { type: "string" }, rollout: { type: "string" }, json: { type: "boolean" } } }));
   } catch (e) {
-    throw new UserError("bad_arguments", `${errorMessage(e)}\n\n${usage}`);
+    throw new UserError("invalid_arguments", `${errorMessage(e)}\n\n${usage}`);
   }
-  if (!values.db || !values.out) throw new UserError("bad_arguments", `export needs --db and --out\n\n${usage}`);
+  if (!values.db || !values.out) throw new UserError("invalid_arguments", `export needs --db and --out\n\n${usage}`);
   const store = openRecordedStore(values.db);
   try {
     const manifest = exportStore(store, values.out, values.rollout === undefined ? {} : { rolloutId: values.rollout });

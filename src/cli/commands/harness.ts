@@ -19,7 +19,7 @@ export const harnessCommand: Command = {
     try {
       parsed = parseArgs({ args: argv, options: { json: { type: "boolean" } }, strict: true, allowPositionals: true });
     } catch (e) {
-      throw new UserError("bad_arguments", `${errorMessage(e)}\n\n${usage}`);
+      throw new UserError("invalid_arguments", `${errorMessage(e)}\n\n${usage}`);
     }
     const [action, ...names] = parsed.positionals;
     const json = parsed.values.json === true;
@@ -29,7 +29,7 @@ export const harnessCommand: Command = {
       else for (const r of rows) console.log(`${r.name.padEnd(14)} [${r.kind}, ${r.protocol}] ${r.summary}`);
       return 0;
     }
-    if (action !== "install") throw new UserError("bad_arguments", `unknown action "${action ?? ""}"\n\n${usage}`);
+    if (action !== "install") throw new UserError("invalid_arguments", `unknown action "${action ?? ""}"\n\n${usage}`);
     const defs = names.length > 0 ? names.map((n) => getHarness(n)) : listHarnesses().filter((h) => h.kind === "real");
     const results: { name: string; ok: boolean; ms: number; hostPaths: string[]; error?: string }[] = [];
     // One at a time: each install is a large npm download and the machine is shared.

@@ -26,7 +26,7 @@ function parse<T extends Options>(argv: string[], options: T): ReturnType<typeof
   try {
     return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   } catch (e) {
-    throw new UserError("bad_arguments", `${errorMessage(e)}\n\n${usage}`);
+    throw new UserError("invalid_arguments", `${errorMessage(e)}\n\n${usage}`);
   }
 }
 
@@ -41,11 +41,11 @@ async function init(argv: string[]): Promise<number> {
   });
   const preset = typeof values.preset === "string" ? values.preset : undefined;
   const out = typeof values.out === "string" ? resolve(values.out) : undefined;
-  if (!preset || !out || typeof values.seed !== "string") throw new UserError("bad_arguments", `model init needs --preset, --seed and --out\n\n${usage}`);
+  if (!preset || !out || typeof values.seed !== "string") throw new UserError("invalid_arguments", `model init needs --preset, --seed and --out\n\n${usage}`);
   if (!findPreset(preset)) throw new UserError("unknown_preset", `unknown preset "${preset}" (known: ${MODEL_PRESETS.map((p) => p.name).join(", ")})`);
-  if (!/^\d+$/.test(values.seed) || !Number.isSafeInteger(Number(values.seed))) throw new UserError("bad_arguments", `--seed must be a non-negative integer, got "${values.seed}"`);
+  if (!/^\d+$/.test(values.seed) || !Number.isSafeInteger(Number(values.seed))) throw new UserError("invalid_arguments", `--seed must be a non-negative integer, got "${values.seed}"`);
   const modelType = values["model-type"];
-  if (modelType !== undefined && modelType !== "qwen2" && modelType !== "qwen3") throw new UserError("bad_arguments", `--model-type must be qwen2 or qwen3`);
+  if (modelType !== undefined && modelType !== "qwen2" && modelType !== "qwen3") throw new UserError("invalid_arguments", `--model-type must be qwen2 or qwen3`);
   if (existsSync(join(out, "config.json")) && values.force !== true) {
     throw new UserError("model_dir_exists", `${out} already holds a model (config.json); pass --force to overwrite it`);
   }
@@ -63,7 +63,7 @@ async function init(argv: string[]): Promise<number> {
 function info(argv: string[]): number {
   const { values, positionals } = parse(argv, { json: { type: "boolean" } });
   const dir = positionals[0];
-  if (!dir || positionals.length > 1) throw new UserError("bad_arguments", `model info needs exactly one directory\n\n${usage}`);
+  if (!dir || positionals.length > 1) throw new UserError("invalid_arguments", `model info needs exactly one directory\n\n${usage}`);
   const s = describeModelDir(dir);
   if (values.json === true) {
     console.log(JSON.stringify(s, null, 2));
@@ -98,7 +98,7 @@ export const modelCommand: Command = {
         for (const p of MODEL_PRESETS) console.log(`${p.name.padEnd(9)} ${p.modelType}  ${p.parameters.toLocaleString("en-US").padStart(10)}  ${p.description}`);
         return 0;
       default:
-        throw new UserError("bad_arguments", `unknown model subcommand "${sub ?? ""}"\n\n${usage}`);
+        throw new UserError("invalid_arguments", `unknown model subcommand "${sub ?? ""}"\n\n${usage}`);
     }
   },
 };

@@ -37,7 +37,7 @@ Options:
 function number(name: string, v: string | undefined, check: (n: number) => boolean, what: string): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (v.trim() === "" || !Number.isFinite(n) || !check(n)) throw new UserError("bad_arguments", `--${name} must be ${what}, got "${v}"`);
+  if (v.trim() === "" || !Number.isFinite(n) || !check(n)) throw new UserError("invalid_arguments", `--${name} must be ${what}, got "${v}"`);
   return n;
 }
 
@@ -63,9 +63,9 @@ async function run(argv: string[]): Promise<number> {
       },
     }));
   } catch (e) {
-    throw new UserError("bad_arguments", `${errorMessage(e)}\n\n${usage}`);
+    throw new UserError("invalid_arguments", `${errorMessage(e)}\n\n${usage}`);
   }
-  if (!values.engine) throw new UserError("bad_arguments", `proxy needs --engine <spec>\n\n${usage}`);
+  if (!values.engine) throw new UserError("invalid_arguments", `proxy needs --engine <spec>\n\n${usage}`);
   const port = number("port", values.port, (n) => Number.isInteger(n) && n >= 0 && n < 65536, "a port number") ?? 8400;
   const temperature = number("temperature", values.temperature, (n) => n >= 0, "a number ≥ 0");
   const maxTokens = number("max-tokens", values["max-tokens"], (n) => Number.isInteger(n) && n > 0, "a positive integer");

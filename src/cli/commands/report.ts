@@ -20,10 +20,10 @@ async function run(argv: string[]): Promise<number> {
   try {
     parsed = parseArgs({ args: argv, strict: true, allowPositionals: true, options: { metrics: { type: "string" }, out: { type: "string" }, title: { type: "string" } } });
   } catch (e) {
-    throw new UserError("bad_arguments", `${errorMessage(e)}\n\n${usage}`);
+    throw new UserError("invalid_arguments", `${errorMessage(e)}\n\n${usage}`);
   }
   const [dir, ...rest] = parsed.positionals;
-  if (dir === undefined || rest.length > 0) throw new UserError("bad_arguments", `report needs exactly one RUN_DIR\n\n${usage}`);
+  if (dir === undefined || rest.length > 0) throw new UserError("invalid_arguments", `report needs exactly one RUN_DIR\n\n${usage}`);
   const opts: Parameters<typeof writeReport>[1] = {};
   if (parsed.values.metrics !== undefined) opts.metrics = parsed.values.metrics;
   if (parsed.values.out !== undefined) opts.out = parsed.values.out;

@@ -29,20 +29,20 @@ async function run(argv: string[]): Promise<number> {
   try {
     parsed = parseArgs({ args: argv, strict: true, allowPositionals: true, options: { json: { type: "boolean" }, limit: { type: "string" }, out: { type: "string" } } });
   } catch (e) {
-    throw new UserError("bad_arguments", `${errorMessage(e)}\n\n${usage}`);
+    throw new UserError("invalid_arguments", `${errorMessage(e)}\n\n${usage}`);
   }
   const { values, positionals } = parsed;
   const [sub, spec, ...extra] = positionals;
-  if (extra.length) throw new UserError("bad_arguments", `unexpected arguments: ${extra.join(" ")}\n\n${usage}`);
+  if (extra.length) throw new UserError("invalid_arguments", `unexpected arguments: ${extra.join(" ")}\n\n${usage}`);
   const limit = values.limit === undefined ? Infinity : Number(values.limit);
-  if (!(limit >= 1)) throw new UserError("bad_arguments", `--limit must be a positive number, got ${values.limit}`);
+  if (!(limit >= 1)) throw new UserError("invalid_arguments", `--limit must be a positive number, got ${values.limit}`);
 
   if (sub === "list") {
     const suites = listSuites();
     console.log(values.json ? JSON.stringify(suites, null, 2) : suites.map((s) => `${s.name.padEnd(8)} ${s.summary}`).join("\n"));
     return 0;
   }
-  if (!spec || !["show", "export", "check"].includes(sub ?? "")) throw new UserError("bad_arguments", usage);
+  if (!spec || !["show", "export", "check"].includes(sub ?? "")) throw new UserError("invalid_arguments", usage);
   const tasks = (await loadSuite(spec)).tasks.slice(0, limit);
 
   if (sub === "show") {
@@ -51,7 +51,7 @@ async function run(argv: string[]): Promise<number> {
     return 0;
   }
   if (sub === "export") {
-    if (!values.out) throw new UserError("bad_arguments", `export needs --out DIR\n\n${usage}`);
+    if (!values.out) throw new UserError("invalid_arguments", `export needs --out DIR\n\n${usage}`);
     await writeNativeSuite(tasks, values.out);
     console.log(`wrote ${tasks.length} tasks to ${values.out}`);
     return 0;

@@ -27,10 +27,10 @@ async function run(argv: string[]): Promise<number> {
   try {
     ({ values } = parseArgs({ args: argv, strict: true, options: { db: { type: "string" }, session: { type: "string" }, rollout: { type: "string" }, nodes: { type: "boolean" }, json: { type: "boolean" } } }));
   } catch (e) {
-    throw new UserError("bad_arguments", `${errorMessage(e)}\n\n${usage}`);
+    throw new UserError("invalid_arguments", `${errorMessage(e)}\n\n${usage}`);
   }
-  if (!values.db) throw new UserError("bad_arguments", `trees needs --db\n\n${usage}`);
-  if (values.session && values.rollout) throw new UserError("bad_arguments", "give --session or --rollout, not both");
+  if (!values.db) throw new UserError("invalid_arguments", `trees needs --db\n\n${usage}`);
+  if (values.session && values.rollout) throw new UserError("invalid_arguments", "give --session or --rollout, not both");
   const store = openRecordedStore(values.db);
   try {
     const filter: { sessionId?: string; rolloutId?: string } = {};

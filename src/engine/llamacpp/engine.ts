@@ -89,10 +89,10 @@ export class LlamaCppEngine implements HotSwappableEngine {
     const { promptTokens: p, params } = req;
     if (p.length === 0) throw new UserError("empty_prompt", "prompt has no tokens");
     for (const t of p) {
-      if (!Number.isInteger(t) || t < 0 || t >= this.vocabSize) throw new UserError("bad_token", `prompt token ${t} is outside the vocabulary [0, ${this.vocabSize})`);
+      if (!Number.isInteger(t) || t < 0 || t >= this.vocabSize) throw new UserError("invalid_token", `prompt token ${t} is outside the vocabulary [0, ${this.vocabSize})`);
     }
-    if (!(params.temperature >= 0) || !Number.isFinite(params.temperature)) throw new UserError("bad_sampling_params", `temperature must be ≥ 0, got ${params.temperature}`);
-    if (!Number.isInteger(params.maxTokens) || params.maxTokens < 0) throw new UserError("bad_sampling_params", `maxTokens must be a non-negative integer, got ${params.maxTokens}`);
+    if (!(params.temperature >= 0) || !Number.isFinite(params.temperature)) throw new UserError("invalid_sampling_params", `temperature must be ≥ 0, got ${params.temperature}`);
+    if (!Number.isInteger(params.maxTokens) || params.maxTokens < 0) throw new UserError("invalid_sampling_params", `maxTokens must be a non-negative integer, got ${params.maxTokens}`);
   }
 
   async generate(req: GenerateRequest): Promise<GenerateResult> {
@@ -145,7 +145,7 @@ export class LlamaCppEngine implements HotSwappableEngine {
 
   private acquireOn(slot: PolicySlot, req: GenerateRequest): Promise<LlamaContextSequence | "abort" | "retired"> {
     if (req.promptTokens.length >= slot.contextSize) {
-      throw new UserError("prompt_too_long", `prompt has ${req.promptTokens.length} tokens; a llama.cpp sequence holds ${slot.contextSize} (raise ?ctx=)`);
+      throw new UserError("context_length_exceeded", `prompt has ${req.promptTokens.length} tokens; a llama.cpp sequence holds ${slot.contextSize} (raise ?ctx=)`);
     }
     return slot.acquire(req.promptTokens, req.signal);
   }

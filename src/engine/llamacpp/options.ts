@@ -59,14 +59,14 @@ export function defaultCacheDir(): string {
 export function llamaCppOptions(spec: EngineSpec): LlamaCppOptions {
   const modelDir = spec.target || spec.modelDir;
   const text = formatEngineSpec(spec);
-  if (!modelDir) throw new UserError("bad_engine_spec", "llamacpp needs a model directory: llamacpp:<model dir>[?threads=N&sequences=N&ctx=N&kv=f32|f16&fa=0|1&batch=isolated|shared&contexts=N&cache=DIR]");
+  if (!modelDir) throw new UserError("invalid_engine_spec", "llamacpp needs a model directory: llamacpp:<model dir>[?threads=N&sequences=N&ctx=N&kv=f32|f16&fa=0|1&batch=isolated|shared&contexts=N&cache=DIR]");
   const r = querySchema.safeParse(stringOptions(spec));
-  if (!r.success) throw new UserError("bad_engine_spec", `llamacpp spec "${text}": ${z.prettifyError(r.error)}`);
+  if (!r.success) throw new UserError("invalid_engine_spec", `llamacpp spec "${text}": ${z.prettifyError(r.error)}`);
   const o = r.data;
   const sequences = o.sequences ?? 8;
   const batch = o.batch ?? "isolated";
   if (o.contexts !== undefined && (batch !== "shared" || o.contexts > sequences)) {
-    throw new UserError("bad_engine_spec", `llamacpp spec "${text}": contexts=${o.contexts} needs batch=shared and at most sequences=${sequences}`);
+    throw new UserError("invalid_engine_spec", `llamacpp spec "${text}": contexts=${o.contexts} needs batch=shared and at most sequences=${sequences}`);
   }
   return {
     modelDir,

@@ -1,6 +1,6 @@
 import { rmSync } from "node:fs";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
-import { EngineError } from "../../core/errors.js";
+import { EngineError, InfraError } from "../../core/errors.js";
 import { llamaRuntime } from "./runtime.js";
 import { LockstepBatcher, sampleTokens, type OnSample, type SamplerSettings } from "./lockstep-batcher.js";
 import type { LlamaCppOptions } from "./options.js";
@@ -135,7 +135,7 @@ export class PolicySlot {
 
   private placementOf(seq: LlamaContextSequence): Placement {
     const at = this.placement.get(seq);
-    if (!at) throw new Error("sequence does not belong to this policy slot");
+    if (!at) throw new InfraError("internal", "sequence does not belong to this policy slot");
     return at;
   }
 

@@ -88,7 +88,7 @@ export function postJson(url: string, body: unknown, policy: RetryPolicy, signal
     try {
       return JSON.parse(text) as unknown;
     } catch (e) {
-      throw new EngineError("engine_bad_response", `${url} answered ${res.status} with non-JSON: ${text.slice(0, 200)}`, { cause: e });
+      throw new EngineError("invalid_engine_response", `${url} answered ${res.status} with non-JSON: ${text.slice(0, 200)}`, { cause: e });
     }
   });
 }
@@ -99,7 +99,7 @@ export function postJson(url: string, body: unknown, policy: RetryPolicy, signal
  */
 export function postSse(url: string, body: unknown, policy: RetryPolicy, signal: AbortSignal | undefined, onEvent: (data: unknown) => void): Promise<true | undefined> {
   return withRetries(url, body, policy, signal, async (res) => {
-    if (!res.body) throw new EngineError("engine_bad_response", `${url}: streaming answer has no body`);
+    if (!res.body) throw new EngineError("invalid_engine_response", `${url}: streaming answer has no body`);
     const decoder = new TextDecoder();
     let buffer = "";
     const handle = (event: string): boolean => {
@@ -111,7 +111,7 @@ export function postSse(url: string, body: unknown, policy: RetryPolicy, signal:
         try {
           parsed = JSON.parse(data);
         } catch (e) {
-          throw new EngineError("engine_bad_response", `${url}: bad event data: ${data.slice(0, 200)}`, { cause: e });
+          throw new EngineError("invalid_engine_response", `${url}: bad event data: ${data.slice(0, 200)}`, { cause: e });
         }
         onEvent(parsed);
       }

@@ -43,11 +43,11 @@ export function remoteOptions(spec: EngineSpec): RemoteOptions {
   try {
     url = new URL(base);
   } catch {
-    throw new UserError("bad_engine_spec", `${scheme} needs a server URL: ${scheme}:http://host:port[?model_dir=…&model=…]`);
+    throw new UserError("invalid_engine_spec", `${scheme} needs a server URL: ${scheme}:http://host:port[?model_dir=…&model=…]`);
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UserError("bad_engine_spec", `${scheme}: URL must be http(s), got ${base}`);
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new UserError("invalid_engine_spec", `${scheme}: URL must be http(s), got ${base}`);
   const r = querySchema.safeParse(stringOptions(spec));
-  if (!r.success) throw new UserError("bad_engine_spec", `${scheme} spec "${base}": ${z.prettifyError(r.error)}`);
+  if (!r.success) throw new UserError("invalid_engine_spec", `${scheme} spec "${base}": ${z.prettifyError(r.error)}`);
   const o = r.data;
   return {
     baseUrl: base,

@@ -79,8 +79,8 @@ export abstract class RemoteEngine implements HotSwappableEngine {
     if (this.closed) throw new EngineError("engine_closed", "engine is closed");
     const { promptTokens: p, params } = req;
     if (p.length === 0) throw new UserError("empty_prompt", "prompt has no tokens");
-    if (p.some((t) => !Number.isInteger(t) || t < 0)) throw new UserError("bad_token", "prompt tokens must be non-negative integers");
-    if (!(params.temperature >= 0)) throw new UserError("bad_sampling_params", `temperature must be ≥ 0, got ${params.temperature}`);
+    if (p.some((t) => !Number.isInteger(t) || t < 0)) throw new UserError("invalid_token", "prompt tokens must be non-negative integers");
+    if (!(params.temperature >= 0)) throw new UserError("invalid_sampling_params", `temperature must be ≥ 0, got ${params.temperature}`);
     while (this.swapping) await this.swapping.catch(() => undefined);
     const version = this.version;
     if (params.maxTokens === 0) return { tokens: [], logprobs: [], finishReason: "length", policyVersion: version };
@@ -95,7 +95,7 @@ export abstract class RemoteEngine implements HotSwappableEngine {
     // Set when the caller aborted while the server still had tokens for us: the natural finish is then "abort".
     let cut = false;
     const emit: Emit = (ids, lps) => {
-      if (ids.length !== lps.length) throw new EngineError("engine_bad_response", `${url}: ${ids.length} tokens but ${lps.length} logprobs`);
+      if (ids.length !== lps.length) throw new EngineError("invalid_engine_response", `${url}: ${ids.length} tokens but ${lps.length} logprobs`);
       const checked = this.checkTokens(url, [...ids], [...lps]);
       for (let i = 0; i < checked.tokens.length; i++) {
         if (req.signal?.aborted) {
@@ -123,12 +123,12 @@ export abstract class RemoteEngine implements HotSwappableEngine {
   /** Checks a server's per-token arrays: integer ids, finite logprobs ≤ 0 (tiny positive rounding is clamped). */
   protected checkTokens(url: string, tokens: unknown[], logprobs: unknown[]): { tokens: number[]; logprobs: number[] } {
     const ids = tokens.map((t) => {
-      if (typeof t !== "number" || !Number.isInteger(t) || t < 0) throw new EngineError("engine_bad_response", `${url}: bad token id ${JSON.stringify(t)}`);
+      if (typeof t !== "number" || !Number.isInteger(t) || t < 0) throw new EngineError("invalid_engine_response", `${url}: bad token id ${JSON.stringify(t)}`);
       return t;
     });
     const lps = logprobs.map((l) => {
-      if (typeof l !== "number" || !Number.isFinite(l)) throw new EngineError("engine_bad_response", `${url}: bad logprob ${JSON.stringify(l)} (is the server returning logprobs?)`);
-      if (l > 1e-4) throw new EngineError("engine_bad_response", `${url}: logprob ${l} > 0`);
+      if (typeof l !== "number" || !Number.isFinite(l)) throw new EngineError("invalid_engine_response", `${url}: bad logprob ${JSON.stringify(l)} (is the server returning logprobs?)`);
+      if (l > 1e-4) throw new EngineError("invalid_engine_response", `${url}: logprob ${l} > 0`);
       return Math.min(l, 0);
     });
     return { tokens: ids, logprobs: lps };

@@ -45,7 +45,7 @@ export class SglangEngine extends RemoteEngine {
     const raw = await postJson(url, body, this.options.retry, signal);
     if (raw === undefined) return undefined;
     const r = responseSchema.safeParse(Array.isArray(raw) ? raw[0] : raw);
-    if (!r.success) throw new EngineError("engine_bad_response", `${url}: unexpected response shape: ${z.prettifyError(r.error)}`);
+    if (!r.success) throw new EngineError("invalid_engine_response", `${url}: unexpected response shape: ${z.prettifyError(r.error)}`);
     const m = r.data.meta_info;
     emit(
       m.output_token_logprobs.map((x) => x[1]),
@@ -61,7 +61,7 @@ export class SglangEngine extends RemoteEngine {
     const url = `${this.options.baseUrl}/update_weights_from_disk`;
     const raw = await postJson(url, { model_path: modelDir, weight_version: String(version) }, { ...this.options.retry, retries: 0 });
     const r = updateSchema.safeParse(raw);
-    if (!r.success) throw new EngineError("engine_bad_response", `${url}: unexpected response: ${JSON.stringify(raw).slice(0, 200)}`);
+    if (!r.success) throw new EngineError("invalid_engine_response", `${url}: unexpected response: ${JSON.stringify(raw).slice(0, 200)}`);
     if (!r.data.success) throw new EngineError("weight_update_failed", `${url}: ${r.data.message ?? "update failed"}`);
   }
 }

@@ -54,14 +54,14 @@ export class VllmEngine extends RemoteEngine {
     const last: number[] = [];
     const take = (raw: unknown): boolean => {
       const r = responseSchema.safeParse(raw);
-      if (!r.success) throw new EngineError("engine_bad_response", `${url}: unexpected response shape: ${z.prettifyError(r.error)}`);
+      if (!r.success) throw new EngineError("invalid_engine_response", `${url}: unexpected response shape: ${z.prettifyError(r.error)}`);
       const choice = r.data.choices[0];
       // Stream chunks without choices (e.g. a final usage chunk) carry no tokens.
       if (!choice) {
         if (stream) return true;
-        throw new EngineError("engine_bad_response", `${url}: response has no choices`);
+        throw new EngineError("invalid_engine_response", `${url}: response has no choices`);
       }
-      if (!stream && !choice.logprobs) throw new EngineError("engine_bad_response", `${url}: response has no logprobs`);
+      if (!stream && !choice.logprobs) throw new EngineError("invalid_engine_response", `${url}: response has no logprobs`);
       finish = choice.finish_reason ?? finish;
       const { ids, logprobs } = readTokens(url, choice);
       if (ids.length) last.splice(0, last.length, ids[ids.length - 1] as number);
@@ -83,7 +83,7 @@ export class VllmEngine extends RemoteEngine {
 
   protected async reloadWeights(modelDir: string, version: number): Promise<void> {
     if (!this.options.reloadUrl) {
-      throw new UserError("reload_unsupported", "vLLM has no standard weight-reload API: configure a deployment hook with ?reload_url=<url> (it receives POST {model_path, version})");
+      throw new UserError("unsupported_weight_reload", "vLLM has no standard weight-reload API: configure a deployment hook with ?reload_url=<url> (it receives POST {model_path, version})");
     }
     await postJson(this.options.reloadUrl, { model_path: modelDir, version }, { ...this.options.retry, retries: 0 });
   }
@@ -93,13 +93,13 @@ export class VllmEngine extends RemoteEngine {
 function readTokens(url: string, choice: Choice): { ids: unknown[]; logprobs: unknown[] } {
   const lp = choice.logprobs;
   if (!lp) {
-    if (choice.token_ids && choice.token_ids.length > 0) throw new EngineError("engine_bad_response", `${url}: response has token ids but no logprobs`);
+    if (choice.token_ids && choice.token_ids.length > 0) throw new EngineError("invalid_engine_response", `${url}: response has token ids but no logprobs`);
     return { ids: [], logprobs: [] };
   }
   if (choice.token_ids) return { ids: choice.token_ids, logprobs: lp.token_logprobs };
   const ids = lp.tokens.map((t) => {
     const m = TOKEN_ID.exec(t);
-    if (!m) throw new EngineError("engine_bad_response", `${url}: response has neither token_ids nor "token_id:N" tokens (got ${JSON.stringify(t)})`);
+    if (!m) throw new EngineError("invalid_engine_response", `${url}: response has neither token_ids nor "token_id:N" tokens (got ${JSON.stringify(t)})`);
     return Number(m[1]);
   });
   return { ids, logprobs: lp.token_logprobs };

@@ -29,15 +29,15 @@ export function scriptedOptions(spec: EngineSpec): { path: string; options: Omit
 /** Loads a script module; its default export (sync or async function) plays the model. */
 export async function loadScript(path: string): Promise<ScriptFunction> {
   const abs = resolve(path);
-  if (!existsSync(abs)) throw new UserError("scripted_module_error", `scripted engine module ${abs} does not exist`);
+  if (!existsSync(abs)) throw new UserError("invalid_scripted_module", `scripted engine module ${abs} does not exist`);
   let mod: { default?: unknown };
   try {
     mod = (await import(pathToFileURL(abs).href)) as { default?: unknown };
   } catch (e) {
-    throw new UserError("scripted_module_error", `cannot load scripted engine module ${abs}: ${errorMessage(e)}`, { cause: e });
+    throw new UserError("invalid_scripted_module", `cannot load scripted engine module ${abs}: ${errorMessage(e)}`, { cause: e });
   }
   if (typeof mod.default !== "function") {
-    throw new UserError("scripted_module_error", `scripted engine module ${abs} must default-export a function (request) => ({ content?, toolCalls? })`);
+    throw new UserError("invalid_scripted_module", `scripted engine module ${abs} must default-export a function (request) => ({ content?, toolCalls? })`);
   }
   return mod.default as ScriptFunction;
 }

@@ -29,7 +29,7 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Pro
       },
       (e: unknown) => {
         signal.removeEventListener("abort", onAbort);
-        reject(e instanceof Error ? e : new Error(String(e)));
+        reject(e instanceof Error ? e : new EngineError("scripted_failed", String(e)));
       },
     );
   });
@@ -98,7 +98,7 @@ export class ScriptedEngine implements SamplingEngine {
     if (reply === ABORTED || request.signal?.aborted) return aborted();
     const parsed = scriptReplySchema.safeParse(reply ?? {});
     if (!parsed.success) {
-      throw new EngineError("scripted_bad_reply", `the scripted engine's function returned an invalid turn: ${z.prettifyError(parsed.error)}`);
+      throw new EngineError("invalid_scripted_reply", `the scripted engine's function returned an invalid turn: ${z.prettifyError(parsed.error)}`);
     }
     const turn: AssistantTurn = {};
     if (parsed.data.content) turn.content = parsed.data.content;

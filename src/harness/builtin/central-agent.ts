@@ -9,6 +9,7 @@ import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { openaiBaseUrl, readHarnessEnv, type HarnessEnv } from "./env.js";
 import { finish, parseArgs, runShell, str } from "./tools.js";
+import { EngineError } from "../../core/errors.js";
 
 const CENTRAL_SYSTEM = "You coordinate sub-agents. Call researcher to look things up and worker to run commands or write files. Answer briefly when the task is complete.";
 const SUB_SYSTEM = "You are a sub-agent with a shell. Use sh to run commands in the workspace. Reply with the result in one line.";
@@ -59,7 +60,7 @@ async function main(): Promise<void> {
   for (let turn = 1; turn <= env.HARNESSRL_MAX_TURNS; turn++) {
     const completion = await client.chat.completions.create({ model: env.HARNESSRL_MODEL, messages, tools: CENTRAL_TOOLS, max_tokens: env.HARNESSRL_MAX_TOKENS }, { headers: centralHeaders });
     const msg = completion.choices[0]?.message;
-    if (!msg) throw new Error("empty completion");
+    if (!msg) throw new EngineError("invalid_engine_response", "the model's answer has no message");
     const calls = (msg.tool_calls ?? []).filter((c) => c.type === "function");
     messages.push({ role: "assistant", content: msg.content ?? "", ...(calls.length ? { tool_calls: calls } : {}) });
     if (calls.length === 0) {

@@ -8,6 +8,7 @@ import OpenAI from "openai";
 import type { ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
 import { openaiBaseUrl, readHarnessEnv } from "./env.js";
 import { finish, parseArgs, runShell, str, writeWorkspaceFile } from "./tools.js";
+import { EngineError } from "../../core/errors.js";
 
 const SYSTEM = "You are a terminal agent. Use run to execute shell commands and write to create files. Work in the current directory. Reply with a short final answer when done.";
 
@@ -50,7 +51,7 @@ async function main(): Promise<void> {
     const stream = client.chat.completions.stream({ model: env.HARNESSRL_MODEL, messages, tools: TOOLS, max_tokens: env.HARNESSRL_MAX_TOKENS });
     const completion = await stream.finalChatCompletion();
     const msg = completion.choices[0]?.message;
-    if (!msg) throw new Error("empty completion");
+    if (!msg) throw new EngineError("invalid_engine_response", "the model's answer has no message");
     const toolCalls = (msg.tool_calls ?? []).filter((c) => c.type === "function");
     messages.push({ role: "assistant", content: msg.content ?? "", ...(toolCalls.length ? { tool_calls: toolCalls } : {}) });
     if (toolCalls.length === 0) {

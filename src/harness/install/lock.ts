@@ -25,7 +25,7 @@ export async function withDirLock<T>(lockDir: string, timeoutMs: number, fn: () 
       writeFileSync(join(lockDir, "pid"), String(process.pid));
       break;
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw new InfraError("install_lock", `cannot create lock ${lockDir}: ${(e as Error).message}`, { cause: e });
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw new InfraError("install_lock_failed", `cannot create lock ${lockDir}: ${(e as Error).message}`, { cause: e });
       let owner = NaN;
       try {
         owner = Number(readFileSync(join(lockDir, "pid"), "utf8"));

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, delimiter, join } from "node:path";
 import { z } from "zod";
-import { InfraError } from "../../core/errors.js";
+import { HarnessError, InfraError } from "../../core/errors.js";
 import { harnessCacheDir } from "./cache.js";
 import { alive, withDirLock } from "./lock.js";
 import type { NpmPin } from "./pins.js";
@@ -80,18 +80,18 @@ export async function installPin(pin: NpmPin, options: InstallOptions = {}): Pro
     if (nodeBin) env.PATH = `${nodeBin}${delimiter}${process.env.PATH ?? ""}`;
     const npm = process.platform === "win32" ? "npm.cmd" : "npm";
     const r = await run(npm, args, env, scratch).catch((e: unknown) => {
-      throw new InfraError("harness_install_failed", `cannot run npm to install ${pin.package}@${pin.version}: ${(e as Error).message}`, { cause: e });
+      throw new InfraError("npm_unavailable", `cannot run npm to install ${pin.package}@${pin.version}: ${(e as Error).message}`, { cause: e });
     });
     if (r.code !== 0 || !existsSync(pinPackageDirIn(scratch, pin))) {
       rmSync(scratch, { recursive: true, force: true });
-      throw new InfraError("harness_install_failed", `npm install ${pin.package}@${pin.version} failed (exit ${r.code}):\n${r.output.trim()}`, { retryable: true });
+      throw new HarnessError("harness_install_failed", `npm install ${pin.package}@${pin.version} failed (exit ${r.code}):\n${r.output.trim()}`, { retryable: true });
     }
     if (pin.requires) {
       const file = join(pinPackageDirIn(scratch, pin), pin.requires.path);
       const size = existsSync(file) ? statSync(file).size : 0;
       if (size < pin.requires.minBytes) {
         rmSync(scratch, { recursive: true, force: true });
-        throw new InfraError("harness_install_incomplete", `${pin.package}@${pin.version}: ${pin.requires.path} is ${size} bytes after npm install; its install script did not run or failed (npm blocking install scripts?)\n${r.output.trim()}`);
+        throw new HarnessError("harness_install_incomplete", `${pin.package}@${pin.version}: ${pin.requires.path} is ${size} bytes after npm install; its install script did not run or failed (npm blocking install scripts?)\n${r.output.trim()}`);
       }
     }
     for (const rel of pin.executables ?? []) {

@@ -79,7 +79,7 @@ export function createCommandHarness(input: CommandHarnessConfig): HarnessDefini
     protocol: config.protocol satisfies Protocol,
     async ensureInstalled() {
       const missing = config.hostPaths.filter((p) => !existsSync(p));
-      if (missing.length > 0) throw new UserError("command_harness_missing", `command harness ${config.name}: host paths do not exist: ${missing.join(", ")}`);
+      if (missing.length > 0) throw new UserError("command_harness_path_not_found", `command harness ${config.name}: host paths do not exist: ${missing.join(", ")}`);
     },
     hostPaths: () => [...config.hostPaths],
     launch(ctx) {

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { UserError } from "../../core/errors.js";
+import { HarnessError, UserError } from "../../core/errors.js";
 
 /**
  * Reads a request body up to `limit` bytes and parses it as JSON. Oversized bodies are refused as soon as they cross
@@ -34,7 +34,7 @@ export function readJsonBodyText(req: IncomingMessage, limit: number): Promise<{
     req.on("data", onData);
     req.once("error", (e) => {
       failed = true;
-      reject(new UserError("request_aborted", `reading the request body failed: ${e.message}`));
+      reject(new HarnessError("request_aborted", `reading the request body failed: ${e.message}`));
     });
     req.once("end", () => {
       if (failed) return;
@@ -49,11 +49,11 @@ export function readJsonBodyText(req: IncomingMessage, limit: number): Promise<{
 }
 
 function parseJson(text: string): unknown {
-  if (text.trim() === "") throw new UserError("invalid_json", "request body is empty; expected a JSON object");
+  if (text.trim() === "") throw new HarnessError("invalid_json", "request body is empty; expected a JSON object");
   try {
     return JSON.parse(text) as unknown;
   } catch (e) {
-    throw new UserError("invalid_json", `request body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`);
+    throw new HarnessError("invalid_json", `request body is not valid JSON: ${e instanceof Error ? e.message : String(e)}`);
   }
 }
 

@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import { UserError } from "../../core/errors.js";
+import { HarnessError } from "../../core/errors.js";
 
 /** Sends a complete JSON response (the non-streaming path and every error before a stream starts). */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -17,6 +17,6 @@ export function pathSegment(raw: string): string {
   try {
     return decodeURIComponent(raw);
   } catch {
-    throw new UserError("invalid_request", `malformed URL path segment "${raw}"`);
+    throw new HarnessError("invalid_request", `malformed URL path segment "${raw}"`);
   }
 }

@@ -1,3 +1,4 @@
+import type { HarnessError } from "../../core/errors.js";
 import { badField } from "./validate.js";
 
 /** Content part types that carry media this text-only proxy cannot pass to the policy. */
@@ -14,7 +15,7 @@ const MEDIA_KINDS: Record<string, string> = {
 };
 
 /** The 400 for a content part we cannot represent, saying what it was. */
-export function unsupportedPart(param: string, type: string): Error {
+export function unsupportedPart(param: string, type: string): HarnessError {
   const kind = MEDIA_KINDS[type];
   if (kind) {
     return badField(param, `${kind} content (type "${type}") is not supported: this proxy serves a text-only policy`, "unsupported_content");

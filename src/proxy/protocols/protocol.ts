@@ -60,7 +60,7 @@ export interface ProtocolStream {
 /** One API protocol: request validation + normalisation, response and stream construction. */
 export interface ProtocolAdapter<R extends ParsedRequest = ParsedRequest> {
   readonly protocol: Protocol;
-  /** Validates the JSON body and normalises it; throws UserError with a message naming the offending field. */
+  /** Validates the JSON body and normalises it; throws HarnessError with a message naming the offending field. */
   parse(body: unknown): R;
   newResponseId(): string;
   newToolCallId(): string;

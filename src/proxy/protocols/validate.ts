@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { UserError } from "../../core/errors.js";
+import { HarnessError, type ErrorCode } from "../../core/errors.js";
 
 /** `["messages", 2, "content"]` → `messages[2].content`. */
 export function formatPath(path: readonly PropertyKey[]): string {
@@ -11,21 +11,21 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out === "" ? "body" : out;
 }
 
-/** Validates untrusted input with a zod schema; failures become one 400 naming the offending fields. */
+/** Validates untrusted input with a zod schema; failures become one 400 (a HarnessError) naming the offending fields. */
 export function validate<T>(schema: z.ZodType<T>, body: unknown): T {
   const r = schema.safeParse(body);
   if (r.success) return r.data;
   const issues = r.error.issues.slice(0, 3).map((i) => `${formatPath(i.path)}: ${i.message}`);
   const more = r.error.issues.length > 3 ? ` (and ${r.error.issues.length - 3} more)` : "";
   const first = r.error.issues[0];
-  throw new UserError("invalid_request", `invalid request: ${issues.join("; ")}${more}`, {
+  throw new HarnessError("invalid_request", `invalid request: ${issues.join("; ")}${more}`, {
     details: first ? { param: formatPath(first.path) } : undefined,
   });
 }
 
-/** A 400 for a field the request got wrong, with the field as OpenAI's `param`. */
-export function badField(param: string, message: string, code = "invalid_request"): UserError {
-  return new UserError(code, `${param}: ${message}`, { details: { param } });
+/** A 400 for a field the request got wrong, with the field as OpenAI's `param`: the harness spoke the protocol wrongly. */
+export function badField(param: string, message: string, code: ErrorCode<"harness"> = "invalid_request"): HarnessError {
+  return new HarnessError(code, `${param}: ${message}`, { details: { param } });
 }
 
 /** The subset of a request body's fields that were set (e.g. the sampling parameters a harness asked for). */

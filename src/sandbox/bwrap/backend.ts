@@ -100,7 +100,7 @@ export class BwrapBackend implements SandboxBackend {
 
   static async open(options: BwrapBackendOptions = {}): Promise<BwrapBackend> {
     const pool = PoolOptionsSchema.safeParse(options.pool ?? DEFAULT_POOL);
-    if (!pool.success) throw new UserError("sandbox_bad_options", `invalid sandbox backend options: pool: ${pool.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`);
+    if (!pool.success) throw new UserError("invalid_sandbox_options", `invalid sandbox backend options: pool: ${pool.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`);
     const bwrap = findExecutable("bwrap");
     if (!bwrap) throw new InfraError("sandbox_no_bwrap", "bubblewrap (bwrap) is not installed: run `npm run setup` or `apt-get install bubblewrap`");
     const layout = detectCgroups();

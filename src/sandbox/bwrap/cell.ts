@@ -1,7 +1,7 @@
 import { rmSync } from "node:fs";
 import { chown, mkdir } from "node:fs/promises";
 import { delimiter, dirname, join } from "node:path";
-import { InfraError } from "../../core/errors.js";
+import { InfraError, UserError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
 import { sandboxDirs } from "../base-sandbox.js";
 import { HostBridge } from "../bridge-host.js";
@@ -172,7 +172,7 @@ export class Cell {
 
   /** The running agent, started anew if the previous one died. */
   async agent(): Promise<AgentProcess> {
-    if (this.closed) throw new InfraError("sandbox_destroyed", `sandbox ${this.id} is being destroyed`);
+    if (this.closed) throw new UserError("sandbox_destroyed", `sandbox ${this.id} is being destroyed`);
     let agent = this.current;
     if (!agent?.alive) agent = this.current = this.spawnAgent();
     let timer: NodeJS.Timeout | undefined;

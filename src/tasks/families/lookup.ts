@@ -4,6 +4,7 @@ import { Rng } from "../prng.js";
 import { FACTS_FILE, SEARCH_PROGRAM } from "../programs/search.js";
 import { LOOKUP_VERIFIER } from "../programs/verifiers.js";
 import { VERIFIER_DIR, type OracleStep, type Split, type Task } from "../task.js";
+import { InfraError } from "../../core/errors.js";
 
 /**
  * Multi-hop lookup QA: each task ships a small generated knowledge base of fictional people, companies, cities and
@@ -145,7 +146,7 @@ export function worldWithPath(rng: Rng, split: Split, q: QuestionType): { w: Wor
       if (ok) return { w, start: s };
     }
   }
-  throw new Error("no world with a simple path found");
+  throw new InfraError("internal", "no world with a simple path found");
 }
 
 /** A question's answer chain through its world: the entities visited and the gold fact of each hop. */

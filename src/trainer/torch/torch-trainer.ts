@@ -157,7 +157,7 @@ export class TorchTrainer implements CriticTrainer, CapoTrainer, SketchTrainer {
 
   async logprobs(batch: PackedBatch, options: LogprobsOptions = {}): Promise<TokenScores> {
     const temperature = options.temperature ?? 1;
-    if (!(temperature > 0)) throw new UserError("invalid_temperature", `temperature must be > 0, got ${temperature}`);
+    if (!(temperature > 0)) throw new UserError("invalid_sampling_params", `temperature must be > 0, got ${temperature}`);
     const withEntropy = options.entropy ?? true;
     const { rowLengths, frames } = packBatch(batch, ["tokens", "parent", "positions"]);
     const reply = await this.client.request("logprobs", { row_lengths: rowLengths, temperature, entropy: withEntropy }, frames);
@@ -170,7 +170,7 @@ export class TorchTrainer implements CriticTrainer, CapoTrainer, SketchTrainer {
 
   async forwardBackward(batch: PackedBatch, options: CapoForwardBackwardOptions = {}): Promise<ForwardBackwardResult> {
     const temperature = options.temperature ?? 1;
-    if (!(temperature > 0)) throw new UserError("invalid_temperature", `temperature must be > 0, got ${temperature}`);
+    if (!(temperature > 0)) throw new UserError("invalid_sampling_params", `temperature must be > 0, got ${temperature}`);
     const objective = options.objective ?? "pg";
     const fields = objective === "sft" ? (["lossWeights"] as const) : (["oldLogprobs", "advantages", "lossWeights"] as const);
     const capoFields = options.capo ? (["actionMask", "argsMask"] as const) : ([] as const);
