@@ -1,9 +1,10 @@
 import { defineConfig } from "vitest/config";
 
 /**
- * The slow tier: tests that run real harness CLIs, llama.cpp, bwrap sandboxes, training through the torch worker,
- * or the compiled CLI and sandbox agent (these need dist/, which the slow project's global setup builds). Everything
- * else is the fast tier, run in-process from src/ without a build: `npm run test:fast`.
+ * The slow tier: tests that run real harness CLIs, llama.cpp, sandboxes, Python (the torch worker, the Jinja
+ * reference), real task verifiers over many tasks, or the compiled CLI and workers (these need dist/, which the slow
+ * project's global setup builds). Everything else is the fast tier, run in-process from src/ without a build:
+ * `npm run test:fast`.
  */
 const SLOW_TESTS = [
   // Real harness CLIs (installed from npm on first use).
@@ -17,7 +18,14 @@ const SLOW_TESTS = [
   "test/sandbox/local-contract.test.ts",
   "test/rollout/oracle-builtin.test.ts",
   "test/rollout/random-policy.test.ts",
-  // Training runs and the torch worker.
+  // Real task programs and verifier processes, run over many generated tasks.
+  "test/tasks/baselines.test.ts",
+  "test/tasks/verifiers.test.ts",
+  "test/tasks/programs.test.ts",
+  "test/tasks/load.test.ts",
+  // Python: the Jinja reference renderer, training runs and the torch worker.
+  "test/chat/jinja-python-reference.test.ts",
+  "test/schedule/sketch.test.ts",
   "test/train/end-to-end.test.ts",
   "test/train/start-from-checkpoint.test.ts",
   "test/train/train-roles.test.ts",
@@ -26,7 +34,8 @@ const SLOW_TESTS = [
   "test/model/model-cli.test.ts",
   "test/advantage/worker-gradients.test.ts",
   "test/batch/worker-logprobs.test.ts",
-  // The compiled CLI, and the store's compiled checkpoint worker.
+  // npm pack, the compiled CLI, and the store's compiled checkpoint worker.
+  "test/core/package-files.test.ts",
   "test/report/report.test.ts",
   "test/export/export.test.ts",
   "test/tasks/cli.test.ts",
