@@ -54,7 +54,9 @@ export default defineConfig({
     // Two cores: the suite is mostly I/O-bound servers and sandboxes, two workers keep it honest.
     maxWorkers: 2,
     projects: [
-      { extends: true, test: { name: "fast", include: ["test/**/*.test.ts"], exclude: SLOW_TESTS } },
+      // The fast tier shares modules between the files a worker runs (isolate: false): importing src/ once per worker
+      // rather than once per file makes it ~3× faster. Its files pass in any order (checked with --sequence.shuffle).
+      { extends: true, test: { name: "fast", include: ["test/**/*.test.ts"], exclude: SLOW_TESTS, isolate: false } },
       { extends: true, test: { name: "slow", include: SLOW_TESTS, globalSetup: ["test/setup/build.ts"] } },
     ],
   },
