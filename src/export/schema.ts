@@ -136,5 +136,3 @@ export const TREE_CALLS_TABLE: TableDef<TreeCallRow> = {
     { name: "inserted_kind", type: "string", nullable: true, get: (r) => r.call.inserted?.kind ?? null },
   ],
 };
-
-export const EXPORT_TABLES = [CALLS_TABLE, SESSIONS_TABLE, TREE_NODES_TABLE, TREE_CALLS_TABLE] as const;

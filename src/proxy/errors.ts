@@ -1,4 +1,4 @@
-import { isHarnessRLError, toHarnessRLError, type ErrorCode, type HarnessRLError } from "../core/errors.js";
+import { toHarnessRLError, type ErrorCode, type HarnessRLError } from "../core/errors.js";
 import type { Protocol } from "../icr/records.js";
 
 /**
@@ -69,9 +69,4 @@ export function toProtocolError(protocol: Protocol, thrown: unknown): ProtocolEr
   }
   const param = typeof e.details?.param === "string" ? e.details.param : null;
   return { status, body: { error: { message: e.message, type: openaiType(status), param, code: e.code } } };
-}
-
-/** Whether a thrown value is one of ours (expected) rather than a bug worth a stack trace in the log. */
-export function isExpectedError(thrown: unknown): boolean {
-  return isHarnessRLError(thrown) && thrown.fault !== "infra";
 }

@@ -29,12 +29,6 @@ export interface RandomModelSpec {
 export const TINY_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"];
 export const TINY_VOCAB = 256 + TINY_SPECIALS.length;
 
-/** Shapes of the harnessrl tiny presets (mirrors worker/harnessrl_worker/presets.py). */
-export const TINY_PRESETS: Record<string, Omit<RandomModelSpec, "seed">> = {
-  "tiny-1m": { modelType: "qwen3", hiddenSize: 128, numLayers: 4, numHeads: 4, numKvHeads: 2, intermediateSize: 512, tieWordEmbeddings: true },
-  "tiny-10m": { modelType: "qwen3", hiddenSize: 384, numLayers: 6, numHeads: 6, numKvHeads: 2, intermediateSize: 1024, tieWordEmbeddings: true },
-};
-
 /** mulberry32 + Box–Muller: deterministic normal samples without dependencies. */
 function gaussian(seed: number): () => number {
   let a = seed >>> 0;

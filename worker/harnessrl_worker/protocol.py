@@ -1,4 +1,4 @@
-"""Wire format shared with src/trainer/protocol.ts (docs/worker.md, protocol version 1).
+"""Wire format shared with src/trainer/wire.ts (docs/worker.md, protocol version 1).
 
 Every message, in both directions, is one line of UTF-8 JSON ending in "\\n". A message that carries arrays lists
 them under "frames": [{"name", "dtype", "shape", "nbytes"}, ...]; the raw little-endian bytes of those arrays follow

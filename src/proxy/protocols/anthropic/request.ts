@@ -181,6 +181,3 @@ export function parseAnthropicRequest(raw: unknown): AnthropicRequest {
     maxTokens: body.max_tokens,
   };
 }
-
-/** count_tokens takes the same body minus max_tokens/stream. */
-export const parseCountTokensRequest = parseAnthropicRequest;

@@ -57,8 +57,6 @@ const Body = z
   })
   .loose();
 
-export type ChatBody = z.infer<typeof Body>;
-
 export interface ChatRequest extends ParsedRequest {
   includeUsage: boolean;
 }
