@@ -81,7 +81,9 @@ export function readVocab(modelDir: string, vocabSize: number): GgufVocab {
   const byId = new Map<number, { text: string; type: number }>();
   for (const [text, tid] of Object.entries(hf.data.model.vocab)) byId.set(tid, { text, type: TokenType.NORMAL });
   for (const a of hf.data.added_tokens) byId.set(a.id, { text: a.content, type: a.special ? TokenType.CONTROL : TokenType.USER_DEFINED });
-  const maxId = Math.max(...byId.keys());
+  // Not Math.max(...keys): a real vocabulary (150k+ entries) overflows the call stack as spread arguments.
+  let maxId = -1;
+  for (const tid of byId.keys()) if (tid > maxId) maxId = tid;
   if (maxId >= vocabSize) throw new UserError("invalid_tokenizer", `${path}: token id ${maxId} does not fit config.json vocab_size ${vocabSize}`);
   const tokens: string[] = [];
   const types: number[] = [];
