@@ -1,4 +1,5 @@
 import { copyFileSync, existsSync } from "node:fs";
+import { checkRunConfigNames } from "./check-names.js";
 import { parseEngineSpec, type EngineSpec } from "../engine/spec.js";
 import type { SamplingParams } from "../engine/types.js";
 import { ORACLE_ENGINE } from "../rollout/oracle/register.js";
@@ -46,8 +47,12 @@ export interface RunPaths {
   configPath?: string | null;
 }
 
-/** Builds a run's context. Loads the policy's codec and checks the scheduler section; starts no process. */
+/**
+ * Builds a run's context. Checks that every name the config uses exists, loads the policy's codec and builds the
+ * scheduler; starts no process.
+ */
 export function buildRunContext(config: RunConfig, paths: RunPaths): RunContext {
+  checkRunConfigNames(config);
   const run = new RunDir(paths.runDir);
   if (paths.configPath && !existsSync(run.configPath)) copyFileSync(paths.configPath, run.configPath);
   const t = config.trainer;

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { checkRunConfigNames } from "../../run/check-names.js";
 import { buildRunContext } from "../../run/context.js";
 import { configCheckLine, loadRunConfig } from "../../train/config.js";
 import { runTraining, type PassDelta, type PassTable } from "../../train/orchestrator.js";
@@ -40,6 +41,7 @@ export const quickstartCommand: Command = {
     const configPath = resolve(values.config ?? defaultConfig());
     const config = loadRunConfig(configPath);
     if (values.check) {
+      checkRunConfigNames(config, configPath);
       console.log(configCheckLine(configPath, config));
       return 0;
     }

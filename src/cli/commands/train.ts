@@ -1,4 +1,5 @@
 import { resolve } from "node:path";
+import { checkRunConfigNames } from "../../run/check-names.js";
 import { buildRunContext } from "../../run/context.js";
 import { configCheckLine, loadRunConfig } from "../../train/config.js";
 import { runTraining } from "../../train/orchestrator.js";
@@ -11,7 +12,8 @@ Runs RL training as the config describes into a run directory (default runs/<nam
 checkpoints, policy versions, records.sqlite, rollouts.jsonl, eval-before/after.json, summary.json and report.html.
 Run the same command again to resume after a crash.
 
---check  validate the whole config (every section, cross-field rules) and exit: one OK line, or one line per error
+--check  validate the whole config (every section, cross-field rules, and that every harness, task suite, sandbox,
+         trainer and engine it names exists) and exit: one OK line, or one line per error
          with the dotted path of the bad key (exit 2).`;
 
 export const trainCommand: Command = {
@@ -26,6 +28,7 @@ export const trainCommand: Command = {
     }
     const config = loadRunConfig(values.config);
     if (values.check) {
+      checkRunConfigNames(config, values.config);
       console.log(configCheckLine(values.config, config));
       return 0;
     }
