@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vites
 import { UserError } from "../../src/core/errors.js";
 import { processesWithSandboxId } from "../../src/sandbox/state.js";
 import type { Sandbox, SandboxBackend } from "../../src/sandbox/types.js";
-import { DIST_SANDBOX, LIMITS, isAlive, proxyGetScript, sleep, spawnControlPlane, startStandInProxy, tempRoot } from "./helpers.js";
+import { DIST_BUILTINS, DIST_SANDBOX, LIMITS, isAlive, proxyGetScript, sleep, spawnControlPlane, startStandInProxy, tempRoot } from "./helpers.js";
 import type { StandInProxy } from "./helpers.js";
 
 export type OpenBackend = (stateRoot: string) => Promise<SandboxBackend>;
@@ -188,7 +188,9 @@ export function backendContract(name: string, open: OpenBackend, variant = ""): 
       const crashRoot = tempRoot(`crash-${name}`);
       onTestFinished(() => crashRoot.remove());
       const code = `
+        import { registerBuiltins } from ${JSON.stringify(DIST_BUILTINS)};
         import { openSandboxBackend } from ${JSON.stringify(DIST_SANDBOX)};
+        registerBuiltins();
         const b = await openSandboxBackend(${JSON.stringify(name)}, { stateRoot: ${JSON.stringify(crashRoot.path)} });
         const s = await b.create({ limits: { memoryBytes: 256 * 1024 * 1024, maxPids: 64, wallClockMs: 600000 } });
         void s.exec(["sh", "-c", "setsid sleep 600 & echo $! > pid; sleep 600"]);
@@ -217,7 +219,9 @@ export function backendContract(name: string, open: OpenBackend, variant = ""): 
       const termRoot = tempRoot(`term-${name}`);
       onTestFinished(() => termRoot.remove());
       const code = `
+        import { registerBuiltins } from ${JSON.stringify(DIST_BUILTINS)};
         import { openSandboxBackend } from ${JSON.stringify(DIST_SANDBOX)};
+        registerBuiltins();
         const b = await openSandboxBackend(${JSON.stringify(name)}, { stateRoot: ${JSON.stringify(termRoot.path)} });
         const s = await b.create({ limits: { memoryBytes: 256 * 1024 * 1024, maxPids: 64, wallClockMs: 600000 } });
         void s.exec(["sh", "-c", "echo up > up; sleep 600"]);

@@ -9,7 +9,7 @@ import { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";
 import { SandboxCgroup, detectCgroups } from "../../src/sandbox/cgroups.js";
 import { processesWithSandboxId } from "../../src/sandbox/state.js";
 import type { Sandbox } from "../../src/sandbox/types.js";
-import { DIST_SANDBOX, LIMITS, hostProcessesMentioning, proxyGetScript, sleep, spawnControlPlane, startStandInProxy, tcpProbeScript, tempRoot } from "./helpers.js";
+import { DIST_BUILTINS, DIST_SANDBOX, LIMITS, hostProcessesMentioning, proxyGetScript, sleep, spawnControlPlane, startStandInProxy, tcpProbeScript, tempRoot } from "./helpers.js";
 import type { StandInProxy } from "./helpers.js";
 
 const layout = detectCgroups();
@@ -204,7 +204,9 @@ describe("bwrap sandbox isolation", () => {
     const crashRoot = tempRoot("crash-cg");
     onTestFinished(() => crashRoot.remove());
     const code = `
+      import { registerBuiltins } from ${JSON.stringify(DIST_BUILTINS)};
       import { openSandboxBackend } from ${JSON.stringify(DIST_SANDBOX)};
+      registerBuiltins();
       const b = await openSandboxBackend("bwrap", { stateRoot: ${JSON.stringify(crashRoot.path)} });
       const s = await b.create({ limits: { memoryBytes: 256 * 1024 * 1024, maxPids: 64, wallClockMs: 600000 } });
       void s.exec(["sh", "-c", "echo up > up; sleep 600"]);

@@ -9,6 +9,8 @@ import { fileURLToPath } from "node:url";
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const DIST_SANDBOX = join(REPO_ROOT, "dist", "sandbox", "index.js");
+/** Spawned control planes fill the registries as the CLI does (nothing registers on import). */
+export const DIST_BUILTINS = join(REPO_ROOT, "dist", "builtins.js");
 
 export const LIMITS = { memoryBytes: 512 * 1024 * 1024, maxPids: 256, wallClockMs: 120_000 };
 
