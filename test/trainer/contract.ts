@@ -299,7 +299,7 @@ function sketchContract(shared: Shared): void {
         row.advantages[i] = 1;
         row.lossWeights[i] = 0.1;
       }
-      await expect(trainer.gradSketch({ dim: 64, seed: 1 })).rejects.toMatchObject({ code: "bad_request" });
+      await expect(trainer.gradSketch({ dim: 64, seed: 1 })).rejects.toMatchObject({ code: "invalid_trainer_request" });
       await trainer.forwardBackward(batch([row]));
       const { sketch, gradNorm } = await trainer.gradSketch({ dim: 64, seed: 1 });
       expect(sketch).toHaveLength(64);
