@@ -1,8 +1,6 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { defaultCodec, loadCodec } from "../../src/chat/codec.js";
 import { UserError } from "../../src/core/errors.js";
@@ -16,24 +14,13 @@ import { parseRunConfig } from "../../src/train/config.js";
 import { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
 import { writeRandomModelDir } from "../../src/weights/random-model.js";
 import { codeCorpus, trainedTokenizerJson } from "../tokenizer/trained-bpe.js";
+import { runCli as cli } from "../setup/cli.js";
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const root = mkdtempSync(join(tmpdir(), "hrl-runctx-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const base = { harnesses: ["chat-agent"], tasks: { train: "calcrun:train?n=2" } };
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, "dist", "cli", "main.js"), ...args], { cwd: ROOT });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe("engine specs: the text form is parsed once into a structure", () => {
   it("splits kind, target (colons kept) and options", () => {
