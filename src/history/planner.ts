@@ -104,6 +104,8 @@ export class TokenExactPlanner implements HistoryPlanner {
 
     const rendered = codec.renderer.render(effective, conversation.tools, { addGenerationPrompt: true });
     this.planned.set(messages, { length: messages.length, tools: conversation.tools, messages: effective, keys, rendered });
+    // A prompt rendered whole (a break, or no parent) keeps nothing as sampled: it is the request as the harness sent it.
+    const renderedAsSent = (): string => (realigned.length === 0 ? rendered : codec.renderer.render(messages, conversation.tools, { addGenerationPrompt: true }));
 
     // A sampled turn after the parent that the harness changed (e.g. re-serialised arguments of the latest turn while
     // an earlier call is still an intact prefix): the prompt still extends the parent, but the rewrite is recorded.
@@ -115,8 +117,7 @@ export class TokenExactPlanner implements HistoryPlanner {
 
     if (parent) {
       const splice = this.spliceOf(parent, codec);
-      // A break renders the request as the harness sent it: nothing of it is kept as sampled.
-      const full = (b: HistoryBreak): PromptPlan => ({ promptTokens: codec.tokenizer.encode(realigned.length === 0 ? rendered : codec.renderer.render(messages, conversation.tools, { addGenerationPrompt: true })), parentCallId: null, reusedPrefixTokens: 0, break: b, realigned: [] });
+      const full = (b: HistoryBreak): PromptPlan => ({ promptTokens: codec.tokenizer.encode(renderedAsSent()), parentCallId: null, reusedPrefixTokens: 0, break: b, realigned: [] });
       if (!splice.ok) return full({ kind: "template_not_prefix_stable", detail: splice.reason, fromCallId: parent.callId });
       const isPrefix = splice.aText !== null ? hasPrefix(rendered, splice.aText) : rendered.length >= splice.aLength && digest(rendered.slice(0, splice.aLength)) === splice.aDigest;
       if (!isPrefix) {
@@ -127,8 +128,7 @@ export class TokenExactPlanner implements HistoryPlanner {
       return { promptTokens, parentCallId: parent.callId, reusedPrefixTokens: promptTokens.length - suffix.length, break: laterBreak, realigned: realigned.filter((r) => r.messageIndex < parentDepth) };
     }
 
-    const renderedAsSent = realigned.length === 0 ? rendered : codec.renderer.render(messages, conversation.tools, { addGenerationPrompt: true });
-    return { promptTokens: codec.tokenizer.encode(renderedAsSent), parentCallId: null, reusedPrefixTokens: 0, break: this.classify(state, effective, keys, nodes, toolsMismatch), realigned: [] };
+    return { promptTokens: codec.tokenizer.encode(renderedAsSent()), parentCallId: null, reusedPrefixTokens: 0, break: this.classify(state, effective, keys, nodes, toolsMismatch), realigned: [] };
   }
 
   remember(record: CallRecord, codec?: Codec): void {
