@@ -191,6 +191,19 @@ function coreContract(shared: Shared, capabilities: readonly TrainerCapability[]
 }
 
 /** Each capability suite starts from its own fresh model, so it does not depend on the core suite's order. */
+/** A policy-gradient row scored by the trainer itself: tokens from 26 on trainable, advantage 1, weight 0.1. */
+async function scoredRow(trainer: Trainer): Promise<ReturnType<typeof flatRow>> {
+  const row = flatRow(branchingPaths()[0] as number[]);
+  const before = await trainer.logprobs(batch([row]), { entropy: false });
+  row.oldLogprobs.set(before.logprobs[0] as Float32Array);
+  for (let i = 26; i < row.tokens.length; i++) {
+    row.trainable[i] = 1;
+    row.advantages[i] = 1;
+    row.lossWeights[i] = 0.1;
+  }
+  return row;
+}
+
 function freshModel(shared: Shared, name: string, seed: number): Promise<unknown> {
   return shared.trainer.init({ preset: "tiny-1m", seed, out: join(shared.dir, name) });
 }
@@ -253,13 +266,8 @@ function capoContract(shared: Shared): void {
     });
 
     it("CAPO: probes partitions, then takes a partition-routed backward and a masked step", async () => {
-      const row = flatRow(branchingPaths()[0] as number[]);
-      const before = await trainer.logprobs(batch([row]), { entropy: false });
-      row.oldLogprobs.set(before.logprobs[0] as Float32Array);
+      const row = await scoredRow(trainer);
       for (let i = 26; i < row.tokens.length; i++) {
-        row.trainable[i] = 1;
-        row.advantages[i] = 1;
-        row.lossWeights[i] = 0.1;
         if (i < 30) row.actionMask[i] = 1;
         else row.argsMask[i] = 1;
       }
@@ -291,14 +299,7 @@ function sketchContract(shared: Shared): void {
     });
 
     it("sketches the accumulated gradient: fixed by the seed, linear in the gradient", async () => {
-      const row = flatRow(branchingPaths()[0] as number[]);
-      const before = await trainer.logprobs(batch([row]), { entropy: false });
-      row.oldLogprobs.set(before.logprobs[0] as Float32Array);
-      for (let i = 26; i < row.tokens.length; i++) {
-        row.trainable[i] = 1;
-        row.advantages[i] = 1;
-        row.lossWeights[i] = 0.1;
-      }
+      const row = await scoredRow(trainer);
       await expect(trainer.gradSketch({ dim: 64, seed: 1 })).rejects.toMatchObject({ code: "invalid_trainer_request" });
       await trainer.forwardBackward(batch([row]));
       const { sketch, gradNorm } = await trainer.gradSketch({ dim: 64, seed: 1 });
