@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import { UserError, isHarnessRLError } from "../core/errors.js";
 import { newSecret } from "../core/ids.js";
 import { DEFAULT_SAMPLING, type SamplingEngine, type SamplingParams } from "../engine/types.js";
@@ -11,6 +12,7 @@ import { handleModelCall } from "./call.js";
 import type { ProxyContext } from "./context.js";
 import { countTokens } from "./count-tokens.js";
 import { toProtocolError } from "./errors.js";
+import { BodyBudget } from "./http/body.js";
 import { pathSegment, sendJson } from "./http/respond.js";
 import { ModelCatalog } from "./models.js";
 import { MODEL_CALL_ROUTES } from "./protocols/index.js";
@@ -26,12 +28,23 @@ export interface ProxyOptions {
   adminToken?: string;
   /** The run's sampling config; overrides what harnesses request. */
   sampling?: Partial<SamplingParams>;
-  /** Extra model names to answer to (`*` = any). */
+  /** Model names listed by `/v1/models` next to the engine's id; with `strictModels`, the only names answered (`*` = any). */
   modelAliases?: readonly string[];
+  /** Answer 404 to model names other than the engine's id and the aliases. Default false: any name is served. */
+  strictModels?: boolean;
+  /** Answer 400 to tool types the policy cannot serve (hosted tools) instead of leaving them out. Default false. */
+  strictTools?: boolean;
   /** Largest accepted request body (default 64 MiB). */
   maxBodyBytes?: number;
+  /** Body bytes all requests together may hold while being read (default 4 × maxBodyBytes); beyond it: 503, retry. */
+  maxBufferedBodyBytes?: number;
+  /** Time a client has to send its headers (default 30 s) and its whole request (default 120 s): 408 after. */
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
   /** Unexpected failures (engine crashes, bugs); default: logged to stderr. */
   onError?: (error: unknown) => void;
+  /** Things an operator should know once (e.g. tools left out of prompts); default: one line on stderr. */
+  onWarning?: (message: string) => void;
   /** Observes every call record once it is durable (live logs, progress); exceptions it throws are reported, not fatal. */
   onRecord?: (record: CallRecord) => void;
 }
@@ -45,6 +58,23 @@ export interface ProxyUrls {
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Failures Node's HTTP parser reports before there is a request: headers over the size limit (431), headers or body
+ * not sent in time (408), malformed HTTP (400). Answered with a status line when the socket can still take one;
+ * clients that simply went away (resets, mid-stream drops) are expected, not fatal.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  const status = err.code === "HPE_HEADER_OVERFLOW" ? 431 : err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
+  const responding = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+  if (err.code === "ECONNRESET" || !socket.writable || responding) {
+    socket.destroy();
+    return;
+  }
+  const reason = { 400: "Bad Request", 408: "Request Timeout", 431: "Request Header Fields Too Large" }[status];
+  const body = JSON.stringify({ error: { message: `${status} ${reason}`, type: "invalid_request_error", param: null, code: status === 431 ? "headers_too_large" : status === 408 ? "request_timeout" : "bad_request" } });
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
 
 /** A guess at the caller's protocol for routes that are not model calls, to answer errors in a shape it can read. */
 function protocolOf(req: IncomingMessage, path: string): Protocol {
@@ -84,17 +114,30 @@ export class ProxyServer {
       store: options.store,
       planner: options.planner,
       sessions: new SessionRegistry(options.store, options.open ?? false),
-      models: new ModelCatalog(options.engine.model.id, options.modelAliases ?? []),
+      models: new ModelCatalog(options.engine.model.id, options.modelAliases ?? [], options.strictModels ?? false),
+      strictTools: options.strictTools ?? false,
+      reportedOmissions: new Set<string>(),
       sampling: { ...DEFAULT_SAMPLING, ...options.sampling },
       maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+      bodyBudget: new BodyBudget(options.maxBufferedBodyBytes ?? 4 * (options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES)),
       onError,
+      onWarning: options.onWarning ?? ((m: string): void => console.error(`harnessrl proxy: ${m}`)),
       onRecord: options.onRecord ?? null,
     };
-    this.server = createServer({ keepAliveTimeout: 75_000, requestTimeout: 0 }, (req, res) => {
-      void this.route(req, res);
-    });
-    // Clients that drop mid-stream produce socket errors; they are expected, not fatal.
-    this.server.on("clientError", (_err, socket) => socket.destroy());
+    // Slow or stalled clients cannot hold a connection (and its buffered body) for long: headers and the whole request
+    // must arrive in time (the answer, e.g. a long stream, is not limited). Node checks these every few seconds.
+    this.server = createServer(
+      {
+        keepAliveTimeout: 75_000,
+        headersTimeout: options.headersTimeoutMs ?? 30_000,
+        requestTimeout: options.requestTimeoutMs ?? 120_000,
+        connectionsCheckingInterval: 2_000,
+      },
+      (req, res) => {
+        void this.route(req, res);
+      },
+    );
+    this.server.on("clientError", answerClientError);
   }
 
   async listen(port = 0, host = "127.0.0.1"): Promise<ProxyUrls> {
