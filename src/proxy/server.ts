@@ -76,6 +76,22 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
+/** Resolves when the request body has been read to its end (or the connection closed), or after `ms`. */
+function drained(req: IncomingMessage, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      req.off("end", done);
+      req.off("close", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    req.on("end", done);
+    req.on("close", done);
+    req.resume();
+  });
+}
+
 /** A guess at the caller's protocol for routes that are not model calls, to answer errors in a shape it can read. */
 function protocolOf(req: IncomingMessage, path: string): Protocol {
   if (path.startsWith("/v1/messages") || req.headers["anthropic-version"] !== undefined) return "anthropic-messages";
@@ -216,18 +232,22 @@ export class ProxyServer {
         throw new UserError("not_found", `no route ${req.method ?? ""} ${path}`);
       }
     } catch (e) {
-      this.fail(protocol, res, e);
+      await this.fail(protocol, req, res, e);
     }
   }
 
   /** The error boundary for everything that happens before a response has started. */
-  private fail(protocol: Protocol, res: ServerResponse, e: unknown): void {
-    if (!isHarnessRLError(e) || e.fault === "infra" || e.fault === "engine") this.ctx.onError(e);
+  private async fail(protocol: Protocol, req: IncomingMessage, res: ServerResponse, e: unknown): Promise<void> {
+    if ((!isHarnessRLError(e) || e.fault === "infra" || e.fault === "engine") && !(isHarnessRLError(e) && e.code === "proxy_busy")) this.ctx.onError(e);
     if (res.headersSent) {
       res.destroy();
       return;
     }
     const { status, body } = toProtocolError(protocol, e);
+    // A refused body is still arriving: answering and closing now makes the client's write fail (EPIPE) before it
+    // reads the status. Let the rest drain (discarded) for a few seconds first.
+    if (status === 413 && !req.complete) await drained(req, 5_000);
+    if (res.destroyed) return;
     sendJson(res, status, body, status === 413 ? { connection: "close" } : {});
   }
 }

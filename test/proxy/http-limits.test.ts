@@ -80,6 +80,18 @@ describe("proxy: slow, oversized and hostile HTTP is bounded and answered with a
     expect(busy?.text).toContain('"code":"proxy_busy"');
   });
 
+  it("an oversized body still being sent → a 413 the client reads (5 of 5)", async () => {
+    for (let i = 0; i < 5; i++) {
+      const r = await fetch(`${p.urls.openai}/chat/completions`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ model: "policy", messages: [{ role: "user", content: "z".repeat(3 * 1024 * 1024) }] }),
+      });
+      expect(r.status).toBe(413);
+      expect(((await r.json()) as { error: { code: string } }).error.code).toBe("payload_too_large");
+    }
+  });
+
   it("still answers normally afterwards, and the budget was given back", async () => {
     const r = await p.openai(key).chat.completions.create({ model: "policy", messages: [{ role: "user", content: "y".repeat(600 * 1024) }] }).catch((e: unknown) => e);
     // 600 KiB fits the budget again (the stalled bodies' bytes were released); the engine's context then refuses it.
