@@ -97,6 +97,7 @@ export const ERROR_CODES = {
     method_not_allowed: once("an HTTP method the route does not accept (HTTP 405)"),
     payload_too_large: once("a request body over the size limit (HTTP 413)"),
     not_listening: once("the proxy's address was asked for before it listens"),
+    listen_failed: once("the proxy cannot listen on the given host and port (in use, not permitted, unknown host)"),
   },
   harness: {
     invalid_json: once("the harness sent a request body that is not JSON"),

@@ -76,6 +76,18 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   socket.end(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
+/** Why the proxy cannot listen, said in one line: the user chose the address. */
+function listenError(e: NodeJS.ErrnoException, host: string, port: number): UserError {
+  const why: Record<string, string> = {
+    EADDRINUSE: `port ${port} on ${host} is already in use (pick another with --port, or 0 for any free one)`,
+    EACCES: `not permitted to listen on ${host}:${port} (ports below 1024 need privileges)`,
+    EADDRNOTAVAIL: `${host} is not an address of this machine`,
+    ENOTFOUND: `unknown host "${host}"`,
+    EAI_AGAIN: `cannot resolve host "${host}"`,
+  };
+  return new UserError("listen_failed", `the proxy cannot listen: ${why[e.code ?? ""] ?? e.message}`, { cause: e });
+}
+
 /** Resolves when the request body has been read to its end (or the connection closed), or after `ms`. */
 function drained(req: IncomingMessage, ms: number): Promise<void> {
   return new Promise((resolve) => {
@@ -158,7 +170,7 @@ export class ProxyServer {
 
   async listen(port = 0, host = "127.0.0.1"): Promise<ProxyUrls> {
     await new Promise<void>((resolve, reject) => {
-      this.server.once("error", reject);
+      this.server.once("error", (e: NodeJS.ErrnoException) => reject(listenError(e, host, port)));
       this.server.listen(port, host, () => {
         this.server.off("error", reject);
         resolve();

@@ -122,6 +122,8 @@ export class SqliteStore implements Store {
     } catch (e) {
       this.db.close();
       if (e instanceof UserError) throw e;
+      // A file that is not SQLite at all (a typo'd path, a text file) is the user's to fix, not a crash.
+      if ((e as { code?: unknown }).code === "SQLITE_NOTADB") throw new UserError("store_not_harnessrl", `${path} is not a SQLite database (give a new path or a harnessrl store)`, { cause: e });
       throw new InfraError("store_init_failed", `cannot initialise the SQLite store at ${path}: ${errorMessage(e)}`, { cause: e });
     }
   }
