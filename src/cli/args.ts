@@ -30,3 +30,30 @@ export function listOption(value: string | undefined, fallback: string[]): strin
   if (value === undefined) return fallback;
   return value.split(",").map((s) => s.trim()).filter((s) => s !== "");
 }
+
+/**
+ * `--port -5`: node's parseArgs reads "-5" as another option ("ambiguous"). A negative number after a long option is
+ * its value; spelled `--port=-5` it reaches the command's own range check, which says what is wrong in one line.
+ */
+export function joinNegativeValues(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    const next = argv[i + 1];
+    if (a.startsWith("--") && !a.includes("=") && next !== undefined && /^-(\d|\.\d)/.test(next)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else out.push(a);
+  }
+  return out;
+}
+
+/**
+ * What a user error prints: one line (the first paragraph: argument errors carry the usage after a blank line, which
+ * `--help` shows) and its code. Config errors keep their one line per problem.
+ */
+export function userErrorText(e: { message: string; code: string }, command: string | undefined): string {
+  if (e.code !== "invalid_arguments") return `harnessrl: ${e.message} [${e.code}]`;
+  const first = e.message.split("\n\n")[0] ?? e.message;
+  return `harnessrl: ${first} [${e.code}] (usage: harnessrl ${command ?? ""}${command ? " " : ""}--help)`;
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { registerBuiltins } from "../builtins.js";
 import { isHarnessRLError, errorMessage } from "../core/errors.js";
+import { joinNegativeValues, userErrorText } from "./args.js";
 import { commands } from "./commands/index.js";
 
 function help(): string {
@@ -44,14 +45,16 @@ function exitOnSignals(name: string): void {
   }
 }
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (e: unknown) => {
-    // User/config errors are expected: print the message only. Anything else is a bug: print the stack.
-    if (isHarnessRLError(e) && e.fault === "user") console.error(`harnessrl: ${e.message} [${e.code}]`);
-    else console.error(e instanceof Error ? (e.stack ?? e.message) : errorMessage(e));
-    process.exitCode = isHarnessRLError(e) && e.fault === "user" ? 2 : 1;
-  },
-);
+/** Exits soon after the command is done, even if a library left a handle open (a failed setup must not hang). */
+function exitSoon(code: number): void {
+  process.exitCode = code;
+  setTimeout(() => process.exit(code), 2_000).unref();
+}
+
+const args = joinNegativeValues(process.argv.slice(2));
+main(args).then(exitSoon, (e: unknown) => {
+  // User/config errors are expected: print the message only. Anything else is a bug: print the stack.
+  if (isHarnessRLError(e) && e.fault === "user") console.error(userErrorText(e, args[0]));
+  else console.error(e instanceof Error ? (e.stack ?? e.message) : errorMessage(e));
+  exitSoon(isHarnessRLError(e) && e.fault === "user" ? 2 : 1);
+});

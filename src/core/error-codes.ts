@@ -97,9 +97,11 @@ export const ERROR_CODES = {
     method_not_allowed: once("an HTTP method the route does not accept (HTTP 405)"),
     payload_too_large: once("a request body over the size limit (HTTP 413)"),
     not_listening: once("the proxy's address was asked for before it listens"),
+    listen_failed: once("the proxy cannot listen on the given host and port (in use, not permitted, unknown host)"),
   },
   harness: {
     invalid_json: once("the harness sent a request body that is not JSON"),
+    json_too_deep: once("a request body or tool-call arguments nest arrays/objects deeper than the proxy accepts (HTTP 400)"),
     invalid_request: once("the harness sent a request that does not follow its protocol"),
     unsupported_content: once("the harness sent content a text-only policy cannot take (images, audio, item references)"),
     harness_install_failed: retry("installing the harness's pinned npm package failed"),
@@ -141,6 +143,7 @@ export const ERROR_CODES = {
   },
   infra: {
     internal: once("a bug in harnessrl: an invariant broke or something unknown was thrown"),
+    proxy_busy: retry("the proxy holds as many request-body bytes as it allows at once (HTTP 503/529)"),
     big_endian: once("the host is big-endian; the trainer wire needs little-endian"),
     worker_not_found: once("the trainer worker's Python package is missing"),
     worker_spawn_failed: once("the trainer worker process cannot be started"),

@@ -5,8 +5,9 @@ import type { FinishReason, SamplingParams } from "./sampling.js";
  * Version of the persisted Interface Call Record shape. Bump with a migration when it changes.
  * 2: `spans` (the completion's tool calls in tokens; null in version-1 records).
  * 3: `realigned` (turns the harness changed only in form, kept as sampled); older records read as none realigned.
+ * 4: `omittedTools` (tool types the request offered that the policy cannot serve); older records read as none.
  */
-export const ICR_SCHEMA_VERSION = 3;
+export const ICR_SCHEMA_VERSION = 4;
 
 export type Protocol = "openai-chat" | "openai-responses" | "anthropic-messages";
 
@@ -118,6 +119,8 @@ export interface CallRecord {
   break: HistoryBreak | null;
   /** Turns of the request kept as sampled although the harness re-serialised them (absent or empty: none). */
   realigned?: RealignedTurn[];
+  /** Tools of the request left out of the policy's prompt (hosted tool types it cannot serve), as `type` or `type:name`. */
+  omittedTools?: string[];
   /** A parent call in another session that spawned this session (sub-agents). */
   spawnedByCallId: string | null;
 }

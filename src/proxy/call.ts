@@ -16,6 +16,7 @@ import { buildReply, reconcileStreamed } from "./output/reply.js";
 import { parseCompletion } from "./output/spans.js";
 import { OutputSplitter } from "./output/splitter.js";
 import type { ParsedRequest, ProtocolAdapter, ProtocolStream, Reply } from "./protocols/protocol.js";
+import { checkArgumentDepth, checkContextEstimate, checkOmittedTools } from "./request-bounds.js";
 
 function header(req: IncomingMessage, name: string): string | null {
   const v = req.headers[name];
@@ -84,6 +85,7 @@ function baseRecord(ctx: ProxyContext, adapter: ProtocolAdapter, s: CallState): 
     reusedPrefixTokens: plan.reusedPrefixTokens,
     break: plan.break,
     ...(plan.realigned.length > 0 ? { realigned: plan.realigned } : {}),
+    ...(parsed.omittedTools.length > 0 ? { omittedTools: parsed.omittedTools } : {}),
     spawnedByCallId: header(req, "x-harnessrl-parent-call") ?? session.spawnedByCallId,
   };
 }
@@ -133,15 +135,18 @@ export async function handleModelCall<R extends ParsedRequest>(ctx: ProxyContext
 }
 
 async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: ProtocolAdapter<R>, req: IncomingMessage, res: ServerResponse, session: SessionInfo, receivedAt: number): Promise<void> {
-  const request = await readJsonBodyText(req, ctx.maxBodyBytes);
+  const request = await readJsonBodyText(req, ctx.maxBodyBytes, ctx.bodyBudget);
   const rawRequest = request.value;
   const parsed = adapter.parse(rawRequest);
   ctx.models.check(parsed.model);
+  checkArgumentDepth(parsed.conversation);
+  checkOmittedTools(ctx, parsed.omittedTools);
 
   const { engine } = ctx;
+  const window = engine.model.contextWindow;
+  checkContextEstimate(parsed.conversation, engine.tokenizer, window);
   const codec = { tokenizer: engine.tokenizer, renderer: engine.renderer };
   const plan = ctx.planner.plan(session.sessionId, parsed.conversation, codec);
-  const window = engine.model.contextWindow;
   if (plan.promptTokens.length >= window) {
     throw new UserError("context_length_exceeded", `the prompt is ${plan.promptTokens.length} tokens; the model's context window is ${window} tokens`, {
       details: { param: "messages" },

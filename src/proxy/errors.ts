@@ -24,12 +24,12 @@ export function httpStatusOf(e: HarnessRLError): number {
     case "engine":
       return e.retryable ? 503 : 500;
     case "infra":
-      return 500;
+      return e.code === "proxy_busy" ? 503 : 500;
   }
 }
 
 function anthropicType(status: number, e: HarnessRLError): string {
-  if (e.fault === "engine" && e.retryable) return "overloaded_error";
+  if ((e.fault === "engine" || e.code === "proxy_busy") && e.retryable) return "overloaded_error";
   switch (status) {
     case 401:
       return "authentication_error";
@@ -64,7 +64,7 @@ export function toProtocolError(protocol: Protocol, thrown: unknown): ProtocolEr
   let status = httpStatusOf(e);
   if (protocol === "anthropic-messages") {
     // Anthropic signals a retryable overload with 529; its SDKs and Claude Code back off and retry on it.
-    if (e.fault === "engine" && e.retryable) status = 529;
+    if ((e.fault === "engine" || e.code === "proxy_busy") && e.retryable) status = 529;
     return { status, body: { type: "error", error: { type: anthropicType(status, e), message: e.message } } };
   }
   const param = typeof e.details?.param === "string" ? e.details.param : null;

@@ -1,8 +1,9 @@
 import { UserError } from "../core/errors.js";
 
 /**
- * The model names the proxy answers to: the engine's model id plus aliases, so harnesses can keep their own model
- * names (`claude-sonnet-…`, `gpt-…`). The alias `*` accepts any name (capturing a harness by hand).
+ * The model names the proxy answers to. By default any name: every real harness sends its own (`claude-sonnet-…`,
+ * `gpt-5.5`, and other names for side calls), the policy serves them all, and the record keeps the name asked for
+ * (in its raw request; replies echo it). With `strict`, only the engine's model id and the aliases (`*` = any).
  */
 export class ModelCatalog {
   private readonly names: Set<string>;
@@ -11,15 +12,16 @@ export class ModelCatalog {
   constructor(
     readonly modelId: string,
     aliases: readonly string[] = [],
+    strict = false,
   ) {
-    this.any = aliases.includes("*");
+    this.any = !strict || aliases.includes("*");
     this.names = new Set([modelId, ...aliases.filter((a) => a !== "*")]);
   }
 
-  /** 404 in the caller's protocol for a name this proxy does not serve. */
+  /** In strict mode, a 404 in the caller's protocol for a name this proxy does not serve. */
   check(model: string): void {
     if (this.any || this.names.has(model)) return;
-    throw new UserError("model_not_found", `model "${model}" is not served here; available: ${[...this.names].join(", ")} (add names with --model-alias)`, {
+    throw new UserError("model_not_found", `model "${model}" is not served here; available: ${[...this.names].join(", ")} (add names with --model-alias, or drop --strict-models)`, {
       details: { param: "model" },
     });
   }

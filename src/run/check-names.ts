@@ -2,6 +2,7 @@ import { UserError } from "../core/errors.js";
 import type { Registry } from "../core/registry.js";
 import { engines } from "../engine/registry.js";
 import { harnesses } from "../harness/registry.js";
+import { MODEL_PRESETS, findPreset } from "../model/presets.js";
 import { sandboxBackends } from "../sandbox/registry.js";
 import { suites } from "../tasks/registry.js";
 import { parseSuiteSpec } from "../tasks/suite-spec.js";
@@ -34,6 +35,9 @@ export function checkRunConfigNames(config: RunConfig, source = "config"): void 
   if (config.warm_start) suite(config.warm_start.demos, "warm_start.demos");
   if (config.eval) suite(config.eval.tasks, "eval.tasks");
   need(sandboxBackends, config.rollout.sandbox, "rollout.sandbox");
+  if ("preset" in config.model && !findPreset(config.model.preset)) {
+    problems.push(`  model.preset: unknown model preset "${config.model.preset}" (known: ${MODEL_PRESETS.map((p) => p.name).join(", ")})`);
+  }
   need(trainers, config.trainer.kind, "trainer.kind");
   need(engines, config.engine.kind, "engine.kind");
   if (problems.length > 0) throw new UserError("invalid_config", `${source} names things that do not exist:\n${problems.join("\n")}`);

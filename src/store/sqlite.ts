@@ -73,6 +73,7 @@ interface CallMeta {
   timings: CallRecord["timings"];
   break: CallRecord["break"];
   realigned?: CallRecord["realigned"];
+  omittedTools?: CallRecord["omittedTools"];
 }
 
 export interface SqliteStoreOptions {
@@ -121,6 +122,8 @@ export class SqliteStore implements Store {
     } catch (e) {
       this.db.close();
       if (e instanceof UserError) throw e;
+      // A file that is not SQLite at all (a typo'd path, a text file) is the user's to fix, not a crash.
+      if ((e as { code?: unknown }).code === "SQLITE_NOTADB") throw new UserError("store_not_harnessrl", `${path} is not a SQLite database (give a new path or a harnessrl store)`, { cause: e });
       throw new InfraError("store_init_failed", `cannot initialise the SQLite store at ${path}: ${errorMessage(e)}`, { cause: e });
     }
   }
@@ -182,7 +185,7 @@ export class SqliteStore implements Store {
 
   insertCall(r: CallRecord, hints: InsertHints = {}): void {
     if (this.checkpointer === undefined) this.startCheckpointer();
-    const meta: CallMeta = { error: r.error, samplingRequested: r.samplingRequested, samplingUsed: r.samplingUsed, timings: r.timings, break: r.break, ...(r.realigned && r.realigned.length > 0 ? { realigned: r.realigned } : {}) };
+    const meta: CallMeta = { error: r.error, samplingRequested: r.samplingRequested, samplingUsed: r.samplingUsed, timings: r.timings, break: r.break, ...(r.realigned && r.realigned.length > 0 ? { realigned: r.realigned } : {}), ...(r.omittedTools && r.omittedTools.length > 0 ? { omittedTools: r.omittedTools } : {}) };
     const base = r.parentCallId === null ? undefined : this.recent.get(r.parentCallId);
     const hasher = new TokenHasher();
     const baseLen = deltaPrefix(r.promptTokens, r.reusedPrefixTokens, base?.tokens, hasher);
@@ -360,6 +363,7 @@ function callFromRow(row: CallRow, resolved: ResolvedCall): CallRecord {
     reusedPrefixTokens: row.reused_prefix_tokens,
     break: meta.break,
     ...(meta.realigned ? { realigned: meta.realigned } : {}),
+    ...(meta.omittedTools ? { omittedTools: meta.omittedTools } : {}),
     spawnedByCallId: row.spawned_by_call_id,
   };
 }

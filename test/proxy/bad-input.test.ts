@@ -97,13 +97,95 @@ describe("proxy: bad input gets a 4xx in the caller's protocol and never crashes
     expect((e4 as OpenAIAPIError).message).toMatch(/audio content/);
   });
 
-  it("unknown models → 404 in protocol shape", async () => {
-    const e1 = await p.openai(key).chat.completions.create({ model: "gpt-9", messages: [{ role: "user", content: "hi" }] }).catch((x: unknown) => x);
-    expect((e1 as OpenAIAPIError).status).toBe(404);
-    expect((e1 as OpenAIAPIError).code).toBe("model_not_found");
-    const e2 = await p.anthropic(key).messages.create({ model: "claude-x", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }).catch((x: unknown) => x);
-    expect((e2 as AnthropicAPIError).status).toBe(404);
-    expect((e2 as AnthropicAPIError).error).toMatchObject({ error: { type: "not_found_error" } });
+  it("any model name is served by default and echoed back; the record keeps the name asked for", async () => {
+    const before = p.calls(sessionId).length;
+    const r1 = await p.openai(key).chat.completions.create({ model: "gpt-5.5", messages: [{ role: "user", content: "hi" }] });
+    expect(r1.model).toBe("gpt-5.5");
+    const r2 = await p.anthropic(key).messages.create({ model: "claude-haiku-x", max_tokens: 5, messages: [{ role: "user", content: "hi" }] });
+    expect(r2.model).toBe("claude-haiku-x");
+    const asked = p.calls(sessionId).slice(before).map((r) => (r.rawRequest as { model: string }).model);
+    expect(asked).toEqual(["gpt-5.5", "claude-haiku-x"]);
+  });
+
+  it("with strictModels, unknown models → 404 in protocol shape", async () => {
+    const strict = await startProxy(agent, { proxy: { strictModels: true, modelAliases: ["my-alias"] } });
+    try {
+      const k = strict.session().apiKey;
+      const e1 = await strict.openai(k).chat.completions.create({ model: "gpt-9", messages: [{ role: "user", content: "hi" }] }).catch((x: unknown) => x);
+      expect((e1 as OpenAIAPIError).status).toBe(404);
+      expect((e1 as OpenAIAPIError).code).toBe("model_not_found");
+      const e2 = await strict.anthropic(k).messages.create({ model: "claude-x", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }).catch((x: unknown) => x);
+      expect((e2 as AnthropicAPIError).status).toBe(404);
+      expect((e2 as AnthropicAPIError).error).toMatchObject({ error: { type: "not_found_error" } });
+      const ok = await strict.openai(k).chat.completions.create({ model: "my-alias", messages: [{ role: "user", content: "hi" }] });
+      expect(ok.model).toBe("my-alias");
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it("JSON nested 2,500 deep (the body limit here is 16 KiB) in a body, tool parameters or tool-call arguments → 400 json_too_deep, nothing recorded", async () => {
+    const before = p.calls(sessionId).length;
+    const deep = `${'{"a":'.repeat(2500)}1${"}".repeat(2500)}`;
+    // Inside a JSON string every quote is escaped: 1,000 levels keep the body under the limit.
+    const deepArgs = `${'{"a":'.repeat(1000)}1${"}".repeat(1000)}`;
+    const params = await post(p, "/v1/chat/completions", key, `{"model":"policy","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":${deep}}}]}`);
+    expect(params.status).toBe(400);
+    expect(params.json).toMatchObject({ error: { code: "json_too_deep" } });
+    const chatArgs = JSON.stringify({ model: "policy", messages: [{ role: "user", content: "hi" }, { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: deepArgs } }] }, { role: "tool", tool_call_id: "c1", content: "x" }] });
+    expect((await post(p, "/v1/chat/completions", key, chatArgs)).json).toMatchObject({ error: { code: "json_too_deep" } });
+    const respArgs = JSON.stringify({ model: "policy", input: [{ type: "message", role: "user", content: "hi" }, { type: "function_call", call_id: "c1", name: "f", arguments: deepArgs }, { type: "function_call_output", call_id: "c1", output: "x" }] });
+    expect((await post(p, "/v1/responses", key, respArgs)).json).toMatchObject({ error: { code: "json_too_deep" } });
+    const anthropicInput = `{"model":"policy","max_tokens":10,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":${deep}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x"}]}]}`;
+    const a = await post(p, "/v1/messages", key, anthropicInput);
+    expect(a.status).toBe(400);
+    expect(a.json).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
+    expect(p.calls(sessionId).length).toBe(before);
+    // Within the limit, deeply nested but ordinary schemas still work (a proxy with room for the rendered schema).
+    const roomy = await startProxy(agent);
+    try {
+      const ok = `${'{"a":'.repeat(40)}1${"}".repeat(40)}`;
+      const fine = await post(roomy, "/v1/chat/completions", roomy.session().apiKey, `{"model":"policy","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","x":${ok}}}}]}`);
+      expect(fine.status).toBe(200);
+    } finally {
+      await roomy.close();
+    }
+  });
+
+  it("an Anthropic turn with empty content → 400 naming it; a final empty assistant turn (prefill) is allowed", async () => {
+    const empty = await post(p, "/v1/messages", key, JSON.stringify({ model: "policy", max_tokens: 10, messages: [{ role: "user", content: [] }] }));
+    expect(empty.status).toBe(400);
+    expect((empty.json.error as { message: string }).message).toContain("messages[0].content");
+    const emptyText = await post(p, "/v1/messages", key, JSON.stringify({ model: "policy", max_tokens: 10, messages: [{ role: "user", content: "" }] }));
+    expect(emptyText.status).toBe(400);
+    const prefill = await post(p, "/v1/messages", key, JSON.stringify({ model: "policy", max_tokens: 10, messages: [{ role: "user", content: "hi" }, { role: "assistant", content: [] }] }));
+    expect(prefill.status).toBe(200);
+  });
+
+  it("hosted tools (Codex's tool_search, Anthropic server tools) are left out of the prompt and recorded; strictTools refuses them", async () => {
+    const before = p.calls(sessionId).length;
+    const r = await p.openai(key).responses.create({
+      model: "gpt-5.5",
+      input: "hi",
+      tools: [{ type: "function", name: "f", parameters: { type: "object", properties: {} }, strict: false }, { type: "web_search" }],
+    });
+    expect(r.status).toBe("completed");
+    const a = await post(p, "/v1/messages", key, JSON.stringify({ model: "policy", max_tokens: 10, messages: [{ role: "user", content: "hi" }], tools: [{ type: "web_search_20250305", name: "web_search" }, { name: "g", input_schema: { type: "object" } }] }));
+    expect(a.status).toBe(200);
+    const recs = p.calls(sessionId).slice(before);
+    expect(recs.map((x) => [x.tools.map((t) => t.name), x.omittedTools])).toEqual([
+      [["f"], ["web_search"]],
+      [["g"], ["web_search_20250305:web_search"]],
+    ]);
+    const strict = await startProxy(agent, { proxy: { strictTools: true } });
+    try {
+      const k = strict.session().apiKey;
+      const e = await strict.openai(k).responses.create({ model: "policy", input: "hi", tools: [{ type: "web_search" }] }).catch((x: unknown) => x);
+      expect((e as OpenAIAPIError).status).toBe(400);
+      expect((e as OpenAIAPIError).message).toMatch(/web_search/);
+    } finally {
+      await strict.close();
+    }
   });
 
   it("unknown routes and wrong methods → 404 / 405", async () => {

@@ -150,7 +150,7 @@ export function runProtocolContract(wire: ProtocolWire): void {
   describe(`protocol contract: ${adapter.protocol}`, () => {
     let p: TestProxy;
     beforeAll(async () => {
-      p = await startProxy(failingAgent, { engineOverride: droppingEngine() });
+      p = await startProxy(failingAgent, { engineOverride: droppingEngine(), proxy: { strictModels: true } });
     });
     afterAll(async () => p.close());
 

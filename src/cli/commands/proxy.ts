@@ -10,7 +10,8 @@ import type { Command } from "../command.js";
 
 const usage = `Usage:
   harnessrl proxy --engine <spec> [--port N] [--host H] [--db FILE] [--open] [--temperature T] [--max-tokens N]
-                  [--model-alias a,b,…] [--admin-token T] [--max-body-mb N] [--model-dir DIR] [--verbose]
+                  [--model-alias a,b,…] [--strict-models] [--strict-tools] [--admin-token T] [--max-body-mb N]
+                  [--model-dir DIR] [--verbose]
 
 Serves the policy to agent harnesses on one port and records every model call token-exactly:
   OpenAI Chat Completions  POST /v1/chat/completions
@@ -27,7 +28,9 @@ Options:
   --open               accept any credential and use it as the session id (default: only issued credentials)
   --temperature T      sampling temperature used for every call, whatever the harness asks (default 1)
   --max-tokens N       cap on sampled tokens per call (default 512; smaller harness limits are honoured)
-  --model-alias list   extra model names to answer to, comma-separated or repeated; "*" accepts any name
+  --model-alias list   model names listed by /v1/models, comma-separated or repeated (any name is served anyway)
+  --strict-models      answer 404 to model names other than the engine's and the aliases ("*" alias = any)
+  --strict-tools       answer 400 to requests offering hosted tools (default: left out of the prompt, recorded)
   --admin-token T      admin API token (default: HARNESSRL_ADMIN_TOKEN or a random one, printed at start)
   --max-body-mb N      largest request body in MiB (default 64)
   --model-dir DIR      the policy's model directory (tokenizer + chat template for every engine, weights for engines
@@ -56,6 +59,8 @@ async function run(argv: string[]): Promise<number> {
         temperature: { type: "string" },
         "max-tokens": { type: "string" },
         "model-alias": { type: "string", multiple: true },
+        "strict-models": { type: "boolean" },
+        "strict-tools": { type: "boolean" },
         "admin-token": { type: "string" },
         "max-body-mb": { type: "string" },
         "model-dir": { type: "string" },
@@ -87,6 +92,8 @@ async function run(argv: string[]): Promise<number> {
     adminToken: values["admin-token"] ?? process.env.HARNESSRL_ADMIN_TOKEN,
     sampling,
     modelAliases: aliases,
+    strictModels: values["strict-models"] === true,
+    strictTools: values["strict-tools"] === true,
     maxBodyBytes: maxBodyMb === undefined ? undefined : Math.floor(maxBodyMb * 1024 * 1024),
     onRecord: values.verbose ? (r) => console.log(callLogLine(r)) : undefined,
   });
@@ -97,7 +104,7 @@ async function run(argv: string[]): Promise<number> {
       `  OpenAI base URL (Chat Completions, Responses): ${urls.openai}`,
       `  Anthropic base URL (Messages):                 ${urls.anthropic}`,
       `  Admin API:                                     ${urls.admin}  (admin token: ${server.adminToken})`,
-      `  Models: ${[engine.model.id, ...aliases].join(", ")}`,
+      `  Models: ${values["strict-models"] ? [engine.model.id, ...aliases].join(", ") : "any name (the policy serves them all; --strict-models to restrict)"}`,
     ].join("\n"),
   );
 

@@ -11,6 +11,11 @@ export interface ParsedRequest {
   samplingRequested: Record<string, unknown>;
   /** The harness's output-token limit, if it set one. */
   maxTokens: number | undefined;
+  /**
+   * Tools the request offered that the policy cannot serve (hosted/server tool types: `tool_search`, `web_search`…),
+   * left out of the conversation, as `type` or `type:name`. The call pipeline records them, or refuses in strict mode.
+   */
+  omittedTools: string[];
 }
 
 export type ReplyStopReason = "stop" | "length" | "tool_calls";

@@ -132,15 +132,20 @@ function assistantMessage(content: BlockT[], param: string, toolNames: Map<strin
   return msg;
 }
 
-function normaliseTools(tools: z.infer<typeof Tool>[]): ToolSpec[] {
-  return tools.map((t, i) => {
+function normaliseTools(tools: z.infer<typeof Tool>[]): { specs: ToolSpec[]; omitted: string[] } {
+  const specs: ToolSpec[] = [];
+  const omitted: string[] = [];
+  for (const t of tools) {
+    // Server tools (web_search_…, code_execution_…) run on Anthropic's side: the policy cannot serve them.
     if (t.type !== undefined && t.type !== "custom") {
-      throw badField(`tools[${i}]`, `server tool type "${t.type}" is not supported; only client tools with an input_schema are`);
+      omitted.push(`${t.type}:${t.name}`);
+      continue;
     }
     const spec: ToolSpec = { name: t.name, parameters: t.input_schema ?? { type: "object", properties: {} } };
     if (t.description !== undefined) spec.description = t.description;
-    return spec;
-  });
+    specs.push(spec);
+  }
+  return { specs, omitted };
 }
 
 function normaliseToolChoice(c: z.infer<typeof ToolChoiceSchema> | undefined): ToolChoice | undefined {
@@ -168,16 +173,21 @@ export function parseAnthropicRequest(raw: unknown): AnthropicRequest {
   const toolNames = new Map<string, string>();
   body.messages.forEach((m, i) => {
     const param = `messages[${i}].content`;
+    // As the Messages API: every turn has content, except a final assistant turn (a prefill).
+    const empty = typeof m.content === "string" ? m.content === "" : m.content.length === 0;
+    if (empty && !(m.role === "assistant" && i === body.messages.length - 1)) throw badField(param, "a message needs non-empty content (only a final assistant message may be empty)");
     const blocks: BlockT[] = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
     if (m.role === "user") userMessages(blocks, param, messages, toolNames);
     else if (m.role === "system") messages.push({ role: "system", content: textBlocks(blocks, param) });
     else messages.push(assistantMessage(blocks, param, toolNames));
   });
+  const { specs, omitted } = normaliseTools(body.tools ?? []);
   return {
     model: body.model,
     stream: body.stream === true,
-    conversation: { messages, tools: normaliseTools(body.tools ?? []), toolChoice: normaliseToolChoice(body.tool_choice) },
+    conversation: { messages, tools: specs, toolChoice: normaliseToolChoice(body.tool_choice) },
     samplingRequested: pickFields(body, SAMPLING_FIELDS),
     maxTokens: body.max_tokens,
+    omittedTools: omitted,
   };
 }

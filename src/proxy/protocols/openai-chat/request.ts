@@ -110,13 +110,20 @@ function normaliseMessages(messages: z.infer<typeof Message>[]): ChatMessage[] {
   });
 }
 
-function normaliseTools(tools: z.infer<typeof Tool>[]): ToolSpec[] {
-  return tools.map((t, i) => {
-    if (t.type !== "function" || !t.function) throw badField(`tools[${i}]`, `tool type "${t.type}" is not supported; only function tools are`);
+function normaliseTools(tools: z.infer<typeof Tool>[]): { specs: ToolSpec[]; omitted: string[] } {
+  const specs: ToolSpec[] = [];
+  const omitted: string[] = [];
+  tools.forEach((t, i) => {
+    if (t.type !== "function") {
+      omitted.push(t.type);
+      return;
+    }
+    if (!t.function) throw badField(`tools[${i}].function`, "a function tool needs its function");
     const spec: ToolSpec = { name: t.function.name, parameters: t.function.parameters ?? { type: "object", properties: {} } };
     if (t.function.description !== undefined) spec.description = t.function.description;
-    return spec;
+    specs.push(spec);
   });
+  return { specs, omitted };
 }
 
 function normaliseToolChoice(c: z.infer<typeof ToolChoiceSchema> | null | undefined): ToolChoice | undefined {
@@ -128,7 +135,7 @@ function normaliseToolChoice(c: z.infer<typeof ToolChoiceSchema> | null | undefi
 export function parseChatRequest(raw: unknown): ChatRequest {
   const body = validate(Body, raw);
   if (body.n !== null && body.n !== undefined && body.n !== 1) throw badField("n", "only n = 1 is supported");
-  const tools = normaliseTools(body.tools ?? []);
+  const { specs: tools, omitted } = normaliseTools(body.tools ?? []);
   const conversation = { messages: normaliseMessages(body.messages), tools, toolChoice: normaliseToolChoice(body.tool_choice) };
   return {
     model: body.model,
@@ -137,5 +144,6 @@ export function parseChatRequest(raw: unknown): ChatRequest {
     samplingRequested: pickFields(body, SAMPLING_FIELDS),
     maxTokens: body.max_completion_tokens ?? body.max_tokens ?? undefined,
     includeUsage: body.stream_options?.include_usage === true,
+    omittedTools: omitted,
   };
 }

@@ -46,8 +46,6 @@ export interface ResponsesRequest extends ParsedRequest {
 const SAMPLING_FIELDS = ["temperature", "top_p", "max_output_tokens", "reasoning", "parallel_tool_calls", "tool_choice", "text", "truncation"];
 
 /** Hosted tools run on OpenAI's side; a self-hosted policy cannot call them, so they are left out of the prompt. */
-const HOSTED_TOOLS = new Set(["web_search", "web_search_preview", "file_search", "code_interpreter", "image_generation", "computer_use_preview", "local_shell", "mcp"]);
-
 type ItemT = z.infer<typeof Item>;
 
 function str(item: ItemT, field: string, param: string): string {
@@ -145,12 +143,16 @@ function normaliseInput(items: ItemT[]): ChatMessage[] {
   return out;
 }
 
-function normaliseTools(tools: z.infer<typeof Tool>[]): { specs: ToolSpec[]; custom: Set<string> } {
+function normaliseTools(tools: z.infer<typeof Tool>[]): { specs: ToolSpec[]; custom: Set<string>; omitted: string[] } {
   const specs: ToolSpec[] = [];
   const custom = new Set<string>();
+  const omitted: string[] = [];
   tools.forEach((t, i) => {
-    if (HOSTED_TOOLS.has(t.type)) return;
-    if (t.type !== "function" && t.type !== "custom") throw badField(`tools[${i}].type`, `tool type "${t.type}" is not supported; only function and custom tools are`);
+    // Hosted tools (web_search, tool_search, mcp, …) run on the provider's side: the policy cannot serve them.
+    if (t.type !== "function" && t.type !== "custom") {
+      omitted.push(t.name === undefined ? t.type : `${t.type}:${t.name}`);
+      return;
+    }
     if (t.name === undefined) throw badField(`tools[${i}].name`, "expected a string");
     if (t.type === "function") {
       const spec: ToolSpec = { name: t.name, parameters: t.parameters ?? { type: "object", properties: {} } };
@@ -162,7 +164,7 @@ function normaliseTools(tools: z.infer<typeof Tool>[]): { specs: ToolSpec[]; cus
     const description = `${t.description ?? ""}${t.description ? "\n\n" : ""}Freeform tool: put the raw text input in "input".`;
     specs.push({ name: t.name, description, parameters: { type: "object", properties: { input: { type: "string" } }, required: ["input"] } });
   });
-  return { specs, custom };
+  return { specs, custom, omitted };
 }
 
 function normaliseToolChoice(c: z.infer<typeof ToolChoiceSchema> | null | undefined): ToolChoice | undefined {
@@ -182,7 +184,7 @@ export function parseResponsesRequest(raw: unknown): ResponsesRequest {
   if (typeof body.input === "string") messages.push({ role: "user", content: body.input });
   else messages.push(...normaliseInput(body.input));
   if (messages.length === 0) throw badField("input", "the conversation is empty");
-  const { specs, custom } = normaliseTools(body.tools ?? []);
+  const { specs, custom, omitted } = normaliseTools(body.tools ?? []);
   return {
     model: body.model,
     stream: body.stream === true,
@@ -191,5 +193,6 @@ export function parseResponsesRequest(raw: unknown): ResponsesRequest {
     maxTokens: body.max_output_tokens ?? undefined,
     customTools: custom,
     includeEncryptedReasoning: (body.include ?? []).includes("reasoning.encrypted_content"),
+    omittedTools: omitted,
   };
 }
