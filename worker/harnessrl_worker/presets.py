@@ -24,9 +24,10 @@ BYTE_VOCAB_SIZE = 256 + len(SPECIAL_TOKENS)
 ENDOFTEXT_ID = 256
 IM_END_ID = 258
 
-# Qwen3's tokenizer (151,643 BPE entries + 26 added tokens = 151,669 ids). Qwen3's config.json pads the embedding to
-# 151,936 rows (a multiple of 128); the presets keep that so a preset directory has a real checkpoint's shapes.
-QWEN3_VOCAB_SIZE = 151_936
+# Qwen3's tokenizer (151,643 BPE entries + 26 added tokens = 151,669 ids). Qwen3's own config.json pads the embedding
+# to 151,936 rows; the presets do not: an untrained model samples every row, and a padding id has no text to decode
+# (docs/model-dir.md).
+QWEN3_VOCAB_SIZE = 151_669
 QWEN3_ENDOFTEXT_ID = 151_643
 QWEN3_IM_END_ID = 151_645
 QWEN3_MAX_POSITIONS = 40_960

@@ -41,7 +41,7 @@ class Qwen3PresetTest(unittest.TestCase):
     def test_init_writes_a_qwen3_checkpoint_dir_with_the_official_tokenizer_files(self) -> None:
         cfg = json.loads((self.dir / "config.json").read_text())
         self.assertEqual(cfg["architectures"], ["Qwen3ForCausalLM"])
-        self.assertEqual((cfg["vocab_size"], cfg["bos_token_id"], cfg["eos_token_id"], cfg["tie_word_embeddings"], cfg["max_position_embeddings"]), (151936, 151643, 151645, True, 40960))
+        self.assertEqual((cfg["vocab_size"], cfg["bos_token_id"], cfg["eos_token_id"], cfg["tie_word_embeddings"], cfg["max_position_embeddings"]), (151669, 151643, 151645, True, 40960))
         self.assertEqual(self.created.model.num_parameters(), PRESETS["qwen3-tiny"].config.num_parameters())
         for name in ("tokenizer.json", "tokenizer_config.json"):
             self.assertEqual((self.dir / name).read_bytes(), (QWEN3_TOKENIZER_DIR / name).read_bytes(), name)
@@ -54,7 +54,7 @@ class Qwen3PresetTest(unittest.TestCase):
         index = json.loads((self.dir / "model.safetensors.index.json").read_text())
         names = set(hf_state_dict(self.created.model))
         self.assertEqual(set(index["weight_map"]), names)
-        # The 151,936 × 64 embedding is larger than a shard and gets one of its own.
+        # The 151,669 × 64 embedding is larger than a shard and gets one of its own.
         self.assertEqual(index["weight_map"]["model.embed_tokens.weight"], "model-00001-of-00002.safetensors")
         self.assertEqual([n for n, f in index["weight_map"].items() if f.startswith("model-00001")], ["model.embed_tokens.weight"])
         total = 0
