@@ -53,8 +53,9 @@ describe("a qwen3-tiny model directory through the worker, the GGUF export, llam
   it("model init writes a Qwen3ForCausalLM directory: official tokenizer files, generation config, two shards and an index", () => {
     const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as Record<string, unknown>;
     expect(config).toMatchObject({ architectures: ["Qwen3ForCausalLM"], model_type: "qwen3", vocab_size: 151_669, tie_word_embeddings: true, max_position_embeddings: 40_960, eos_token_id: 151_645 });
-    expect(readFileSync(join(dir, "tokenizer.json"))).toEqual(readFileSync(qwen3TokenizerFiles().tokenizerJson));
-    expect(readFileSync(join(dir, "tokenizer_config.json"))).toEqual(readFileSync(qwen3TokenizerFiles().tokenizerConfigJson));
+    // Byte for byte (Buffer.equals: a deep toEqual over 11 MB takes minutes).
+    expect(readFileSync(join(dir, "tokenizer.json")).equals(readFileSync(qwen3TokenizerFiles().tokenizerJson))).toBe(true);
+    expect(readFileSync(join(dir, "tokenizer_config.json")).equals(readFileSync(qwen3TokenizerFiles().tokenizerConfigJson))).toBe(true);
     expect(existsSync(join(dir, "generation_config.json"))).toBe(true);
     expect(weightFiles(dir)).toEqual(SHARDS);
     const summary = describeModelDir(dir);
@@ -94,16 +95,18 @@ describe("a qwen3-tiny model directory through the worker, the GGUF export, llam
     expect(new Set(sequences.flatMap((s) => s.completion)).size).toBeGreaterThan(100);
     expect(report.maxAbsDelta).toBeLessThanOrEqual(1e-3);
     expect(report.meanAbsDelta).toBeLessThan(1e-4);
+    await engine.close();
+    engine = undefined;
   }, 300_000);
 
   it("the proxy renders a tool conversation through the official Qwen3 template into exactly our tokenizer's ids", async () => {
-    if (!engine) throw new Error("the engine starts in the previous test");
-    const proxy = await startProxy(() => ({ content: "" }), { engineOverride: engine });
-    engine = undefined; // the proxy closes it
+    // The directory as `model init` wrote it; the proxy takes the engine's codec (loadCodec: tokenizer.json + template).
+    const llama = await createEngine(`llamacpp:${dir}?threads=1&sequences=1&cache=${cache}`);
+    const proxy = await startProxy(() => ({ content: "" }), { engineOverride: llama }); // closes the engine
     try {
       const { sessionId, apiKey } = proxy.session("qwen3-dir");
       await proxy.openai(apiKey).chat.completions.create({
-        model: "policy",
+        model: llama.model.id,
         max_tokens: 4,
         temperature: 1,
         messages: [
@@ -116,7 +119,7 @@ describe("a qwen3-tiny model directory through the worker, the GGUF export, llam
       });
       const [record] = proxy.calls(sessionId);
       if (!record) throw new Error("no call recorded");
-      const tokenizer = loadTokenizer(v1);
+      const tokenizer = loadTokenizer(dir);
       const text = tokenizer.decode(record.promptTokens);
       // The official template's own text, written out: tools block in the system turn, the call in <tool_call>, the
       // result as a user turn in <tool_response>, and the generation prompt.
@@ -127,7 +130,7 @@ describe("a qwen3-tiny model directory through the worker, the GGUF export, llam
           "<|im_start|>user\n<tool_response>\n# Title\nhello 世界\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
       )).toBe(true);
       expect(record.promptTokens).toEqual(tokenizer.encode(text));
-      expect(record.promptTokens).toEqual(tokenizer.encode(loadCodec(v1).renderer.render(record.messages, record.tools, { addGenerationPrompt: true })));
+      expect(record.promptTokens).toEqual(tokenizer.encode(loadCodec(dir).renderer.render(record.messages, record.tools, { addGenerationPrompt: true })));
       // ChatML markers are single special ids, not spelled out in bytes.
       expect(record.promptTokens.filter((t) => t === 151_644).length).toBe(5);
       expect(record.promptTokens.filter((t) => t === 151_645).length).toBe(4);
