@@ -32,6 +32,7 @@ const SLOW_TESTS = [
   "test/train/minibatch-anchor.test.ts",
   "test/trainer/torch.test.ts",
   "test/model/model-cli.test.ts",
+  "test/model/qwen3-dir.test.ts",
   "test/advantage/worker-gradients.test.ts",
   "test/batch/worker-logprobs.test.ts",
   // npm pack, the compiled CLI, and the store's compiled checkpoint worker.

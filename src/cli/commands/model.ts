@@ -8,17 +8,18 @@ import { createTrainer } from "../../trainer/index.js";
 import type { Command } from "../command.js";
 
 const usage = `Usage:
-  harnessrl model init --preset <name> --seed <n> --out <dir> [--model-type qwen2|qwen3] [--force] [--json]
+  harnessrl model init --preset <name> [--seed <n>] (--out <dir> | <dir>) [--model-type qwen2|qwen3] [--force] [--json]
   harnessrl model info <dir> [--json]
   harnessrl model presets
 
-init     creates a model directory (config.json, model.safetensors, tokenizer files, chat template) with the
-         PyTorch worker; every part of harnessrl accepts it. --force overwrites an existing model directory.
+init     creates a model directory (config.json, weights, tokenizer files, chat template) with the PyTorch worker;
+         every part of harnessrl accepts it. Qwen3 presets write Qwen3's tokenizer and official template and sharded
+         weights (model-0000k-of-0000n.safetensors + index). --seed defaults to 0; --force overwrites a model.
 info     prints a model directory's architecture, parameter count and harnessrl metadata (no Python needed).
 presets  lists the built-in presets.
 
 Presets:
-${MODEL_PRESETS.map((p) => `  ${p.name.padEnd(9)} ${p.description} (${p.parameters.toLocaleString("en-US")} parameters)`).join("\n")}`;
+${MODEL_PRESETS.map((p) => `  ${p.name.padEnd(11)} ${p.description} (${p.parameters.toLocaleString("en-US")} parameters)`).join("\n")}`;
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
 
@@ -31,7 +32,7 @@ function parse<T extends Options>(argv: string[], options: T): ReturnType<typeof
 }
 
 async function init(argv: string[]): Promise<number> {
-  const { values } = parse(argv, {
+  const { values, positionals } = parse(argv, {
     preset: { type: "string" },
     seed: { type: "string" },
     out: { type: "string" },
@@ -40,10 +41,12 @@ async function init(argv: string[]): Promise<number> {
     json: { type: "boolean" },
   });
   const preset = typeof values.preset === "string" ? values.preset : undefined;
-  const out = typeof values.out === "string" ? resolve(values.out) : undefined;
-  if (!preset || !out || typeof values.seed !== "string") throw new UserError("invalid_arguments", `model init needs --preset, --seed and --out\n\n${usage}`);
+  const outArg = typeof values.out === "string" ? values.out : positionals.length === 1 ? positionals[0] : undefined;
+  const out = outArg !== undefined && (positionals.length === 0 || values.out === undefined) ? resolve(outArg) : undefined;
+  if (!preset || !out) throw new UserError("invalid_arguments", `model init needs --preset and one output directory (--out <dir> or <dir>)\n\n${usage}`);
+  const seed = typeof values.seed === "string" ? values.seed : "0";
   if (!findPreset(preset)) throw new UserError("unknown_preset", `unknown preset "${preset}" (known: ${MODEL_PRESETS.map((p) => p.name).join(", ")})`);
-  if (!/^\d+$/.test(values.seed) || !Number.isSafeInteger(Number(values.seed))) throw new UserError("invalid_arguments", `--seed must be a non-negative integer, got "${values.seed}"`);
+  if (!/^\d+$/.test(seed) || !Number.isSafeInteger(Number(seed))) throw new UserError("invalid_arguments", `--seed must be a non-negative integer, got "${seed}"`);
   const modelType = values["model-type"];
   if (modelType !== undefined && modelType !== "qwen2" && modelType !== "qwen3") throw new UserError("invalid_arguments", `--model-type must be qwen2 or qwen3`);
   if (existsSync(join(out, "config.json")) && values.force !== true) {
@@ -51,9 +54,9 @@ async function init(argv: string[]): Promise<number> {
   }
   const trainer = await createTrainer("torch");
   try {
-    const info = await trainer.init({ preset, seed: Number(values.seed), out, modelType });
+    const info = await trainer.init({ preset, seed: Number(seed), out, modelType });
     if (values.json === true) console.log(JSON.stringify(info, null, 2));
-    else console.log(`created ${out}: preset ${preset}, seed ${values.seed}, ${info.parameters.toLocaleString("en-US")} parameters (${String(info.config.model_type)}, ${info.dtype}), policy version ${info.policyVersion}`);
+    else console.log(`created ${out}: preset ${preset}, seed ${seed}, ${info.parameters.toLocaleString("en-US")} parameters (${String(info.config.model_type)}, ${info.dtype}), policy version ${info.policyVersion}`);
   } finally {
     await trainer.close();
   }
@@ -95,7 +98,7 @@ export const modelCommand: Command = {
       case "info":
         return info(rest);
       case "presets":
-        for (const p of MODEL_PRESETS) console.log(`${p.name.padEnd(9)} ${p.modelType}  ${p.parameters.toLocaleString("en-US").padStart(10)}  ${p.description}`);
+        for (const p of MODEL_PRESETS) console.log(`${p.name.padEnd(11)} ${p.modelType}  ${p.parameters.toLocaleString("en-US").padStart(10)}  ${p.description}`);
         return 0;
       default:
         throw new UserError("invalid_arguments", `unknown model subcommand "${sub ?? ""}"\n\n${usage}`);
