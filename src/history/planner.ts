@@ -249,11 +249,17 @@ export class TokenExactPlanner implements HistoryPlanner {
         return { kind: "rewritten_tool_call_ids", detail: `the harness changed tool-call ids of call ${parent.callId}'s history and the template renders them`, fromCallId: parent.callId };
       }
     }
-    return {
-      kind: "template_not_prefix_stable",
-      detail: `the chat template renders call ${parent.callId}'s conversation differently once later messages follow (e.g. it strips earlier reasoning)`,
-      fromCallId: parent.callId,
-    };
+    // Qwen3-style templates print the reasoning only of turns after the last user query: name the turns it dropped.
+    const dropped: number[] = [];
+    messages.slice(0, k).forEach((m, i) => {
+      const reasoning = m.role === "assistant" ? (m.reasoning ?? "").trim() : "";
+      if (reasoning !== "" && !rendered.includes(reasoning)) dropped.push(i);
+    });
+    const detail =
+      dropped.length > 0
+        ? `the chat template drops the reasoning of assistant message${dropped.length > 1 ? "s" : ""} ${dropped.join(", ")} once a later user query follows, so call ${parent.callId}'s conversation as sampled is no prefix`
+        : `the chat template renders call ${parent.callId}'s conversation differently once later messages follow`;
+    return { kind: "template_not_prefix_stable", detail, fromCallId: parent.callId };
   }
 
   private classify(state: SessionState, messages: readonly ChatMessage[], keys: readonly string[], nodes: readonly TrieNode[], toolsMismatch: ProducedCall | null): HistoryBreak | null {
