@@ -1,10 +1,13 @@
+import { readFileSync } from "node:fs";
 import type Anthropic from "@anthropic-ai/sdk";
 import type OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { qwen3Codec, spacedJson, toolCallText } from "../../src/bench/fidelity-model.js";
 import type { Codec } from "../../src/chat/codec.js";
+import { JinjaChatRenderer } from "../../src/chat/jinja-renderer.js";
 import type { ScriptFunction } from "../../src/engine/scripted/index.js";
 import type { CallRecord } from "../../src/icr/records.js";
+import { qwen3TokenizerFiles } from "../../src/tokenizer/qwen3-data.js";
 import { startProxy, expectTokenExactChain, type TestProxy } from "./helpers.js";
 
 /**
@@ -33,6 +36,8 @@ const qwen3Model: ScriptFunction = (req) => {
   // Asked to, the model prints its arguments compactly: not the template's `tojson` spacing.
   const print = query.includes("compact") ? (e: [string, string][]) => JSON.stringify(Object.fromEntries(e)) : spacedJson;
   const write = (line: string): string => toolCallText("write_line", print([["line", line], ["path", "notes.txt"]]));
+  // Asked to, the model samples an empty `<think>` block in its tool turns.
+  if (query.includes("blank")) return { reasoning: "", content: results === 0 ? write("one") : results === 1 ? write("two") : "Done." };
   if (results === 0) return { reasoning: REASONING(1), content: `${write(`first: ${query}`)}\n${write("second: café ✓")}` };
   if (results === 2) return { reasoning: REASONING(2), content: write("third") };
   return { reasoning: "All lines are written.", content: `Done with "${query}".` };
@@ -107,11 +112,11 @@ function anthropicClient(client: Anthropic): Client {
 }
 
 /** Runs a query to its end: tool calls answered until the model stops calling tools. */
-async function query(client: Client, text: string): Promise<void> {
+async function query(client: Client, text: string, withReasoning = true): Promise<void> {
   client.user(text);
   for (let i = 0; i < 5; i++) {
     const calls = await client.call();
-    expect(client.lastReasoning, "the reasoning reaches the client in its protocol's field").not.toBe("");
+    if (withReasoning) expect(client.lastReasoning, "the reasoning reaches the client in its protocol's field").not.toBe("");
     if (calls.length === 0) return;
     client.toolResults(calls.map((c) => ({ id: c.id, output: `wrote ${JSON.stringify(c.args.line)}` })));
   }
@@ -203,6 +208,35 @@ describe("Qwen3's official chat template through the proxy, every protocol throu
       // Rendered whole from what the client sent: no reasoning in the history.
       expect(c.promptTokens).toEqual(encodeRendered(c));
       expect(codec.tokenizer.decode(c.promptTokens)).not.toContain("<think>");
+    }
+  });
+
+  it("an empty <think> block is printed only in the last turn: the next call is a classified template break", { timeout: 60_000 }, async () => {
+    const { sessionId, apiKey } = p.session();
+    await query(chatClient(p.openai(apiKey)), "blank", false);
+    const calls = p.calls(sessionId);
+    expect(codec.tokenizer.decode(calls[0]!.completionTokens)).toMatch(/^<think>\n\n<\/think>\n\n<tool_call>/);
+    expect(calls[1]!.break?.kind).toBe("template_not_prefix_stable");
+    expect(calls[1]!.break?.fromCallId).toBe(calls[0]!.callId);
+    expect(calls[1]!.promptTokens).toEqual(encodeRendered(calls[1]!));
+  });
+
+  it("with enable_thinking=false the generation prompt's empty <think> block is gone from the history: every follow-up is a classified template break", { timeout: 60_000 }, async () => {
+    const source = (JSON.parse(readFileSync(qwen3TokenizerFiles().tokenizerConfigJson, "utf8")) as { chat_template: string }).chat_template;
+    const noThinking: Codec = { tokenizer: codec.tokenizer, renderer: new JinjaChatRenderer(source, { eosToken: "<|im_end|>", variables: { enable_thinking: false } }) };
+    const q = await startProxy(qwen3Model, { engine: { codec: noThinking } });
+    try {
+      const { sessionId, apiKey } = q.session();
+      await query(chatClient(q.openai(apiKey)), "blank", false);
+      const calls = q.calls(sessionId);
+      expect(calls).toHaveLength(3);
+      expect(codec.tokenizer.decode(calls[0]!.promptTokens)).toMatch(/<\|im_start\|>assistant\n<think>\n\n<\/think>\n\n$/);
+      for (const c of calls.slice(1)) {
+        expect(c.break?.kind).toBe("template_not_prefix_stable");
+        expect(c.promptTokens).toEqual(noThinking.tokenizer.encode(noThinking.renderer.render(c.messages, c.tools, { addGenerationPrompt: true })));
+      }
+    } finally {
+      await q.close();
     }
   });
 });
