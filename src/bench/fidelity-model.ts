@@ -63,7 +63,8 @@ export interface FidelityStats {
   followUps: number;
   /** Follow-up calls whose prompt extends their parent's prompt + completion token for token. */
   exact: number;
-  exactShare: number;
+  /** exact / followUps; null without follow-ups. */
+  exactShare: number | null;
   /** Distinct turns the harness sent back changed only in form, kept as sampled. */
   realignedTurns: number;
   breaks: Record<string, number>;
@@ -86,7 +87,7 @@ export function fidelityStats(records: readonly CallRecord[]): FidelityStats {
     calls: records.length,
     followUps: followUps.length,
     exact,
-    exactShare: followUps.length === 0 ? 1 : Math.round((exact / followUps.length) * 1000) / 1000,
+    exactShare: followUps.length === 0 ? null : Math.round((exact / followUps.length) * 1000) / 1000,
     // A realigned turn is listed again by every later call of its conversation: count each once.
     realignedTurns: new Set(records.flatMap((r) => (r.realigned ?? []).map((t) => `${r.sessionId}:${t.messageIndex}:${t.fromCallId ?? ""}`))).size,
     breaks,
