@@ -180,6 +180,7 @@ async function main(): Promise<void> {
     "",
     `Run ${json.date} on ${json.cpus} cores, load average ${json.loadAverage1m}; regenerate with \`npm run bench:fidelity\`.`,
     `${samples} rollout(s) per CLI and protocol, ${turns} tool turns each; a scripted model plays Qwen3 in thinking mode.`,
+    ...(only ? ["Rows not in this run (`--only`) are kept from the previous result."] : []),
     "",
     ...table(all),
     "",
