@@ -218,6 +218,7 @@ describe("Qwen3's official chat template through the proxy, every protocol throu
     expect(codec.tokenizer.decode(calls[0]!.completionTokens)).toMatch(/^<think>\n\n<\/think>\n\n<tool_call>/);
     expect(calls[1]!.break?.kind).toBe("template_not_prefix_stable");
     expect(calls[1]!.break?.fromCallId).toBe(calls[0]!.callId);
+    expect(calls[1]!.break?.detail).toMatch(/prints the empty <think> block of assistant message 2 .* only while it is the last turn/);
     expect(calls[1]!.promptTokens).toEqual(encodeRendered(calls[1]!));
   });
 
@@ -233,6 +234,7 @@ describe("Qwen3's official chat template through the proxy, every protocol throu
       expect(codec.tokenizer.decode(calls[0]!.promptTokens)).toMatch(/<\|im_start\|>assistant\n<think>\n\n<\/think>\n\n$/);
       for (const c of calls.slice(1)) {
         expect(c.break?.kind).toBe("template_not_prefix_stable");
+        expect(c.break?.detail).toContain("empty <think> block");
         expect(c.promptTokens).toEqual(noThinking.tokenizer.encode(noThinking.renderer.render(c.messages, c.tools, { addGenerationPrompt: true })));
       }
     } finally {
