@@ -43,6 +43,8 @@ const SLOW_TESTS = [
   "test/trees/cli.test.ts",
   "test/trees/captured.test.ts",
   "test/proxy/durability.test.ts",
+  // Qwen3's real tokenizer and official template (~7 s to load) behind the proxy.
+  "test/proxy/qwen3-fidelity.test.ts",
   "test/store/durability.test.ts",
   "test/store/sqlite.test.ts",
   // The CLI in a child process, fresh processes on dist/, the compiled sandbox control plane.

@@ -29,6 +29,12 @@ export function classifyDivergence(m: readonly ChatMessage[], keys: readonly str
   if (later >= 0) {
     return make("dropped_turns", `${at} is message ${later} of call ${rel.callId}'s history: messages ${d}..${later - 1} were dropped`);
   }
+  // A sampled turn that came back without its reasoning (or with its arguments re-serialised) after messages the
+  // harness removed (OpenClaw in chat mode drops the context message it appends after every tool result).
+  const laterTurn = mine.role === "assistant" ? laterSampledTurn(mine, h, d + 1) : null;
+  if (laterTurn) {
+    return make("dropped_turns", `${at} is message ${laterTurn.index} of call ${rel.callId}'s history (${laterTurn.how}): messages ${d}..${laterTurn.index - 1} were dropped`);
+  }
   if (mine.role === "assistant" && theirs.role === "assistant") {
     const assistant = compareAssistant(mine, theirs);
     if (assistant) return make(assistant.kind, `${at}: ${assistant.detail}`);
@@ -73,4 +79,16 @@ function compareAssistant(mine: ChatMessage, theirs: ChatMessage): { kind: Break
 function laterIndex(keys: readonly string[], key: string, from: number): number {
   for (let j = from; j < keys.length; j++) if (keys[j] === key) return j;
   return -1;
+}
+
+/** The first assistant message of `h` from `from` on that is `mine` up to its reasoning or its arguments' form. */
+function laterSampledTurn(mine: ChatMessage, h: readonly ChatMessage[], from: number): { index: number; how: string } | null {
+  for (let j = from; j < h.length; j++) {
+    const theirs = h[j] as ChatMessage;
+    if (theirs.role !== "assistant") continue;
+    const diff = compareAssistant(mine, theirs);
+    if (diff === null) return { index: j, how: "as sampled" };
+    if (diff.kind === "stripped_reasoning" || diff.kind === "reserialized_tool_args") return { index: j, how: diff.detail };
+  }
+  return null;
 }

@@ -249,11 +249,25 @@ export class TokenExactPlanner implements HistoryPlanner {
         return { kind: "rewritten_tool_call_ids", detail: `the harness changed tool-call ids of call ${parent.callId}'s history and the template renders them`, fromCallId: parent.callId };
       }
     }
-    return {
-      kind: "template_not_prefix_stable",
-      detail: `the chat template renders call ${parent.callId}'s conversation differently once later messages follow (e.g. it strips earlier reasoning)`,
-      fromCallId: parent.callId,
-    };
+    // Qwen3-style templates print the reasoning only of turns after the last user query: name the turns it dropped.
+    const dropped: number[] = [];
+    messages.slice(0, k).forEach((m, i) => {
+      const reasoning = m.role === "assistant" ? (m.reasoning ?? "").trim() : "";
+      if (reasoning !== "" && !rendered.includes(reasoning)) dropped.push(i);
+    });
+    if (dropped.length > 0) {
+      const detail = `the chat template drops the reasoning of assistant message${dropped.length > 1 ? "s" : ""} ${dropped.join(", ")} once a later user query follows, so call ${parent.callId}'s conversation as sampled is no prefix`;
+      return { kind: "template_not_prefix_stable", detail, fromCallId: parent.callId };
+    }
+    // An empty `<think>` block around the start of the sampled turn (sampled, or put in the generation prompt by Qwen3's
+    // enable_thinking=false), which the template prints only for the last turn. A few tokens tell: cheap on every break.
+    const last = messages[k - 1];
+    const around = codec.tokenizer.decode([...parent.ownPrompt.slice(-8), ...parent.completion.slice(0, 8)]);
+    if (last?.role === "assistant" && (last.reasoning ?? "").trim() === "" && around.includes("<think>")) {
+      const detail = `the chat template prints the empty <think> block of assistant message ${k - 1} (sampled, or in the generation prompt) only while it is the last turn, so call ${parent.callId}'s conversation as sampled is no prefix`;
+      return { kind: "template_not_prefix_stable", detail, fromCallId: parent.callId };
+    }
+    return { kind: "template_not_prefix_stable", detail: `the chat template renders call ${parent.callId}'s conversation differently once later messages follow`, fromCallId: parent.callId };
   }
 
   private classify(state: SessionState, messages: readonly ChatMessage[], keys: readonly string[], nodes: readonly TrieNode[], toolsMismatch: ProducedCall | null): HistoryBreak | null {

@@ -169,6 +169,16 @@ describe("history breaks", () => {
     expectBreak(sim, [history[0]!, history[1]!, history[4]!, { role: "user", content: "and?" }], "dropped_turns", c2.callId);
   });
 
+  it("dropped_turns: the context message appended after each tool result is gone and the sampled turn follows without its reasoning (OpenClaw, chat mode)", () => {
+    const sim = newSim();
+    const context: ChatMessage = { role: "user", content: "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nActive exec sessions: none\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>" };
+    const query: ChatMessage = { role: "user", content: "List the files." };
+    const c1 = sim.call([SYSTEM, query, context], TOOLS, { reasoning: "Listing first.", toolCalls: [{ name: "run", arguments: { cmd: "ls" } }] }).record;
+    const { reasoning: _dropped, ...a1 } = echo(c1.response!);
+    const plan = expectBreak(sim, [SYSTEM, query, a1, ...toolResults(a1, () => "a.txt"), context], "dropped_turns", c1.callId);
+    expect(plan.break?.detail).toMatch(/message 2 \(assistant\) is message 3 of call .*reasoning was removed.*messages 2\.\.2 were dropped/);
+  });
+
   it("compaction: earlier turns replaced by a summary, the history shrinks", () => {
     const sim = newSim();
     const { history } = toolLoop(sim);
