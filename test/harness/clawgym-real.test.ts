@@ -1,0 +1,99 @@
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { registerEngine } from "../../src/engine/registry.js";
+import { createScriptedEngine, type ScriptRequest, type ScriptReply } from "../../src/engine/scripted/index.js";
+import { getHarness } from "../../src/harness/index.js";
+import { REAL_HARNESS_SHELL_TOOLS } from "../../src/harness/real/index.js";
+import { runRollouts } from "../../src/rollout/runner.js";
+import { RolloutStack } from "../../src/rollout/stack.js";
+import { loadSuite } from "../../src/tasks/registry.js";
+import type { RolloutResult } from "../../src/tasks/rollout-result.js";
+import { SOLUTIONS, VARIANTS } from "../tasks/clawgym-solutions.js";
+
+/**
+ * The example ClawGym-Bench tasks (examples/clawgym, loaded by suite spec) through real harness CLIs in bwrap sandboxes
+ * against the capture proxy. The scripted "model" sends one command to the CLI's own shell tool: sample 0 of each task
+ * the full solution, sample 1 a partial one, sample 2 a wrong one that also plants a fake grader and a
+ * usercustomize.py in the sandbox's HOME to forge the reward. Each rollout's score (in the result and in the results
+ * file a run writes) must be exactly what the task's own grader gives that solution (test/tasks/clawgym-examples.test.ts
+ * checks the same numbers against the grader run directly).
+ */
+
+const EXAMPLES = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "examples", "clawgym");
+const HARNESSES = ["pi", "claude-code"] as const;
+
+/** task id and variant from the rollout id (`<prefix>-<task>-<harness>-<sample>`). */
+function planOf(rolloutId: string | undefined): { taskId: string; sample: number } | undefined {
+  if (!rolloutId) return undefined;
+  const taskId = Object.keys(SOLUTIONS).find((id) => rolloutId.includes(`-${id}-`));
+  const sample = Number(rolloutId.slice(rolloutId.lastIndexOf("-") + 1));
+  return taskId && Number.isInteger(sample) ? { taskId, sample } : undefined;
+}
+
+function script(req: ScriptRequest): ScriptReply {
+  // Side calls without tools (titles, summaries) and the turn after the tool result get a plain answer.
+  if (req.tools.length === 0 || req.messages.some((m) => m.role === "tool")) return { content: "Done." };
+  const want = REAL_HARNESS_SHELL_TOOLS[req.harness ?? ""];
+  const plan = planOf(req.rolloutId);
+  const variant = plan ? VARIANTS[plan.sample] : undefined;
+  if (!want || !plan || !variant || !req.tools.some((t) => t.name === want.tool)) return { content: `cannot plan ${req.rolloutId ?? "?"}` };
+  return { toolCalls: [{ name: want.tool, arguments: { [want.arg]: SOLUTIONS[plan.taskId]![variant].command } }] };
+}
+
+let stack: RolloutStack;
+let tmp: string;
+
+beforeAll(async () => {
+  tmp = await mkdtemp(join(tmpdir(), "hrl-clawgym-real-"));
+  registerEngine({ name: "test-clawgym-real", summary: "scripted model for the ClawGym real-harness test", create: async () => createScriptedEngine(script, { modelId: "policy" }) });
+  stack = await RolloutStack.open({ engine: "test-clawgym-real:", store: "memory", sandbox: "bwrap", sampling: { maxTokens: 4096 } });
+});
+
+afterAll(async () => {
+  await stack?.close();
+  await rm(tmp, { recursive: true, force: true });
+});
+
+function explain(r: RolloutResult): string {
+  return JSON.stringify({ id: r.rolloutId, status: r.status, score: r.score, verifier: r.verifier, detail: r.harnessDetail, error: r.error, stderr: r.stderr.slice(-800) }, null, 1);
+}
+
+describe("ClawGym-Bench example tasks through real harness CLIs", () => {
+  it(`${HARNESSES.join(" and ")}: full, partial and forging solutions through the CLI's shell tool get exactly the grader's score`, { timeout: 10 * 60_000 }, async () => {
+    const suite = await loadSuite(`dir:${EXAMPLES}:test`);
+    expect(suite.tasks.map((t) => t.id).sort()).toEqual(Object.keys(SOLUTIONS).sort());
+    for (const h of HARNESSES) await getHarness(h).ensureInstalled();
+    const resultsFile = join(tmp, "rollouts.jsonl");
+    const started = Date.now();
+    const results = await runRollouts(
+      stack,
+      { tasks: suite.tasks, harnesses: HARNESSES, samples: VARIANTS.length, idPrefix: `cg${Date.now().toString(36)}` },
+      { concurrency: 3, resultsFile, settings: { harnessTimeoutMs: 180_000, maxTurns: 4, maxTokens: 4096 } },
+    );
+    const wallS = (Date.now() - started) / 1000;
+    expect(results).toHaveLength(suite.tasks.length * HARNESSES.length * VARIANTS.length);
+    const logged = new Map<string, RolloutResult>();
+    for (const line of (await readFile(resultsFile, "utf8")).split("\n").filter((l) => l)) {
+      const r = JSON.parse(line) as RolloutResult;
+      logged.set(r.rolloutId, r);
+    }
+    const table: string[] = [];
+    for (const r of results) {
+      const want = SOLUTIONS[r.taskId]![VARIANTS[r.sample]!];
+      table.push(`${r.harness} ${r.taskId} ${VARIANTS[r.sample]} ${r.score} ${r.status} ${((r.timings.endedAt - r.timings.startedAt) / 1000).toFixed(1)}s`);
+      expect(r.verifier, explain(r)).toEqual({ score: want.score, subscores: want.subscores });
+      expect(r.score, explain(r)).toBe(want.score);
+      expect(r.status, explain(r)).toBe(want.score === 1 ? "ok" : "task_failed");
+      expect(logged.get(r.rolloutId)?.score).toBe(want.score);
+      // The command went through the harness's own shell tool, recorded by the proxy.
+      const calls = stack.store.listCalls({ rolloutId: r.rolloutId });
+      const tool = REAL_HARNESS_SHELL_TOOLS[r.harness]!.tool;
+      expect(calls.some((c) => c.response?.toolCalls?.some((t) => t.name === tool)), explain(r)).toBe(true);
+      expect(r.calls).toBe(calls.length);
+    }
+    console.log(`${results.length} rollouts in ${wallS.toFixed(1)} s (concurrency 3)\n${table.join("\n")}`);
+  });
+});
