@@ -4,18 +4,21 @@ import { z } from "zod";
 import { UserError } from "../core/errors.js";
 import { CLAWGYM_ADAPTER, CLAWGYM_MANIFEST } from "./programs/clawgym-adapter.js";
 import { isDirectory, isFile, readTree } from "./read-tree.js";
-import { formatIssues, taskSchema, VERIFIER_DIR, type FileMap, type Split, type Task } from "./task.js";
+import { formatIssues, oracleSchema, taskSchema, VERIFIER_DIR, type FileMap, type Oracle, type Split, type Task } from "./task.js";
 
 /**
  * The ClawGym-Bench layout, loaded unchanged:
  *   task_XXXX/data_entry.json  {task_id, user_query, input_mount_dir?, metadata?}
  *   task_XXXX/input_files/**   copied into the workspace root
  *   task_XXXX/reward/reward.sh prints the score (mean in [0, 1]); reward/check.py prints sub-scores as JSON
+ *   task_XXXX/oracle.json      optional, ours (not ClawGym's): {steps, answer?} solving the task, for the oracle engine
+ *                              and `harnessrl tasks check`; ClawGym's own tools ignore the file
  * The verifier is our adapter (programs/clawgym-adapter.ts) around reward.sh; reward/ is installed as
  * `.harnessrl/verifier/reward/` and copied into the workspace's `reward/` by the adapter at verification time.
  * Every problem with a task folder is a UserError `invalid_clawgym_task` naming the file and the field.
  */
 export const DATA_ENTRY_JSON = "data_entry.json";
+export const ORACLE_JSON = "oracle.json";
 export const CLAWGYM_FAMILY = "clawgym";
 
 /** Workspace paths a task's input files may not use: the grader's `reward/` replaces the first, we own the second. */
@@ -52,20 +55,29 @@ async function readTaskTree(dir: string): Promise<FileMap> {
   }
 }
 
-async function readDataEntry(file: string): Promise<z.infer<typeof dataEntrySchema>> {
+async function readJson(file: string): Promise<unknown> {
   let text: string;
   try {
     text = await readFile(file, "utf8");
   } catch (e) {
     throw invalid(file, `cannot be read (${(e as Error).message})`);
   }
-  let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    return JSON.parse(text) as unknown;
   } catch (e) {
     throw invalid(file, `not valid JSON (${(e as Error).message})`);
   }
-  const parsed = dataEntrySchema.safeParse(raw);
+}
+
+async function readDataEntry(file: string): Promise<z.infer<typeof dataEntrySchema>> {
+  const parsed = dataEntrySchema.safeParse(await readJson(file));
+  if (!parsed.success) throw invalid(file, formatIssues(parsed.error));
+  return parsed.data;
+}
+
+async function readOracle(file: string): Promise<Oracle | undefined> {
+  if (!(await isFile(file))) return undefined;
+  const parsed = oracleSchema.safeParse(await readJson(file));
   if (!parsed.success) throw invalid(file, formatIssues(parsed.error));
   return parsed.data;
 }
@@ -96,6 +108,7 @@ export async function loadClawGymTask(dir: string, options: ClawGymOptions = {})
     [CLAWGYM_MANIFEST]: `${JSON.stringify({ files: Object.keys(reward) })}\n`,
   };
   for (const [rel, content] of Object.entries(reward)) verifierFiles[`reward/${rel}`] = content;
+  const oracle = await readOracle(join(dir, ORACLE_JSON));
   const rawId = String(entry.task_id).trim();
   const id = rawId.replace(/[^A-Za-z0-9._-]/g, "_");
 
@@ -110,7 +123,10 @@ export async function loadClawGymTask(dir: string, options: ClawGymOptions = {})
       command: ["node", `${VERIFIER_DIR}/clawgym_adapter.cjs`, ...(mount ? ["--mount", mount] : [])],
     },
     // ClawGym metadata is kept whole under `clawgym` so its fields never clash with ours (e.g. a string difficulty).
-    metadata: { clawgym: { task_id: rawId, input_mount_dir: mount ?? null, dir: basename(dir), metadata: entry.metadata ?? {} } },
+    metadata: {
+      clawgym: { task_id: rawId, input_mount_dir: mount ?? null, dir: basename(dir), metadata: entry.metadata ?? {} },
+      ...(oracle ? { oracle } : {}),
+    },
   });
   if (!task.success) throw invalid(dir, formatIssues(task.error));
   return task.data;

@@ -8,6 +8,7 @@ import { loadClawGymTask } from "../../src/tasks/layout-clawgym.js";
 import { loadSuiteDir } from "../../src/tasks/load.js";
 import { CLAWGYM_MANIFEST } from "../../src/tasks/programs/clawgym-adapter.js";
 import { VERIFIER_DIR } from "../../src/tasks/task.js";
+import { SOLUTIONS } from "./clawgym-solutions.js";
 
 /** The ClawGym-Bench loader on its own (no processes): what a task becomes, and every malformed folder refused clearly. */
 
@@ -74,7 +75,24 @@ describe("ClawGym-Bench loader", () => {
   it("loads the shipped examples", async () => {
     const tasks = await loadSuiteDir(EXAMPLES);
     expect(tasks.map((t) => [t.id, t.split])).toEqual([["cg-config-fix", "test"], ["cg-csv-revenue", "test"], ["cg-log-summary", "test"]]);
-    for (const t of tasks) expect(Object.keys(t.verifier.files)).toEqual(expect.arrayContaining(["reward/reward.sh", "reward/check.py", "reward/mean.py"]));
+    for (const t of tasks) {
+      expect(Object.keys(t.verifier.files)).toEqual(expect.arrayContaining(["reward/reward.sh", "reward/check.py", "reward/mean.py"]));
+      // Their oracle.json is the full solution the graders are tested with.
+      expect(t.metadata.oracle).toEqual({ steps: [{ kind: "run", command: SOLUTIONS[t.id]!.full.command }] });
+    }
+  });
+
+  it("takes oracle steps from an optional oracle.json, and refuses a malformed one", async () => {
+    const dir = await taskDir();
+    expect((await loadClawGymTask(dir)).metadata.oracle).toBeUndefined();
+    await put(dir, "oracle.json", JSON.stringify({ steps: [{ kind: "write", path: "a.txt", content: "done\n" }], answer: "done" }));
+    expect((await loadClawGymTask(dir)).metadata.oracle).toEqual({ steps: [{ kind: "write", path: "a.txt", content: "done\n" }], answer: "done" });
+    await put(dir, "oracle.json", JSON.stringify({ steps: [{ kind: "write", path: "../x", content: "" }] }));
+    const e = await loadError(dir);
+    expect(e.code).toBe("invalid_clawgym_task");
+    expect(e.message).toMatch(/oracle\.json: steps\.0\.path:/);
+    await put(dir, "oracle.json", "{");
+    expect((await loadError(dir)).message).toMatch(/oracle\.json: not valid JSON/);
   });
 
   it.each([
