@@ -5,8 +5,8 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { registerEngine } from "../../src/engine/registry.js";
 import { createScriptedEngine, type ScriptRequest, type ScriptReply } from "../../src/engine/scripted/index.js";
-import { getHarness } from "../../src/harness/index.js";
-import { REAL_HARNESS_SHELL_TOOLS } from "../../src/harness/real/index.js";
+import { getHarness, registerHarness } from "../../src/harness/index.js";
+import { createCommandHarness, REAL_HARNESS_SHELL_TOOLS } from "../../src/harness/real/index.js";
 import { runRollouts } from "../../src/rollout/runner.js";
 import { RolloutStack } from "../../src/rollout/stack.js";
 import { loadSuite } from "../../src/tasks/registry.js";
@@ -95,5 +95,21 @@ describe("ClawGym-Bench example tasks through real harness CLIs", () => {
       expect(r.calls).toBe(calls.length);
     }
     console.log(`${results.length} rollouts in ${wallS.toFixed(1)} s (concurrency 3)\n${table.join("\n")}`);
+  });
+
+  it("an agent that plants a symlink or a FIFO where the verifier goes is still graded by it (not an infra error)", { timeout: 5 * 60_000 }, async () => {
+    const suite = await loadSuite(`dir:${EXAMPLES}`);
+    const task = suite.tasks.find((t) => t.id === "cg-log-summary")!;
+    const solve = SOLUTIONS[task.id]!.full.command;
+    const plants = {
+      "plants-harnessrl-symlink": `${solve} && ln -s /tmp .harnessrl`,
+      "plants-verifier-fifo": `${solve} && mkdir -p .harnessrl/verifier && mkfifo .harnessrl/verifier/clawgym_adapter.cjs`,
+    };
+    for (const [name, command] of Object.entries(plants)) registerHarness(createCommandHarness({ name, command }));
+    const results = await runRollouts(stack, { tasks: [task], harnesses: Object.keys(plants), samples: 1, idPrefix: `plant${Date.now().toString(36)}` }, { concurrency: 2, settings: { harnessTimeoutMs: 60_000 } });
+    for (const r of results) {
+      expect(r.status, explain(r)).toBe("ok");
+      expect(r.verifier, explain(r)).toEqual({ score: 1, subscores: SOLUTIONS[task.id]!.full.subscores });
+    }
   });
 });
