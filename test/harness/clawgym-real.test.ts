@@ -11,36 +11,39 @@ import { runRollouts } from "../../src/rollout/runner.js";
 import { RolloutStack } from "../../src/rollout/stack.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import type { RolloutResult } from "../../src/tasks/rollout-result.js";
-import { SOLUTIONS, VARIANTS } from "../tasks/clawgym-solutions.js";
+import { SOLUTIONS, VARIANTS, type Variant } from "../tasks/clawgym-solutions.js";
 
 /**
  * The example ClawGym-Bench tasks (examples/clawgym, loaded by suite spec) through real harness CLIs in bwrap sandboxes
- * against the capture proxy. The scripted "model" sends one command to the CLI's own shell tool: sample 0 of each task
- * the full solution, sample 1 a partial one, sample 2 a wrong one that also plants a fake grader and a
- * usercustomize.py in the sandbox's HOME to forge the reward. Each rollout's score (in the result and in the results
- * file a run writes) must be exactly what the task's own grader gives that solution (test/tasks/clawgym-examples.test.ts
- * checks the same numbers against the grader run directly).
+ * against the capture proxy. The scripted "model" sends one command to the CLI's own shell tool: the full solution, a
+ * partial one, or a wrong one that also plants a fake grader and a usercustomize.py in the sandbox's HOME to forge the
+ * reward. Each harness runs every task once and every variant once (a Latin square, shifted per harness, so the two
+ * harnesses cover different task × variant cells; 6 rollouts keep the test within a few minutes on a loaded machine;
+ * all 9 cells are graded directly in test/tasks/clawgym-examples.test.ts). Each rollout's score (in the result and in
+ * the results file a run writes) must be exactly what the task's own grader gives that solution.
  */
 
 const EXAMPLES = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "examples", "clawgym");
 const HARNESSES = ["pi", "claude-code"] as const;
 
-/** task id and variant from the rollout id (`<prefix>-<task>-<harness>-<sample>`). */
-function planOf(rolloutId: string | undefined): { taskId: string; sample: number } | undefined {
-  if (!rolloutId) return undefined;
-  const taskId = Object.keys(SOLUTIONS).find((id) => rolloutId.includes(`-${id}-`));
-  const sample = Number(rolloutId.slice(rolloutId.lastIndexOf("-") + 1));
-  return taskId && Number.isInteger(sample) ? { taskId, sample } : undefined;
+const TASK_IDS = Object.keys(SOLUTIONS).sort();
+
+/** The variant a harness plays on a task: (task index + harness index) mod 3. */
+function variantOf(taskId: string, harness: string): Variant | undefined {
+  const t = TASK_IDS.indexOf(taskId);
+  const h = (HARNESSES as readonly string[]).indexOf(harness);
+  return t < 0 || h < 0 ? undefined : VARIANTS[(t + h) % VARIANTS.length];
 }
 
 function script(req: ScriptRequest): ScriptReply {
   // Side calls without tools (titles, summaries) and the turn after the tool result get a plain answer.
   if (req.tools.length === 0 || req.messages.some((m) => m.role === "tool")) return { content: "Done." };
   const want = REAL_HARNESS_SHELL_TOOLS[req.harness ?? ""];
-  const plan = planOf(req.rolloutId);
-  const variant = plan ? VARIANTS[plan.sample] : undefined;
-  if (!want || !plan || !variant || !req.tools.some((t) => t.name === want.tool)) return { content: `cannot plan ${req.rolloutId ?? "?"}` };
-  return { toolCalls: [{ name: want.tool, arguments: { [want.arg]: SOLUTIONS[plan.taskId]![variant].command } }] };
+  // Rollout ids are `<prefix>-<task>-<harness>-<sample>`.
+  const taskId = TASK_IDS.find((id) => (req.rolloutId ?? "").includes(`-${id}-`));
+  const variant = taskId ? variantOf(taskId, req.harness ?? "") : undefined;
+  if (!want || !taskId || !variant || !req.tools.some((t) => t.name === want.tool)) return { content: `cannot plan ${req.rolloutId ?? "?"}` };
+  return { toolCalls: [{ name: want.tool, arguments: { [want.arg]: SOLUTIONS[taskId]![variant].command } }] };
 }
 
 let stack: RolloutStack;
@@ -70,11 +73,13 @@ describe("ClawGym-Bench example tasks through real harness CLIs", () => {
     const started = Date.now();
     const results = await runRollouts(
       stack,
-      { tasks: suite.tasks, harnesses: HARNESSES, samples: VARIANTS.length, idPrefix: `cg${Date.now().toString(36)}` },
-      { concurrency: 3, resultsFile, settings: { harnessTimeoutMs: 180_000, maxTurns: 4, maxTokens: 4096 } },
+      { tasks: suite.tasks, harnesses: HARNESSES, samples: 1, idPrefix: `cg${Date.now().toString(36)}` },
+      { concurrency: 3, resultsFile, settings: { harnessTimeoutMs: 240_000, maxTurns: 4, maxTokens: 4096 } },
     );
     const wallS = (Date.now() - started) / 1000;
-    expect(results).toHaveLength(suite.tasks.length * HARNESSES.length * VARIANTS.length);
+    expect(results).toHaveLength(suite.tasks.length * HARNESSES.length);
+    // Every harness played every variant.
+    for (const h of HARNESSES) expect(new Set(results.filter((r) => r.harness === h).map((r) => variantOf(r.taskId, h)))).toEqual(new Set(VARIANTS));
     const logged = new Map<string, RolloutResult>();
     for (const line of (await readFile(resultsFile, "utf8")).split("\n").filter((l) => l)) {
       const r = JSON.parse(line) as RolloutResult;
@@ -82,8 +87,9 @@ describe("ClawGym-Bench example tasks through real harness CLIs", () => {
     }
     const table: string[] = [];
     for (const r of results) {
-      const want = SOLUTIONS[r.taskId]![VARIANTS[r.sample]!];
-      table.push(`${r.harness} ${r.taskId} ${VARIANTS[r.sample]} ${r.score} ${r.status} ${((r.timings.endedAt - r.timings.startedAt) / 1000).toFixed(1)}s`);
+      const variant = variantOf(r.taskId, r.harness)!;
+      const want = SOLUTIONS[r.taskId]![variant];
+      table.push(`${r.harness} ${r.taskId} ${variant} ${r.score} ${r.status} ${((r.timings.endedAt - r.timings.startedAt) / 1000).toFixed(1)}s`);
       expect(r.verifier, explain(r)).toEqual({ score: want.score, subscores: want.subscores });
       expect(r.score, explain(r)).toBe(want.score);
       expect(r.status, explain(r)).toBe(want.score === 1 ? "ok" : "task_failed");
