@@ -23,6 +23,7 @@ const SLOW_TESTS = [
   "test/tasks/verifiers.test.ts",
   "test/tasks/programs.test.ts",
   "test/tasks/load.test.ts",
+  "test/tasks/clawgym-examples.test.ts",
   // Python: the Jinja reference renderer, training runs and the torch worker.
   "test/chat/jinja-python-reference.test.ts",
   "test/schedule/sketch.test.ts",

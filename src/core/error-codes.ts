@@ -46,6 +46,7 @@ export const ERROR_CODES = {
     invalid_seed: once("a seed is not a non-negative integer"),
     invalid_lr: once("a learning rate is not a non-negative number"),
     invalid_task: once("a task folder or task file is malformed"),
+    invalid_clawgym_task: once("a ClawGym-Bench task folder (data_entry.json, input_files/, reward/reward.sh) is malformed"),
     unknown_engine: once("no engine is registered under that scheme"),
     unknown_harness: once("no harness is registered under that name"),
     unknown_preset: once("no model preset has that name"),

@@ -2,7 +2,7 @@ import { HarnessError, errorMessage, isHarnessRLError } from "../core/errors.js"
 import type { HarnessDefinition } from "../harness/types.js";
 import type { Sandbox, SandboxBackend, SandboxLimits } from "../sandbox/types.js";
 import { verifierFilesOf, workspaceSeedOf } from "../tasks/materialize.js";
-import type { Task } from "../tasks/task.js";
+import { VERIFIER_DIR, type Task } from "../tasks/task.js";
 import { parseVerifierOutput, type VerifierResult } from "../tasks/verifier-result.js";
 import { DEFAULT_SETTLE, waitSettled, type SettleOptions } from "./settle.js";
 import type { RolloutRequest, RolloutResult, RolloutStatus } from "../tasks/rollout-result.js";
@@ -40,6 +40,9 @@ export const DEFAULT_ROLLOUT_SETTINGS: RolloutSettings = {
   settle: DEFAULT_SETTLE,
   outputLimit: 16 * 1024,
 };
+
+/** Keeps .harnessrl only when it is a real folder (tool logs live there), then removes the verifier folder in it. */
+const CLEAR_VERIFIER_DIR = `{ [ -d .harnessrl ] && [ ! -L .harnessrl ]; } || rm -rf .harnessrl; rm -rf ${VERIFIER_DIR}`;
 
 function classify(harnessExit: { timedOut: boolean; oomKilled: boolean }, finished: { ok: boolean }, exitCode: number | null, score: number, passThreshold: number): RolloutStatus {
   if (harnessExit.oomKilled) return "oom";
@@ -112,6 +115,10 @@ export async function runRollout(request: RolloutRequest, task: Task, harness: H
     result.timings.settledAt = Date.now();
     if (!settled.settled) throw new HarnessError("harness_unsettled", `rollout did not settle within ${settings.settle.timeoutMs} ms (calls still in flight)`);
 
+    // The agent may have put something where the verifier goes (.harnessrl as a file or symlink, a symlink or FIFO
+    // among the verifier's files): the confined writes below would refuse it and the rollout would end as an infra
+    // error, out of advantages and evaluation. Cleared inside the sandbox first, so the verifier scores it instead.
+    await sandbox.exec(["sh", "-c", CLEAR_VERIFIER_DIR], { proxy: false, timeoutMs: 10_000 });
     // Through the sandbox, never plain fs: the agent may have planted symlinks in the workspace.
     for (const [rel, data] of Object.entries(verifierFilesOf(task))) await sandbox.writeFile(rel, data);
     const verify = await sandbox.exec(task.verifier.command, { proxy: false, timeoutMs: task.verifier.timeoutMs ?? settings.verifierTimeoutMs, stdoutLimit: 64 * 1024 });

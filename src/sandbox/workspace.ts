@@ -53,7 +53,8 @@ async function mkdirConfined(realRoot: string, rel: string, owner?: Owner): Prom
 export async function readConfined(root: string, path: string): Promise<Buffer> {
   const rel = checkRelativePath(path);
   const parent = await confinedParent(root, rel, false);
-  const fh = await open(join(parent, rel.split(sep).pop() ?? ""), constants.O_RDONLY | constants.O_NOFOLLOW);
+  // O_NONBLOCK: a FIFO the sandboxed program planted must not block the control plane (no effect on regular files).
+  const fh = await open(join(parent, rel.split(sep).pop() ?? ""), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   try {
     return await fh.readFile();
   } finally {
@@ -64,7 +65,8 @@ export async function readConfined(root: string, path: string): Promise<Buffer> 
 export async function writeConfined(root: string, path: string, data: string | Uint8Array, owner?: Owner, mode = 0o644): Promise<void> {
   const rel = checkRelativePath(path);
   const parent = await confinedParent(root, rel, true, owner);
-  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
+  // O_NONBLOCK: opening a planted FIFO for writing fails (ENXIO) instead of waiting forever for a reader.
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK;
   const fh = await open(join(parent, rel.split(sep).pop() ?? ""), flags, mode);
   try {
     await fh.writeFile(data);

@@ -134,6 +134,10 @@ export function backendContract(name: string, open: OpenBackend, variant = ""): 
       await expect(s.readFile("out/leak")).rejects.toThrow(); // planted symlink is not followed
       await expect(s.writeFile("out/rootdir/tmp/escape", "x")).rejects.toBeInstanceOf(UserError);
       await expect(s.writeFile("out/leak", "x")).rejects.toThrow();
+      // A planted FIFO (e.g. where a verifier file goes) fails the write at once instead of blocking it for ever.
+      await s.exec(["mkfifo", "out/pipe"]);
+      await expect(s.writeFile("out/pipe", "x")).rejects.toThrow();
+      expect((await s.readFile("out/pipe")).length).toBe(0);
       await s.destroy();
     });
 

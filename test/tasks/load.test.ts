@@ -103,7 +103,7 @@ describe("ClawGym-Bench layout", () => {
     expect(t2.split).toBe("train");
     expect(t1.prompt).toBe("Count the non-empty lines in /workspace/notes/todo.txt and write the count to /workspace/out/count.txt.");
     expect(t1.files["notes/todo.txt"]).toBe(await readFile(join(FIXTURES, "task_0001/input_files/notes/todo.txt"), "utf8"));
-    expect(Object.keys(t1.verifier.files).sort()).toEqual(["clawgym_adapter.cjs", "reward/check.py", "reward/reward.sh"]);
+    expect(Object.keys(t1.verifier.files).sort()).toEqual(["clawgym_adapter.cjs", "clawgym_reward.json", "reward/check.py", "reward/reward.sh"]);
     expect(t1.verifier.command).toEqual(["node", `${VERIFIER_DIR}/clawgym_adapter.cjs`, "--mount", "/root/.openclaw/workspace"]);
     expect(t1.metadata["clawgym"]).toMatchObject({ task_id: "task_0001", metadata: { category: "file_ops", difficulty: "easy" } });
     expect((await loadSuiteDir(FIXTURES, { split: "train" })).map((t) => t.id)).toEqual(["task_0002"]);
@@ -155,7 +155,7 @@ describe("ClawGym-Bench layout", () => {
   it("requires reward/reward.sh", async () => {
     const dir = join(tmp, "cg-noreward");
     await put(dir, "task_0/data_entry.json", JSON.stringify({ task_id: "t", user_query: "q" }));
-    expect(await loadError(dir)).toMatch(/task_0\/reward\/reward\.sh: missing/);
+    expect(await loadError(dir)).toMatch(/task_0\/reward: missing/);
   });
 });
 
