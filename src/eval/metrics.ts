@@ -21,8 +21,8 @@ export interface GroupMetrics {
   passAt1: number;
   /**
    * Standard error of passAt1: the sample std of the per-(task, harness) pass rates over √groups. It is what the
-   * number's noise is when the same policy is evaluated again on other draws; compare two evaluations by their
-   * difference over √(se₁² + se₂²).
+   * number's noise is when the same policy is evaluated again on other draws. Compare two evaluations with
+   * passChange (paired when they ran the same groups).
    */
   passAt1Stderr: number;
   passAtK: number;
@@ -31,6 +31,11 @@ export interface GroupMetrics {
   /** Mean F1 over tasks that report one (lookup QA), else null. */
   f1: number | null;
   statuses: Record<string, number>;
+  /**
+   * Pass rate per (task, harness) group, keyed `taskId/harness`: what a later evaluation of the same tasks is paired
+   * with (pairedChange).
+   */
+  groupRates: Record<string, number>;
 }
 
 export interface EvalSummary {
@@ -60,9 +65,11 @@ export function groupMetrics(results: readonly RolloutResult[], k: number, passT
   }
   let pk = 0;
   const rates: number[] = [];
-  for (const list of byTask.values()) {
+  const groupRates: Record<string, number> = {};
+  for (const [key, list] of byTask) {
     const c = list.filter((r) => r.score >= passThreshold).length;
     rates.push(c / list.length);
+    groupRates[key.replace("\u0000", "/")] = c / list.length;
     pk += passAtK(list.length, c, k);
   }
   const groups = byTask.size;
@@ -80,7 +87,49 @@ export function groupMetrics(results: readonly RolloutResult[], k: number, passT
     meanScore: valid.length ? valid.reduce((s, r) => s + r.score, 0) / valid.length : 0,
     f1: f1s.length ? f1s.reduce((s, v) => s + v, 0) / f1s.length : null,
     statuses,
+    groupRates,
   };
+}
+
+/** after − before on pass@1 with its standard error; `paired` says which kind of standard error it is. */
+export interface PassChange {
+  change: number;
+  stderr: number;
+  /** change / stderr (0 when the standard error is 0). */
+  z: number;
+  /**
+   * True: both evaluations ran the same (task, harness) groups and the standard error is that of the mean per-group
+   * difference (sample std of the differences over √pairs), which removes the spread of task difficulty that both
+   * share. False: √(se₁² + se₂²) of two independent evaluations.
+   */
+  paired: boolean;
+  /** Groups compared: the shared groups when paired, else both evaluations' groups. */
+  groups: number;
+}
+
+function meanAndStderr(values: readonly number[]): { mean: number; stderr: number } {
+  const n = values.length;
+  if (n === 0) return { mean: 0, stderr: 0 };
+  const mean = values.reduce((s, v) => s + v, 0) / n;
+  const variance = n > 1 ? values.reduce((s, v) => s + (v - mean) ** 2, 0) / (n - 1) : 0;
+  return { mean, stderr: n > 1 ? Math.sqrt(variance / n) : 0 };
+}
+
+/**
+ * The change from `before` to `after`. Paired when both evaluated exactly the same groups (the quickstart evaluates
+ * one held-out suite before and after RL); with different groups the evaluations are treated as independent, so a
+ * partial overlap never yields a paired figure computed on a subset that is not the reported means.
+ */
+export function passChange(before: GroupMetrics, after: GroupMetrics): PassChange {
+  const b = Object.keys(before.groupRates);
+  const sameGroups = b.length > 1 && b.length === Object.keys(after.groupRates).length && b.every((k) => k in after.groupRates);
+  if (sameGroups) {
+    const { mean, stderr } = meanAndStderr(b.map((k) => (after.groupRates[k] ?? 0) - (before.groupRates[k] ?? 0)));
+    return { change: mean, stderr, z: stderr > 0 ? mean / stderr : 0, paired: true, groups: b.length };
+  }
+  const change = after.passAt1 - before.passAt1;
+  const stderr = Math.sqrt(before.passAt1Stderr ** 2 + after.passAt1Stderr ** 2);
+  return { change, stderr, z: stderr > 0 ? change / stderr : 0, paired: false, groups: b.length + Object.keys(after.groupRates).length };
 }
 
 function groupBy(results: readonly RolloutResult[], key: (r: RolloutResult) => string): Map<string, RolloutResult[]> {

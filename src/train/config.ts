@@ -77,7 +77,10 @@ const warmStartSchema = z.strictObject({
   /** Tokens per optimizer step (rows are packed trees). */
   batch_tokens: z.number().int().positive().default(8192),
   lr_schedule: lrScheduleSchema,
-  /** Stop after this many seconds of SFT (at an optimizer-step boundary); the schedule still spans every epoch. */
+  /**
+   * Stop after this many seconds of SFT (at an optimizer-step boundary); the schedule still spans every epoch. A cap
+   * that hits is logged and reported (summary `warmStart.timeCapped`): the policy is then weaker than configured.
+   */
   max_seconds: z.number().positive().optional(),
 });
 
@@ -117,7 +120,10 @@ const budgetSchema = z
     steps: z.number().int().min(0).default(10),
     tasks_per_step: z.number().int().positive().default(8),
     samples: z.number().int().min(2).default(4),
-    /** Stop starting new steps after this many minutes of training (the final evaluation still runs). */
+    /**
+     * Stop starting new steps after this many minutes of training (the final evaluation still runs). A cap that hits
+     * is logged and reported (summary `timeCapped`, `steps` < `plannedSteps`); budget by `steps` where the result matters.
+     */
     max_minutes: z.number().positive().optional(),
   })
   .prefault({});
@@ -222,5 +228,7 @@ export function loadRunConfig(path: string): RunConfig {
 /** `--check`'s one-line verdict on a valid config: what the run would do, briefly. */
 export function configCheckLine(path: string, c: RunConfig): string {
   const start = c.warm_start ? "warm start + " : "";
-  return `OK ${path}: run "${c.name}", ${start}${c.budget.steps} ${c.advantage.estimator} steps through ${c.harnesses.join(", ")} (mix: ${c.mix}${c.scheduler ? `, ${c.scheduler.name}` : ""})`;
+  // Time caps make the result depend on the machine's speed: name them, so a check shows what may cut the run short.
+  const caps = [c.warm_start?.max_seconds === undefined ? null : `warm start ${c.warm_start.max_seconds} s`, c.budget.max_minutes === undefined ? null : `RL ${c.budget.max_minutes} min`].filter((v) => v !== null);
+  return `OK ${path}: run "${c.name}", ${start}${c.budget.steps} ${c.advantage.estimator} steps through ${c.harnesses.join(", ")} (mix: ${c.mix}${c.scheduler ? `, ${c.scheduler.name}` : ""})${caps.length ? `; time caps: ${caps.join(", ")}` : ""}`;
 }

@@ -3,7 +3,7 @@ import { UserError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { Progress } from "../core/progress.js";
 import { isHotSwappable } from "../engine/types.js";
-import type { EvalSummary } from "../eval/metrics.js";
+import { passChange, type EvalSummary, type PassChange } from "../eval/metrics.js";
 import { RolloutStack } from "../rollout/stack.js";
 import { runRollouts } from "../rollout/runner.js";
 import { openTrainer, runEngine, runStackOptions, type RunContext } from "../run/context.js";
@@ -18,7 +18,7 @@ import { writeReport } from "../report/index.js";
 import type { RunState } from "./run-dir.js";
 import { TaskSampler } from "./task-sampler.js";
 import { checkTrainerCapabilities } from "./trainer-capabilities.js";
-import { warmStart } from "./warm-start.js";
+import { warmStart, type WarmStartReport } from "./warm-start.js";
 
 interface Pending {
   promise: Promise<RolloutResult[]>;
@@ -31,14 +31,31 @@ interface Pending {
 export interface RunSummary {
   name: string;
   runDir: string;
+  /** RL steps that ran, and those `budget.steps` planned. */
   steps: number;
+  plannedSteps: number;
+  /** Set when `budget.max_minutes` ended RL before `plannedSteps` (the result is that of a shorter run). */
+  timeCapped: boolean;
   policyVersion: number;
   wallSeconds: number;
   trainSeconds: number;
   before: PassTable | null;
   after: PassTable | null;
   delta: PassDelta | null;
-  warmStart: Record<string, number> | null;
+  /** This process's warm start (null when there was none or it ran before a resume). */
+  warmStart: WarmStartReport | null;
+  /** Where this process's wall time went, in seconds (a resumed run counts only what it ran itself). */
+  timing: RunTiming;
+}
+
+export interface RunTiming {
+  warmStart: number;
+  evalBefore: number;
+  evalAfter: number;
+  /** RL steps: waiting for rollouts, the trainer's step(s), and saving + checkpointing + the engine's policy swap. */
+  rollouts: number;
+  train: number;
+  swap: number;
 }
 
 export interface PassTable {
@@ -51,22 +68,24 @@ export interface PassTable {
   meanScore: number;
 }
 
-/** after − before on held-out pass@1, with the standard error of the difference of two independent evaluations. */
+/** after − before on held-out pass@1 with its standard error (see PassChange: paired when both ran the same tasks). */
 export interface PassDelta {
   overall: number;
   stderr: number;
   /** overall / stderr: how many standard errors the change is. */
   z: number;
+  paired: boolean;
+  /** (task, harness) groups the change is computed over. */
+  groups: number;
 }
 
 function passTable(s: EvalSummary): PassTable {
   return { overall: s.overall.passAt1, overallStderr: s.overall.passAt1Stderr, rollouts: s.overall.rollouts, meanScore: s.overall.meanScore, byHarness: Object.fromEntries(Object.entries(s.byHarness).map(([h, m]) => [h, m.passAt1])) };
 }
 
-export function passDelta(before: PassTable, after: PassTable): PassDelta {
-  const overall = after.overall - before.overall;
-  const stderr = Math.sqrt(before.overallStderr ** 2 + after.overallStderr ** 2);
-  return { overall, stderr, z: stderr > 0 ? overall / stderr : 0 };
+export function passDelta(before: EvalSummary, after: EvalSummary): PassDelta {
+  const c: PassChange = passChange(before.overall, after.overall);
+  return { overall: c.change, stderr: c.stderr, z: c.z, paired: c.paired, groups: c.groups };
 }
 
 /**
@@ -83,6 +102,8 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
   const resumed = state.step > 0 || state.warmStartDone;
   if (resumed) log(`resuming ${run.root} at step ${state.step} (policy v${state.policyVersion})`);
 
+  const timing: RunTiming = { warmStart: 0, evalBefore: 0, evalAfter: 0, rollouts: 0, train: 0, swap: 0 };
+  const since = (t: number): number => (Date.now() - t) / 1000;
   const trainer = await openTrainer(ctx, "policy");
   let stack: RolloutStack | null = null;
   let reference: Trainer | null = null;
@@ -114,10 +135,11 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       criticReady = true;
     };
 
-    let warm: Record<string, number> | null = null;
+    let warm: WarmStartReport | null = null;
     if (config.warm_start && !state.warmStartDone) {
       const report = await warmStart(ctx, trainer, log);
-      warm = { ...report };
+      warm = report;
+      timing.warmStart = report.wallMs / 1000;
       state = { ...state, policyVersion: state.policyVersion + 1, warmStartDone: true };
       await trainer.save(run.policyDir(state.policyVersion), { policyVersion: state.policyVersion });
       await initCritic();
@@ -127,7 +149,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       state = { ...state, checkpoint };
       run.appendMetrics({ phase: "warm_start", step: 0, policy_version: state.policyVersion, ...report });
       run.writeState(state);
-      log(`warm start: ${report.steps} SFT steps on ${report.trainableTokens} demonstration tokens, final NLL ${report.finalNll.toFixed(3)}`);
+      log(`warm start: ${report.steps}/${report.plannedSteps} SFT steps on ${report.trainableTokens} demonstration tokens, final NLL ${report.finalNll.toFixed(3)}`);
     }
 
     await initCritic();
@@ -139,7 +161,9 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
 
     let before: EvalSummary | null = null;
     if (config.eval?.before && !state.evalBeforeDone) {
+      const t = Date.now();
       before = await evaluatePolicy(ctx, stack, evalTasks, "eval-before");
+      timing.evalBefore = since(t);
       run.writeJson("eval-before.json", before);
       state = { ...state, evalBeforeDone: true };
       run.writeState(state);
@@ -183,7 +207,9 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     let pending = state.step < budget.steps && !outOfTime() ? launch(state.step + 1, state.taskCursor) : null;
     while (pending && state.step < budget.steps) {
       const step = state.step + 1;
+      const waited = Date.now();
       const results = await pending.promise;
+      timing.rollouts += since(waited);
       const rolloutSeconds = (Date.now() - pending.startedAt) / 1000;
       const cursor = pending.cursor;
       const harness = pending.harness;
@@ -200,6 +226,8 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
         Object.assign(m, scheduler.log());
       }
       const trainSeconds = (Date.now() - t0) / 1000;
+      timing.train += trainSeconds;
+      const t1 = Date.now();
       const version = state.policyVersion + 1;
       await trainer.save(run.policyDir(version), { policyVersion: version });
       await engine.loadPolicy(run.policyDir(version), version);
@@ -208,6 +236,8 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       if (state.checkpoint && state.checkpoint !== checkpoint) rmSync(state.checkpoint, { recursive: true, force: true });
       const previousPolicy = run.policyDir(version - 2);
       if (version - 2 > 1 && version - 2 !== referenceVersion && existsSync(previousPolicy)) rmSync(previousPolicy, { recursive: true, force: true });
+      const swapSeconds = since(t1);
+      timing.swap += swapSeconds;
       state = { ...state, step, policyVersion: version, taskCursor: cursor, checkpoint, trainMs: Date.now() - trainStart, ...(scheduler ? { scheduler: scheduler.state() } : {}) };
       run.writeState(state);
 
@@ -230,6 +260,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
         ...m,
         "time/rollout_s": rolloutSeconds,
         "time/train_s": trainSeconds,
+        "time/swap_s": swapSeconds,
         "throughput/rollouts_per_s": results.length / Math.max(rolloutSeconds, 1e-3),
         "throughput/trainable_tokens_per_s": (m["tokens/trainable"] ?? 0) / Math.max(trainSeconds, 1e-3),
       };
@@ -240,17 +271,21 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       run.appendMetrics(row);
       writeReport(run.root);
       progress.update(step, `reward ${row["reward/mean"].toFixed(3)} v${version}`);
-      if (outOfTime()) {
-        log(`time budget of ${budget.max_minutes} min reached after step ${step}`);
+      if (outOfTime() && step < budget.steps) {
+        log(`budget.max_minutes ${budget.max_minutes} reached: RL stops after ${step} of ${budget.steps} planned steps`);
         break;
       }
       if (!pending && config.mode === "sync" && step < budget.steps) pending = launch(step + 1, cursor);
     }
     if (pending) await pending.promise.catch(() => undefined);
+    // The loop ends early only on the time cap (failures throw); say so in the summary rather than report a shorter run as planned.
+    const timeCapped = state.step < budget.steps;
 
     let after: EvalSummary | null = null;
     if (config.eval?.after) {
+      const t = Date.now();
       after = await evaluatePolicy(ctx, stack, evalTasks, "eval-after");
+      timing.evalAfter = since(t);
       run.writeJson("eval-after.json", after);
       log(`held-out pass@1 after RL: ${(100 * after.overall.passAt1).toFixed(1)}%`);
     }
@@ -260,13 +295,16 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       name: config.name,
       runDir: run.root,
       steps: state.step,
+      plannedSteps: budget.steps,
+      timeCapped,
       policyVersion: state.policyVersion,
       wallSeconds: (Date.now() - started) / 1000,
       trainSeconds: state.trainMs / 1000,
       before: beforeTable,
       after: afterTable,
-      delta: beforeTable && afterTable ? passDelta(beforeTable, afterTable) : null,
+      delta: before && after ? passDelta(before, after) : null,
       warmStart: warm,
+      timing,
     };
     run.writeJson("summary.json", summary);
     writeReport(run.root);

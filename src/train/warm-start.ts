@@ -14,8 +14,15 @@ export interface WarmStartReport {
   demos: number;
   demoRollouts: number;
   trainableTokens: number;
+  /** Optimizer steps the schedule planned (epochs × steps per epoch) and those that ran. */
+  plannedSteps: number;
   steps: number;
+  /** True when `max_seconds` stopped SFT before `plannedSteps`: the policy is weaker than the config describes. */
+  timeCapped: boolean;
   finalNll: number;
+  /** Oracle demonstrations (rollouts) and SFT, then both. */
+  demoMs: number;
+  sftMs: number;
   wallMs: number;
 }
 
@@ -51,6 +58,8 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   } finally {
     await stack.close().catch(() => undefined);
   }
+  const demoMs = Date.now() - started;
+  const sftStarted = Date.now();
   const rows = built.batch.rows;
   // Optimizer steps per epoch are fixed by the rows, so the schedule can span all epochs up front.
   const perEpoch = microBatches({ ...built.batch, rows }, ws.batch_tokens).length;
@@ -78,5 +87,8 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
       progress.update(steps, `epoch ${epoch + 1}/${ws.epochs} nll ${nll.toFixed(3)}`);
     }
   }
-  return { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, steps, finalNll: nll, wallMs: Date.now() - started };
+  const timeCapped = steps < total;
+  if (timeCapped) log(`warm start: max_seconds ${ws.max_seconds} reached after ${steps} of ${total} SFT steps; the policy is less trained than configured`);
+  const end = Date.now();
+  return { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, timeCapped, finalNll: nll, demoMs, sftMs: end - sftStarted, wallMs: end - started };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { groupMetrics, passAtK, summarise } from "../../src/eval/metrics.js";
+import { groupMetrics, passAtK, passChange, summarise } from "../../src/eval/metrics.js";
 import type { RolloutResult } from "../../src/tasks/rollout-result.js";
 
 function result(taskId: string, harness: string, score: number, status: RolloutResult["status"] = score >= 1 ? "ok" : "task_failed", f1?: number): RolloutResult {
@@ -64,5 +64,50 @@ describe("eval summary", () => {
     expect(g.passAt1).toBeCloseTo(0.5, 12);
     expect(g.passAt1Stderr).toBeCloseTo(Math.sqrt(0.25 / 3), 12);
     expect(groupMetrics(rs.slice(0, 1), 1).passAt1Stderr).toBe(0);
+  });
+});
+
+describe("before/after change", () => {
+  it("is paired over the same (task, harness) groups: the std of per-group differences over √pairs", () => {
+    // Rates before a 0, b 0, c 1, d 0.5; after a 1, b 0, c 1, d 1 → differences 1, 0, 0, 0.5.
+    const before = groupMetrics([result("a", "h", 0), result("b", "h", 0), result("c", "h", 1), result("d", "h", 1), result("d", "h", 0)], 1);
+    const after = groupMetrics([result("a", "h", 1), result("b", "h", 0), result("c", "h", 1), result("d", "h", 1), result("d", "h", 1)], 1);
+    const c = passChange(before, after);
+    const d = [1, 0, 0, 0.5];
+    const mean = 0.375;
+    const sd = Math.sqrt(d.reduce((s, v) => s + (v - mean) ** 2, 0) / 3);
+    expect(c.paired).toBe(true);
+    expect(c.groups).toBe(4);
+    expect(c.change).toBeCloseTo(after.passAt1 - before.passAt1, 12);
+    expect(c.change).toBeCloseTo(mean, 12);
+    expect(c.stderr).toBeCloseTo(sd / 2, 12);
+    expect(c.z).toBeCloseTo(mean / (sd / 2), 12);
+  });
+
+  it("pairing removes the spread of task difficulty that both evaluations share", () => {
+    // Half the tasks always pass, half never, and one more task passes after: independent SEs see the 0/1 spread,
+    // the paired SE only the one change.
+    const tasks = Array.from({ length: 20 }, (_, i) => `t${i}`);
+    const before = groupMetrics(tasks.map((t, i) => result(t, "h", i < 10 ? 1 : 0)), 1);
+    const after = groupMetrics(tasks.map((t, i) => result(t, "h", i < 11 ? 1 : 0)), 1);
+    const c = passChange(before, after);
+    expect(c.paired).toBe(true);
+    expect(c.stderr).toBeCloseTo(Math.sqrt((1 - 1 / 20) ** 2 / 19 + (19 * (1 / 20) ** 2) / 19) / Math.sqrt(20), 12);
+    expect(c.stderr).toBeLessThan(Math.hypot(before.passAt1Stderr, after.passAt1Stderr) / 3);
+  });
+
+  it("falls back to independent evaluations when the groups differ", () => {
+    const before = groupMetrics([result("a", "h", 1), result("b", "h", 0)], 1);
+    const after = groupMetrics([result("a", "h", 1), result("c", "h", 1), result("d", "h", 0)], 1);
+    const c = passChange(before, after);
+    expect(c.paired).toBe(false);
+    expect(c.groups).toBe(5);
+    expect(c.change).toBeCloseTo(after.passAt1 - before.passAt1, 12);
+    expect(c.stderr).toBeCloseTo(Math.hypot(before.passAt1Stderr, after.passAt1Stderr), 12);
+  });
+
+  it("keeps the harness in the group key: the same task through two harnesses is two pairs", () => {
+    const g = groupMetrics([result("a", "h1", 1), result("a", "h2", 0)], 1);
+    expect(g.groupRates).toEqual({ "a/h1": 1, "a/h2": 0 });
   });
 });

@@ -70,10 +70,20 @@ describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)"
     for (const f of ["config.yaml", "metrics.jsonl", "records.sqlite", "rollouts.jsonl", "state.json", "summary.json", "report.html", "eval-before.json", "eval-after.json"]) expect(files).toContain(f);
     expect(summary.before?.byHarness["chat-agent"]).toBeTypeOf("number");
     expect(summary.after?.byHarness["chat-agent"]).toBeTypeOf("number");
-    // The change comes with the standard error of a difference of two independent evaluations.
+    // Before and after evaluate the same held-out tasks, so the change is paired: its standard error is that of the
+    // per-(task, harness) differences, recomputed here from the two evaluations' group rates.
     expect(summary.delta?.overall).toBeCloseTo((summary.after?.overall ?? NaN) - (summary.before?.overall ?? NaN), 12);
-    expect(summary.delta?.stderr).toBeCloseTo(Math.hypot(summary.before?.overallStderr ?? NaN, summary.after?.overallStderr ?? NaN), 12);
+    const rates = (f: string): Record<string, number> => (JSON.parse(readFileSync(join(runDir, f), "utf8")) as { overall: { groupRates: Record<string, number> } }).overall.groupRates;
+    const [b, a] = [rates("eval-before.json"), rates("eval-after.json")];
+    const d = Object.keys(b).map((k) => (a[k] ?? NaN) - (b[k] ?? NaN));
+    const mean = d.reduce((s, v) => s + v, 0) / d.length;
+    expect(summary.delta?.paired).toBe(true);
+    expect(summary.delta?.groups).toBe(d.length);
+    expect(summary.delta?.stderr).toBeCloseTo(Math.sqrt(d.reduce((s, v) => s + (v - mean) ** 2, 0) / (d.length - 1) / d.length), 12);
     expect(Number.isFinite(summary.delta?.z)).toBe(true);
+    // Every planned step ran (no time cap), and the summary says where the time went.
+    expect(summary).toMatchObject({ plannedSteps: 2, timeCapped: false });
+    expect(summary.timing.rollouts).toBeGreaterThan(0);
   });
 
   it("trains on non-zero advantages and changes the policy it serves", () => {

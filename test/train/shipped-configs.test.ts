@@ -130,10 +130,10 @@ describe("a typo in any section of the run config", () => {
 describe("harnessrl train --check (and quickstart --check)", () => {
   const cli = (...args: string[]): ReturnType<typeof spawnSync> => spawnSync(process.execPath, [join(root, "dist", "cli", "main.js"), ...args], { cwd: root, encoding: "utf8" });
 
-  it("prints one OK line for a valid config and runs nothing", () => {
+  it("prints one OK line for a valid config, naming its time caps, and runs nothing", () => {
     const r = cli("train", "--config", "configs/quickstart-ppo.yaml", "--check");
     expect(r.status).toBe(0);
-    expect(String(r.stdout).trim().split("\n")).toEqual([`OK configs/quickstart-ppo.yaml: run "quickstart-ppo", warm start + 12 ppo steps through chat-agent, resp-agent (mix: mixed)`]);
+    expect(String(r.stdout).trim().split("\n")).toEqual([`OK configs/quickstart-ppo.yaml: run "quickstart-ppo", warm start + 12 ppo steps through chat-agent, resp-agent (mix: mixed); time caps: warm start 300 s, RL 5 min`]);
   });
 
   it("quickstart --check validates the packaged quickstart config the same way", () => {

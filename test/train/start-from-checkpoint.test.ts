@@ -44,6 +44,7 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
   let warmDir: string;
   let fromDir: string;
   let fromSummary: RunSummary;
+  let warmSummary: RunSummary;
 
   beforeAll(async () => {
     const root = mkdtempSync(join(tmpdir(), "hrl-ckpt-start-"));
@@ -61,7 +62,7 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
       budget: { steps: 0, tasks_per_step: 2, samples: 2 },
     });
     warmDir = join(root, "warm");
-    await runTraining(buildRunContext(loadRunConfig(warmConfig), { runDir: warmDir, configPath: warmConfig }), () => undefined);
+    warmSummary = await runTraining(buildRunContext(loadRunConfig(warmConfig), { runDir: warmDir, configPath: warmConfig }), () => undefined);
     // Run 2: two GRPO steps (with a KL penalty to the starting policy) from run 1's warm-start checkpoint.
     const fromConfig = write("from", {
       model: { checkpoint: join(warmDir, "checkpoints", "step-0000") },
@@ -80,6 +81,9 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
     const sft = JSON.parse(readFileSync(join(warmDir, "metrics.jsonl"), "utf8").trim().split("\n")[0] ?? "{}") as { steps: number };
     expect(sft.steps).toBeGreaterThan(0);
     expect(trainerState(join(warmDir, "checkpoints", "step-0000")).optimizer_steps).toBe(sft.steps);
+    // Without max_seconds every planned SFT step runs, and the summary says so and where the time went.
+    expect(warmSummary.warmStart).toMatchObject({ steps: sft.steps, plannedSteps: sft.steps, timeCapped: false });
+    expect(warmSummary.timing.warmStart).toBeGreaterThan(0);
   });
 
   it("starts another run from that checkpoint with its weights and its optimizer's moments", () => {

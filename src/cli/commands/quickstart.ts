@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { checkRunConfigNames } from "../../run/check-names.js";
 import { buildRunContext } from "../../run/context.js";
 import { configCheckLine, loadRunConfig } from "../../train/config.js";
-import { runTraining, type PassDelta, type PassTable } from "../../train/orchestrator.js";
+import { runTraining, type PassDelta, type PassTable, type RunSummary } from "../../train/orchestrator.js";
 import { parseOptions } from "../args.js";
 import type { Command } from "../command.js";
 
@@ -29,7 +29,21 @@ function line(label: string, t: PassTable | null): string {
 }
 
 function deltaLine(d: PassDelta): string {
-  return `  change: ${d.overall >= 0 ? "+" : ""}${(100 * d.overall).toFixed(1)} points ± ${(100 * d.stderr).toFixed(1)} (${d.z.toFixed(1)} standard errors)`;
+  const kind = d.paired ? `paired over the same ${d.groups} task × harness groups` : "independent evaluations";
+  return `  change: ${d.overall >= 0 ? "+" : ""}${(100 * d.overall).toFixed(1)} points ± ${(100 * d.stderr).toFixed(1)} (${d.z.toFixed(1)} standard errors, ${kind})`;
+}
+
+/** Steps that ran against those planned, and where the wall time went; a time cap that cut a phase is said loudly. */
+function budgetLines(s: RunSummary): string[] {
+  const t = s.timing;
+  const w = s.warmStart;
+  const lines = [`steps ${s.steps}/${s.plannedSteps}${w ? `, warm start ${w.steps}/${w.plannedSteps} SFT steps` : ""}, wall ${(s.wallSeconds / 60).toFixed(1)} min`];
+  const parts = w ? [`demos ${(w.demoMs / 1000).toFixed(0)}`, `SFT ${(w.sftMs / 1000).toFixed(0)}`] : [];
+  parts.push(`eval ${(t.evalBefore + t.evalAfter).toFixed(0)}`, `rollouts ${t.rollouts.toFixed(0)}`, `train ${t.train.toFixed(0)}`, `save+swap ${t.swap.toFixed(0)}`);
+  lines.push(`time (s): ${parts.join(", ")}`);
+  if (w?.timeCapped) lines.push(`WARNING: warm_start.max_seconds stopped SFT after ${w.steps} of ${w.plannedSteps} steps`);
+  if (s.timeCapped) lines.push(`WARNING: budget.max_minutes stopped RL after ${s.steps} of ${s.plannedSteps} steps`);
+  return lines;
 }
 
 export const quickstartCommand: Command = {
@@ -48,7 +62,7 @@ export const quickstartCommand: Command = {
     const runDir = resolve(values["run-dir"] ?? join("runs", config.name));
     console.error(`harnessrl quickstart → ${runDir}`);
     const s = await runTraining(buildRunContext(config, { runDir, configPath }));
-    console.log([`held-out pass@1 (${config.eval?.tasks ?? "no eval"}):`, `  ${line("warm start", s.before)}`, `  ${line("after RL  ", s.after)}`, ...(s.delta ? [deltaLine(s.delta)] : []), `steps ${s.steps}, wall ${(s.wallSeconds / 60).toFixed(1)} min`, `report: ${join(runDir, "report.html")}`, `summary: ${join(runDir, "summary.json")}`].join("\n"));
+    console.log([`held-out pass@1 (${config.eval?.tasks ?? "no eval"}):`, `  ${line("warm start", s.before)}`, `  ${line("after RL  ", s.after)}`, ...(s.delta ? [deltaLine(s.delta)] : []), ...budgetLines(s), `report: ${join(runDir, "report.html")}`, `summary: ${join(runDir, "summary.json")}`].join("\n"));
     return 0;
   },
 };
