@@ -7,6 +7,7 @@ import { ByteTokenizer } from "../tokenizer/bytes.js";
 import { loadTokenizer, readJsonFile, readTokenizerConfig } from "../tokenizer/load.js";
 import type { Tokenizer } from "../tokenizer/types.js";
 import { ChatMLToolsRenderer } from "./chatml-renderer.js";
+import { guardRenderer } from "./guarded-renderer.js";
 import { JinjaChatRenderer } from "./jinja-renderer.js";
 import type { JinjaRendererOptions } from "./jinja-renderer.js";
 import type { ChatRenderer } from "./renderer.js";
@@ -43,7 +44,10 @@ export function defaultJinjaRenderer(): JinjaChatRenderer {
  * equivalent, see chatml-renderer.ts); built once per process.
  */
 export function defaultCodec(): Codec {
-  cachedDefault ??= { tokenizer: new ByteTokenizer(), renderer: new ChatMLToolsRenderer() };
+  if (!cachedDefault) {
+    const tokenizer = new ByteTokenizer();
+    cachedDefault = { tokenizer, renderer: guardRenderer(new ChatMLToolsRenderer(), tokenizer) };
+  }
   return cachedDefault;
 }
 
@@ -67,9 +71,10 @@ export function loadCodec(modelDir: string, options: Pick<JinjaRendererOptions, 
   if (source === undefined && existsSync(jsonFile)) source = readJsonFile(jsonFile, z.object({ chat_template: z.string() }), "chat template").chat_template;
   if (source === undefined) throw new UserError("invalid_model_dir", `${modelDir} has no chat template (tokenizer_config.json chat_template, chat_template.jinja or chat_template.json)`);
   // The default template ignores bos/eos and extra variables, so its fast equivalent renders the same text.
-  if (isDefaultTemplate(source) && options.endOfTurn === undefined) return { tokenizer, renderer: new ChatMLToolsRenderer() };
+  // Request text never becomes control tokens: only the template emits special tokens (guarded-renderer.ts).
+  if (isDefaultTemplate(source) && options.endOfTurn === undefined) return { tokenizer, renderer: guardRenderer(new ChatMLToolsRenderer(), tokenizer) };
   const rendererOptions: JinjaRendererOptions = { ...options };
   if (config.bos_token) rendererOptions.bosToken = config.bos_token;
   if (config.eos_token) rendererOptions.eosToken = config.eos_token;
-  return { tokenizer, renderer: new JinjaChatRenderer(source, rendererOptions) };
+  return { tokenizer, renderer: guardRenderer(new JinjaChatRenderer(source, rendererOptions), tokenizer) };
 }

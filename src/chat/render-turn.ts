@@ -3,6 +3,7 @@ import { UserError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { ChatMLToolsRenderer } from "./chatml-renderer.js";
 import type { Codec } from "./codec.js";
+import { SpecialTextGuard } from "./guarded-renderer.js";
 import type { AssistantTurn, ChatMessage, ToolSpec } from "./types.js";
 
 export interface RenderedTurn {
@@ -27,7 +28,10 @@ export function assistantMessageFromTurn(turn: AssistantTurn): ChatMessage {
  * and by tests; `parseAssistantOutput(text)` gives the turn back.
  */
 export function renderAssistantTurn(codec: Codec, messages: readonly ChatMessage[], tools: readonly ToolSpec[], turn: AssistantTurn): RenderedTurn {
-  const { renderer, tokenizer } = codec;
+  const { tokenizer } = codec;
+  // The turn is the model's own output, which may contain special tokens (a stop token, tool-call tags): render it
+  // without the guard that keeps request text from becoming control tokens (only the turn's text is used).
+  const renderer = codec.renderer instanceof SpecialTextGuard ? codec.renderer.inner : codec.renderer;
   if (renderer instanceof ChatMLToolsRenderer) {
     const text = renderer.renderTurnCompletion(assistantMessageFromTurn(turn));
     return { text, tokens: tokenizer.encode(text) };

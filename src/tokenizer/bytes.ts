@@ -1,4 +1,5 @@
 import type { Tokenizer } from "./types.js";
+import { SPECIAL_ESCAPE, unescapeSpecialText } from "./special-escape.js";
 import { decodeUtf8, utf8Bytes } from "./utf8.js";
 import { UserError } from "../core/errors.js";
 
@@ -52,6 +53,10 @@ export class ByteTokenizer implements Tokenizer {
   }
 
   encode(text: string): number[] {
+    return text.includes(SPECIAL_ESCAPE) ? this.encodeMarked(text) : this.encodeUnmarked(text);
+  }
+
+  private encodeUnmarked(text: string): number[] {
     // Matching special tokens on the UTF-8 bytes is equivalent to matching on the text (UTF-8 is self-synchronising),
     // and lets the native encoder and `indexOf` do the heavy lifting.
     const bytes = Buffer.from(text, "utf8");
@@ -100,6 +105,30 @@ export class ByteTokenizer implements Tokenizer {
       }
     }
     return decodeUtf8(buf);
+  }
+
+  /** Text with special-token texts marked as request text (special-escape.ts): those stay bytes. */
+  private encodeMarked(text: string): number[] {
+    const { clean, literalAt } = unescapeSpecialText(text);
+    const out: number[] = [];
+    let from = 0;
+    for (const at of [...literalAt].sort((a, b) => a - b)) {
+      if (at < from) continue;
+      const before = this.encodeUnmarked(clean.slice(from, at));
+      for (const id of before) out.push(id);
+      // The longest special text starting here, if any, goes out as its bytes.
+      const rest = Buffer.from(clean.slice(at, at + 64), "utf8");
+      const id = this.matchSpecial(rest, 0);
+      if (id < 0) {
+        from = at;
+        continue;
+      }
+      const special = [...this.specialTokens].find(([, v]) => v === id)?.[0] ?? "";
+      for (const b of Buffer.from(special, "utf8")) out.push(b);
+      from = at + special.length;
+    }
+    for (const id of this.encodeUnmarked(clean.slice(from))) out.push(id);
+    return out;
   }
 
   private matchSpecial(bytes: Uint8Array, at: number): number {

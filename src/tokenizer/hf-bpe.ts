@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SPECIAL_ESCAPE, unescapeSpecialText } from "./special-escape.js";
 import { UserError } from "../core/errors.js";
 import type { Normalize, PreTokenizer } from "./hf-pipeline.js";
 import { buildNormalizer, buildPreTokenizer, byteToUnicodeTable, pipelineSchemas } from "./hf-pipeline.js";
@@ -120,6 +121,9 @@ export class HfBpeTokenizer implements Tokenizer {
 
   encode(text: string): number[] {
     const out: number[] = [];
+    // Special-token texts the renderer marked as request text stay ordinary text (special-escape.ts).
+    let literalAt: Set<number> | null = null;
+    if (text.includes(SPECIAL_ESCAPE)) ({ clean: text, literalAt } = unescapeSpecialText(text));
     if (!this.addedSplitter) {
       this.encodeOrdinary(text, out);
       return out;
@@ -127,6 +131,7 @@ export class HfBpeTokenizer implements Tokenizer {
     let last = 0;
     this.addedSplitter.lastIndex = 0;
     for (const m of text.matchAll(this.addedSplitter)) {
+      if (literalAt?.has(m.index)) continue;
       if (m.index > last) this.encodeOrdinary(text.slice(last, m.index), out);
       out.push(this.specialTokens.get(m[0]) as number);
       last = m.index + m[0].length;

@@ -1,4 +1,5 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { SpecialTextGuard } from "../../src/chat/guarded-renderer.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -166,7 +167,8 @@ describe("loadCodec(modelDir)", () => {
     });
     const codec = loadCodec(dir);
     expect(codec.tokenizer).toBeInstanceOf(ByteTokenizer);
-    expect(codec.renderer).toBeInstanceOf(ChatMLToolsRenderer);
+    expect(codec.renderer).toBeInstanceOf(SpecialTextGuard);
+    expect((codec.renderer as SpecialTextGuard).inner).toBeInstanceOf(ChatMLToolsRenderer);
   });
 
   it("loads a model dir written by the weights code (random tiny model) with the byte tokenizer and fast renderer", () => {
@@ -174,13 +176,14 @@ describe("loadCodec(modelDir)", () => {
     writeRandomModelDir(dir, { modelType: "qwen3", hiddenSize: 16, numLayers: 1, numHeads: 2, numKvHeads: 1, intermediateSize: 32, seed: 3 });
     const codec = loadCodec(dir);
     expect(codec.tokenizer).toBeInstanceOf(ByteTokenizer);
-    expect(codec.renderer).toBeInstanceOf(ChatMLToolsRenderer);
+    expect(codec.renderer).toBeInstanceOf(SpecialTextGuard);
+    expect((codec.renderer as SpecialTextGuard).inner).toBeInstanceOf(ChatMLToolsRenderer);
     expect([...codec.tokenizer.stopTokenIds].sort()).toEqual([256, 258]);
   });
 
   it("uses a model's own template through Jinja, from tokenizer_config.json or chat_template.jinja", () => {
     const a = loadCodec(modelDir({ "tokenizer_config.json": { chat_template: [{ name: "default", template: fixture("hermes-style.jinja") }], eos_token: { content: "<|im_end|>" }, harnessrl_tokenizer: "bytes" } }));
-    expect(a.renderer).toBeInstanceOf(JinjaChatRenderer);
+    expect((a.renderer as SpecialTextGuard).inner).toBeInstanceOf(JinjaChatRenderer);
     expect(a.renderer.render([{ role: "user", content: "x" }], [], { addGenerationPrompt: true })).toContain("Default system.");
     const b = loadCodec(modelDir({ "tokenizer_config.json": { harnessrl_tokenizer: "bytes" }, "chat_template.jinja": fixture("reasoning-style.jinja") }));
     expect(b.renderer.render([{ role: "user", content: "x" }], [], { addGenerationPrompt: true })).toBe("<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n");

@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { unescapeSpecialText } from "../../src/tokenizer/special-escape.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -62,7 +63,8 @@ function expectTokenExact(sim: SessionSim): void {
     expect(r.promptTokens.slice(0, context.length)).toEqual(context);
     // When the parent stopped normally, the spliced prompt is exactly what the template renders for the request.
     const rendered = codec.renderer.render(r.messages, r.tools, { addGenerationPrompt: true });
-    if (prev.finishReason === "stop") expect(codec.tokenizer.decode(r.promptTokens)).toBe(rendered);
+    // The rendered text marks request text that spells special tokens (special-escape.ts); decoding has no marks.
+    if (prev.finishReason === "stop") expect(codec.tokenizer.decode(r.promptTokens)).toBe(unescapeSpecialText(rendered).clean);
     // A truncated turn is followed by the end-of-turn as context, then the rest of the conversation.
     else expect(codec.tokenizer.decode(r.promptTokens.slice(context.length)).startsWith("<|im_end|>\n<|im_start|>user\nContinue.")).toBe(true);
     prev = r;
