@@ -11,6 +11,26 @@ from .runtime import configure_thread_env, default_threads, resolve_device
 configure_thread_env()
 
 
+def die_with_parent() -> None:
+    """The worker must not outlive its client: a run stopped by SIGTERM (or killed) while the worker is inside a long
+    training step would otherwise leave it computing for minutes, orphaned. Linux: the kernel sends SIGTERM when the
+    parent dies (prctl PR_SET_PDEATHSIG); elsewhere the worker still exits at end of input once it reads again."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGTERM))
+    except (OSError, AttributeError):
+        return
+    # The parent may have died before the call: then nobody will send the signal.
+    if os.getppid() == 1:
+        os._exit(0)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="harnessrl_worker", description="harnessrl trainer worker (stdio protocol, see docs/worker.md)")
     parser.add_argument("--device", default=None, help="auto (default), cpu, cuda, cuda:N; env HARNESSRL_DEVICE")
@@ -18,6 +38,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--token-budget", type=int, default=16384, help="max rows × padded length per forward pass")
     parser.add_argument("--grad-checkpoint-tokens", type=int, default=2048, help="recompute activations in backward for rows this long (0 = never)")
     opts = parser.parse_args(argv)
+    die_with_parent()
 
     # The protocol owns the real stdout; anything else printing (warnings, C libraries) goes to stderr.
     protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
