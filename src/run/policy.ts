@@ -33,9 +33,10 @@ export function engineOfConfig(e: RunConfig["engine"]): EngineSpec {
     if (e.threads !== undefined) options.threads = e.threads;
     if (e.batch) options.batch = e.batch;
     if (e.contexts !== undefined) options.contexts = e.contexts;
+    if (e.context_size !== undefined) options.ctx = e.context_size;
     return { kind: e.kind, target: "", options };
   }
-  return { kind: e.kind, target: e.url ?? "", options: {} };
+  return { kind: e.kind, target: e.url ?? "", options: e.context_size !== undefined ? { ctx: e.context_size } : {} };
 }
 
 /**
