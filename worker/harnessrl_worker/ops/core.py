@@ -28,7 +28,7 @@ def hello(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) -> Re
             "sdpa": HAS_SDPA,
             "token_budget": s.token_budget,
             "ops": sorted(OPS),
-            "presets": [{"name": p.name, "description": p.description, "parameters": p.config.num_parameters(), "model_type": p.config.model_type} for p in PRESETS.values()],
+            "presets": [{"name": p.name, "description": p.description, "parameters": p.config.num_parameters(), "model_type": p.config.model_type, "tokenizer": p.tokenizer} for p in PRESETS.values()],
         }
     )
 

@@ -28,7 +28,8 @@ def describe(loaded: LoadedModel) -> Dict[str, Any]:
 def init(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) -> Reply:
     """Creates a model directory from a preset and keeps the model loaded (float32 on the worker's device)."""
     out = Path(args.req_str("out"))
-    loaded = init_model_dir(args.req_str("preset"), args.req_int("seed"), out, args.opt_str("model_type"), args.opt_str("chat_template"))
+    tokenizer_dir = args.opt_str("tokenizer_dir")
+    loaded = init_model_dir(args.req_str("preset"), args.req_int("seed"), out, args.opt_str("model_type"), args.opt_str("chat_template"), None if tokenizer_dir is None else Path(tokenizer_dir))
     loaded.model.to(state.settings.device).eval()
     state.loaded = loaded
     forget_policy_state(state)
