@@ -17,6 +17,7 @@ const SLOW_TESTS = [
   "test/sandbox/bwrap-*.test.ts",
   "test/sandbox/local-contract.test.ts",
   "test/rollout/oracle-builtin.test.ts",
+  "test/rollout/oracle-real.test.ts",
   "test/rollout/random-policy.test.ts",
   // Real task programs and verifier processes, run over many generated tasks.
   "test/tasks/baselines.test.ts",
