@@ -17,6 +17,7 @@ const SLOW_TESTS = [
   "test/sandbox/bwrap-*.test.ts",
   "test/sandbox/local-contract.test.ts",
   "test/rollout/oracle-builtin.test.ts",
+  "test/rollout/oracle-real.test.ts",
   "test/rollout/random-policy.test.ts",
   // Real task programs and verifier processes, run over many generated tasks.
   "test/tasks/baselines.test.ts",
@@ -28,6 +29,7 @@ const SLOW_TESTS = [
   "test/chat/jinja-python-reference.test.ts",
   "test/schedule/sketch.test.ts",
   "test/train/end-to-end.test.ts",
+  "test/train/real-cli-e2e.test.ts",
   "test/train/start-from-checkpoint.test.ts",
   "test/train/train-roles.test.ts",
   "test/train/minibatch-anchor.test.ts",

@@ -156,7 +156,11 @@ export function treeLayout(inputs: readonly TreeUnitInput[], lookup: CallLookup,
   const writers: RowWriter[] = [];
   let sharedRootTokens = 0;
   for (const g of groups) {
-    let r = writers.findIndex((w) => w.length + g.tokens <= budget);
+    // A tree costs a row only what it does not share with the row's root context: a GRPO group of real-harness
+    // sessions (a 15k-token first prompt each) fits one row with its prompt once.
+    const first = g.paths[0]?.path.nodes[0];
+    const root = shareRoots && first !== undefined ? (g.tree.nodes[first] as TreeNode) : undefined;
+    let r = writers.findIndex((w) => w.length + g.tokens - (root && root.parent <= 0 ? w.matchRoot(root).shared : 0) <= budget);
     if (r < 0) {
       writers.push(new RowWriter(Math.min(Math.max(budget, g.tokens), Math.max(g.tokens, 1 << 20))));
       r = writers.length - 1;

@@ -156,6 +156,19 @@ export class RowWriter {
     const node = tree.nodes[id] as TreeNode;
     if (node.role === "sampled") return { end: this.pushNode(tree, id, -1, weight, pathSet, lookup), shared: 0 };
     const len = node.end - node.start;
+    const { shared: i, last: prev } = this.matchRoot(node);
+    if (i === len) return { end: prev, shared: len };
+    const start = this.n;
+    const end = this.pushNode(tree, id, prev, weight, pathSet, lookup, i);
+    this.rootChains.set(chainKey(prev, this.tokens[start] as number), start);
+    this.rootChain.fill(1, start, end + 1);
+    return { end, shared: i };
+  }
+
+  /** Tokens of a root node this row already holds (as root context of trees written before), and where they end. */
+  matchRoot(node: TreeNode): { shared: number; last: number } {
+    if (node.role === "sampled") return { shared: 0, last: -1 };
+    const len = node.end - node.start;
     let prev = -1;
     let i = 0;
     for (; i < len; i++) {
@@ -168,12 +181,7 @@ export class RowWriter {
       if (next === undefined) break;
       prev = next;
     }
-    if (i === len) return { end: prev, shared: len };
-    const start = this.n;
-    const end = this.pushNode(tree, id, prev, weight, pathSet, lookup, i);
-    this.rootChains.set(chainKey(prev, this.tokens[start] as number), start);
-    this.rootChain.fill(1, start, end + 1);
-    return { end, shared: i };
+    return { shared: i, last: prev };
   }
 
   finish(): { row: PackedRow; index: RowIndex } {

@@ -29,7 +29,7 @@ export interface ExitInfo {
   stderr: string;
 }
 
-/** How the oracle engine drives a harness's own tools (built-in harnesses; real ones are driven by scripts). */
+/** How the oracle engine drives a harness's own tools (built-in harnesses, and real CLIs through their shell tool). */
 export interface OracleProfile {
   /** The tool call that runs `command` through this harness's shell tool. */
   shell(command: string): { name: string; arguments: Record<string, unknown> };

@@ -1,6 +1,8 @@
 import { resolve } from "node:path";
 import { defaultCodec, loadCodec, type Codec } from "../chat/codec.js";
 import type { EngineSpec } from "../engine/spec.js";
+import { findPreset } from "../model/presets.js";
+import { qwen3TokenizerFiles } from "../tokenizer/qwen3-data.js";
 import type { RunConfig } from "../train/config.js";
 
 /** Where a run's policy starts: a preset the trainer creates, a model directory, or another run's checkpoint. */
@@ -33,20 +35,24 @@ export function engineOfConfig(e: RunConfig["engine"]): EngineSpec {
     if (e.threads !== undefined) options.threads = e.threads;
     if (e.batch) options.batch = e.batch;
     if (e.contexts !== undefined) options.contexts = e.contexts;
+    if (e.context_size !== undefined) options.ctx = e.context_size;
     return { kind: e.kind, target: "", options };
   }
-  return { kind: e.kind, target: e.url ?? "", options: {} };
+  return { kind: e.kind, target: e.url ?? "", options: e.context_size !== undefined ? { ctx: e.context_size } : {} };
 }
 
 /**
  * The policy of a run config. Model directories and checkpoints (complete model directories) give their own codec;
- * the tiny presets all use the byte tokenizer with the default ChatML + tools template (docs/model-dir.md), which is
- * what `trainer.init` writes into their model directory.
+ * presets use what `trainer.init` writes into their model directory: the byte tokenizer with the default ChatML +
+ * tools template (tiny-*), or Qwen3's tokenizer files and official template (qwen3-*; docs/model-dir.md).
  */
 export function policyOfConfig(config: RunConfig): TrainedPolicy {
   const m = config.model;
   const engine = engineOfConfig(config.engine);
-  if ("preset" in m) return { start: { preset: m.preset, seed: m.seed, ...(m.model_type ? { modelType: m.model_type } : {}) }, modelDir: null, codec: defaultCodec(), engine };
+  if ("preset" in m) {
+    const codec = findPreset(m.preset)?.tokenizer === "qwen3" ? loadCodec(qwen3TokenizerFiles().dir) : defaultCodec();
+    return { start: { preset: m.preset, seed: m.seed, ...(m.model_type ? { modelType: m.model_type } : {}) }, modelDir: null, codec, engine };
+  }
   // The worker runs in its own directory: keep absolute paths.
   if ("checkpoint" in m) {
     const dir = resolve(m.checkpoint);

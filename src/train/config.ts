@@ -35,6 +35,12 @@ const engineSchema = z
     batch: z.enum(["isolated", "shared"]).optional(),
     /** llama.cpp `batch: shared`: the sequences are spread over this many shared contexts, decoded in parallel. */
     contexts: z.number().int().positive().optional(),
+    /**
+     * Tokens one sequence holds (prompt + completion). llama.cpp allocates this much KV cache per sequence; default
+     * min(8192, the model's max_position_embeddings). Real harnesses need more: Claude Code's first prompt alone is
+     * 12–18k Qwen3 tokens (docs/engines.md). vllm / sglang: the context window the proxy reports.
+     */
+    context_size: z.number().int().min(256).max(1 << 20).optional(),
   })
   .prefault({})
   .superRefine((e, ctx) => {

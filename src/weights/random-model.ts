@@ -24,6 +24,8 @@ export interface RandomModelSpec {
   hfTokenizer?: Record<string, unknown>;
   /** config.json vocab_size (≥ the tokenizer's ids; real Qwen checkpoints pad it). Default: the byte tokenizer's 265. */
   vocabSize?: number;
+  /** config.json max_position_embeddings (default 8192). */
+  maxPositions?: number;
 }
 
 export const TINY_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>"];
@@ -93,7 +95,7 @@ export function writeRandomModelDir(dir: string, spec: RandomModelSpec): void {
     head_dim: headDim,
     rms_norm_eps: 1e-6,
     rope_theta: 1_000_000,
-    max_position_embeddings: 8192,
+    max_position_embeddings: spec.maxPositions ?? 8192,
     tie_word_embeddings: tie,
     attention_bias: spec.modelType === "qwen2",
     torch_dtype: "float32",

@@ -137,6 +137,26 @@ describe("flat and tree-packed layouts", () => {
     for (const row of shared.batch.rows) expectRowInvariants(row);
   });
 
+  it("a GRPO group whose trees fit a row only with their prompt shared goes into one row (first-fit counts the shared root once)", () => {
+    // Real harnesses: a 15k-token first prompt and short turns; a row of 2 × prompt could not hold 4 unshared copies.
+    const group = [0, 1, 2, 3].flatMap((k) => linearSession(`ses_${k}`, `rol_${k}`, `g${k}_`));
+    const forests = buildForests(group);
+    const one = buildBatch(forests, { layout: "tree" });
+    expect(one.batch.rows).toHaveLength(1);
+    const rowLength = one.batch.rows[0]!.tokens.length;
+    expect(rowLength).toBe(one.stats.uniqueTokens - one.stats.sharedRootTokens);
+    expect(one.stats.sharedRootTokens).toBeGreaterThan(0);
+    const tight = buildBatch(forests, { layout: "tree", tokenBudget: rowLength });
+    expect(tight.batch.rows).toHaveLength(1);
+    expect(tight.stats.sharedRootTokens).toBe(one.stats.sharedRootTokens);
+    expect(pathsOf(tight)).toEqual(pathsOf(one));
+    // One token less and the last tree needs a row of its own; no row exceeds the budget.
+    const under = buildBatch(forests, { layout: "tree", tokenBudget: rowLength - 1 });
+    expect(under.batch.rows).toHaveLength(2);
+    for (const row of under.batch.rows) expect(row.tokens.length).toBeLessThanOrEqual(rowLength - 1);
+    expect(pathsOf(under)).toEqual(pathsOf(one));
+  });
+
   it("packs several trees per row up to the budget and splits a tree that does not fit", () => {
     const recs = [...randomSession(3, 20, "s1", "r1"), ...randomSession(4, 20, "s2", "r2"), ...randomSession(5, 20, "s3", "r3")];
     const forests = buildForests(recs);

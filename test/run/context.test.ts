@@ -57,6 +57,25 @@ describe("buildRunContext", () => {
     expect(runEngine(remote, { policyDir: "/p" })).toEqual({ kind: "vllm", target: "http://gpu:8000", modelDir: "/p", options: {} });
   });
 
+  it("renders a Qwen3 preset's run with Qwen3's tokenizer and template (what model init writes), tiny presets with bytes", () => {
+    const qwen = buildRunContext(parseRunConfig({ ...base, model: { preset: "qwen3-tiny" } }), { runDir: join(root, "q3") });
+    expect(qwen.policy.codec.tokenizer.kind).toBe("hf-bpe");
+    expect(qwen.policy.codec.tokenizer.encode("<|im_start|>")).toHaveLength(1);
+    expect(qwen.policy.codec.tokenizer.vocabSize).toBeGreaterThan(151_000);
+    const tiny = buildRunContext(parseRunConfig({ ...base, model: { preset: "tiny-1m" } }), { runDir: join(root, "t1") });
+    expect(tiny.policy.codec.tokenizer.kind).toBe("bytes");
+  });
+
+  it("passes engine.context_size to llama.cpp as ctx (and to remote engines as their reported window), and validates it", () => {
+    const long = buildRunContext(parseRunConfig({ ...base, model: { preset: "tiny-1m" }, engine: { sequences: 2, context_size: 32768 } }), { runDir: join(root, "long") });
+    expect(runEngine(long, { policyDir: "/p" }).options).toEqual({ sequences: 2, ctx: 32768 });
+    expect(formatEngineSpec(runEngine(long, { policyDir: "/p" }))).toBe("llamacpp:/p?sequences=2&ctx=32768");
+    const remote = buildRunContext(parseRunConfig({ ...base, model: { preset: "tiny-1m" }, engine: { kind: "sglang", url: "http://gpu:30000", context_size: 40960 } }), { runDir: join(root, "sg") });
+    expect(runEngine(remote, { policyDir: "/p" }).options).toEqual({ ctx: 40960 });
+    expect(() => parseRunConfig({ ...base, engine: { context_size: 100 } })).toThrow(/context_size/);
+    expect(() => parseRunConfig({ ...base, engine: { context_size: 8192.5 } })).toThrow(/context_size/);
+  });
+
   it("takes trainer backend, device and thread counts from the config's trainer section", () => {
     const defaults = buildRunContext(parseRunConfig({ ...base, model: { preset: "tiny-1m" } }), { runDir: join(root, "t1") });
     expect(defaults.trainer).toEqual({ kind: "torch", policy: { threads: 2 }, reference: { threads: 1 } });

@@ -24,6 +24,18 @@ export interface LoadTiming {
   loadMs: number;
 }
 
+/** Tokens per sequence when `ctx` is not given (KV cache is allocated up front, per sequence). */
+export const DEFAULT_CONTEXT_CAP = 8192;
+
+/**
+ * Prompt tokens since the engine started: `evaluated` went through llama.cpp, `reused` came from a sequence's KV cache
+ * (the prefix it shared with an earlier call; a harness's next turn only evaluates what it added).
+ */
+export interface PromptTokenCounts {
+  evaluated: number;
+  reused: number;
+}
+
 export class LlamaCppEngine implements HotSwappableEngine {
   readonly spec: string;
   readonly model: ModelInfo;
@@ -35,6 +47,7 @@ export class LlamaCppEngine implements HotSwappableEngine {
   private closed = false;
   /** Export/load times of every policy version loaded, for benchmarks and logs. */
   readonly loadTimings: LoadTiming[] = [];
+  readonly promptTokens: PromptTokenCounts = { evaluated: 0, reused: 0 };
 
   private constructor(spec: string, slot: PolicySlot, vocabSize: number, codec: { tokenizer: Tokenizer; renderer: ChatRenderer }, private readonly opts: LlamaCppOptions) {
     this.spec = spec;
@@ -50,7 +63,11 @@ export class LlamaCppEngine implements HotSwappableEngine {
     const codec = loadCodec(options.modelDir);
     const { file, exportMs } = ensureGguf(options.modelDir, options.cacheDir);
     const t1 = performance.now();
-    const contextSize = options.contextSize ?? Math.min(8192, config.maxPositions);
+    // A context longer than the model's positions would run RoPE past what it was made for: refuse it.
+    if (options.contextSize !== undefined && options.contextSize > config.maxPositions) {
+      throw new UserError("invalid_engine_spec", `ctx=${options.contextSize} exceeds the model's max_position_embeddings (${config.maxPositions}) in ${options.modelDir}`);
+    }
+    const contextSize = options.contextSize ?? Math.min(DEFAULT_CONTEXT_CAP, config.maxPositions);
     const slot = await PolicySlot.load(file, config.policyVersion ?? 0, options, contextSize, false);
     const engine = new LlamaCppEngine(spec, slot, config.vocabSize, codec, options);
     engine.loadTimings.push({ version: slot.version, exportMs, loadMs: performance.now() - t1 });
@@ -113,6 +130,8 @@ export class LlamaCppEngine implements HotSwappableEngine {
     let finishReason: FinishReason = "length";
     try {
       const toEval = await this.alignSequence(seq, prompt);
+      this.promptTokens.evaluated += toEval.length;
+      this.promptTokens.reused += prompt.length - toEval.length;
       const limit = Math.min(req.params.maxTokens, slot.contextSize - prompt.length);
       const stops = new Set(this.tokenizer.stopTokenIds);
       const { temperature, topK, topP, minP } = req.params;
@@ -145,7 +164,7 @@ export class LlamaCppEngine implements HotSwappableEngine {
 
   private acquireOn(slot: PolicySlot, req: GenerateRequest): Promise<LlamaContextSequence | "abort" | "retired"> {
     if (req.promptTokens.length >= slot.contextSize) {
-      throw new UserError("context_length_exceeded", `prompt has ${req.promptTokens.length} tokens; a llama.cpp sequence holds ${slot.contextSize} (raise ?ctx=)`);
+      throw new UserError("context_length_exceeded", `prompt has ${req.promptTokens.length} tokens; a llama.cpp sequence holds ${slot.contextSize} (raise ?ctx=, engine.context_size in a run config)`);
     }
     return slot.acquire(req.promptTokens, req.signal);
   }

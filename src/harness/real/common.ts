@@ -1,8 +1,9 @@
 import { join } from "node:path";
 import { installPin, pinPackageDir, pinPrefix } from "../install/npm-install.js";
 import { PINS, type NpmPin } from "../install/pins.js";
-import type { ExitInfo, HarnessDefinition, LaunchContext, LaunchPlan } from "../types.js";
+import type { ExitInfo, HarnessDefinition, LaunchContext, LaunchPlan, OracleProfile } from "../types.js";
 import type { Protocol } from "../../icr/records.js";
+import { REAL_HARNESS_SHELL_TOOLS } from "./shell-tools.js";
 
 /** Every JSON object printed one per line (headless CLIs' event streams); other lines (banners, a truncation mark) are skipped. */
 export function jsonLines(stdout: string): Record<string, unknown>[] {
@@ -81,7 +82,15 @@ export function realHarness(spec: RealHarnessSpec): HarnessDefinition {
     hostPaths: () => [pinPrefix(spec.pin), ...(spec.needsNode24 ? [pinPrefix(PINS.node24)] : [])],
     launch: (ctx) => spec.launch(ctx, { packageDir: pinPackageDir(spec.pin) }),
     finished: spec.finished,
+    ...(shellOracle(spec.name) ? { oracle: shellOracle(spec.name) } : {}),
   };
+}
+
+/** The oracle drives a real CLI the way a model would: each task step is one call of the CLI's own shell tool. */
+function shellOracle(name: string): OracleProfile | undefined {
+  const shell = REAL_HARNESS_SHELL_TOOLS[name];
+  if (!shell) return undefined;
+  return { shell: (command) => ({ name: shell.tool, arguments: { [shell.arg]: command } }) };
 }
 
 /** A one-line excerpt of a CLI's stderr for finished() details. */

@@ -32,6 +32,8 @@ export function createOracleEngine(source: OracleTaskSource, options: { modelId?
     const profile = harness.oracle;
     if (!profile) throw new EngineError("oracle_unsupported_harness", `harness ${harness.name} has no oracle profile`);
     if (isSubAgentRequest(request, profile)) return subAgentReply(request, profile);
+    // Real CLIs make side calls of their own (titles, topic checks) without the shell tool: answer, issue nothing.
+    if (!request.tools.some((t) => t.name === profile.shell("").name)) return { content: "Done." };
     const done = issued.get(request.sessionId) ?? 0;
     const next = mainAgentReply(task, profile, done);
     issued.set(request.sessionId, done + next.issued);
