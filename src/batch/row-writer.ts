@@ -156,6 +156,24 @@ export class RowWriter {
     const node = tree.nodes[id] as TreeNode;
     if (node.role === "sampled") return { end: this.pushNode(tree, id, -1, weight, pathSet, lookup), shared: 0 };
     const len = node.end - node.start;
+    const { shared: i, prev } = this.matchRoot(node);
+    if (i === len) return { end: prev, shared: len };
+    const start = this.n;
+    const end = this.pushNode(tree, id, prev, weight, pathSet, lookup, i);
+    this.rootChains.set(chainKey(prev, this.tokens[start] as number), start);
+    this.rootChain.fill(1, start, end + 1);
+    return { end, shared: i };
+  }
+
+  /** Tokens of a tree's root node that pushRootNode would share with roots already in this row (0 for sampled). */
+  sharedRootTokens(tree: SessionTree, id: number): number {
+    const node = tree.nodes[id] as TreeNode;
+    return node.role === "sampled" ? 0 : this.matchRoot(node).shared;
+  }
+
+  /** The longest run of a context root's tokens already in this row as root context: its length and last index. */
+  private matchRoot(node: TreeNode): { shared: number; prev: number } {
+    const len = node.end - node.start;
     let prev = -1;
     let i = 0;
     for (; i < len; i++) {
@@ -168,12 +186,7 @@ export class RowWriter {
       if (next === undefined) break;
       prev = next;
     }
-    if (i === len) return { end: prev, shared: len };
-    const start = this.n;
-    const end = this.pushNode(tree, id, prev, weight, pathSet, lookup, i);
-    this.rootChains.set(chainKey(prev, this.tokens[start] as number), start);
-    this.rootChain.fill(1, start, end + 1);
-    return { end, shared: i };
+    return { shared: i, prev };
   }
 
   finish(): { row: PackedRow; index: RowIndex } {

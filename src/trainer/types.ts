@@ -146,8 +146,14 @@ export interface ForwardBackwardResult {
   refKlMean: number;
   /** With `capo`: cosine between ∇L_action and ∇L_args (before masking). */
   capoGradCosine?: number;
-  /** Per row, the current policy's logprobs before the update (0 for rows without trainable tokens). */
+  /** Per row, the current policy's logprobs before the update at trainable tokens (0 at the others). */
   logprobs: Float32Array[];
+  /** Peak resident memory of the worker during this call (MiB; the process's lifetime peak where it cannot be reset). */
+  peakRssMb?: number;
+  /** On CUDA: the allocator's peak during this call (MiB). */
+  cudaPeakMb?: number;
+  /** Whether the worker took its long-row path (attention recomputed in backward; docs/worker.md). */
+  longRows?: boolean;
 }
 
 export interface OptimStepOptions {

@@ -59,6 +59,9 @@ const forwardBackwardSchema = z.object({
   nll_mean: z.number(),
   ref_kl_mean: z.number(),
   capo_grad_cosine: z.number().optional(),
+  long_rows: z.boolean(),
+  peak_rss_mb: z.number(),
+  cuda_peak_mb: z.number().optional(),
 });
 
 const criticInfoSchema = z.object({ parameters: z.number().int(), dtype: z.string(), optimizer_steps: z.number().int() });
@@ -206,6 +209,9 @@ export class TorchTrainer implements CriticTrainer, CapoTrainer, SketchTrainer {
       refKlMean: r.ref_kl_mean,
       ...(r.capo_grad_cosine === undefined ? {} : { capoGradCosine: r.capo_grad_cosine }),
       logprobs: splitRows(lp, rowLengths),
+      peakRssMb: r.peak_rss_mb,
+      ...(r.cuda_peak_mb === undefined ? {} : { cudaPeakMb: r.cuda_peak_mb }),
+      longRows: r.long_rows,
     };
   }
 
