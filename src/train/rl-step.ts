@@ -104,7 +104,8 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
   const minibatches = splitMinibatches(built.batch, alg.minibatches).map((m) => [...microBatches(m, alg.batch_tokens)]);
   // Minibatches after the first are trained after the policy has moved: their PPO anchor (proxLogprobs) is the policy
   // that sampled the batch, scored before any update, so the clip bounds the whole step as a trust region.
-  const scoring = { temperature: config.sampling.temperature, entropy: false };
+  // Anchors and reference logprobs are read at trainable tokens only: prompts need no output projection.
+  const scoring = { temperature: config.sampling.temperature, entropy: false, trainableOnly: true };
   const prox: Float32Array[][][] = [];
   for (const micro of minibatches.slice(1)) {
     const scored: Float32Array[][] = [];

@@ -75,6 +75,9 @@ export interface LogprobsOptions {
   temperature?: number;
   /** Also compute per-token entropy. Default true. */
   entropy?: boolean;
+  /** Score only the batch's trainable tokens (the others may come back 0): all a loss reads, and a long shared prompt
+   * then costs no output projection. Default false. */
+  trainableOnly?: boolean;
 }
 
 /** Per row of the batch, aligned with the row's tokens; tree roots (parent -1) get 0. */

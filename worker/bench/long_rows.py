@@ -207,12 +207,18 @@ def main(argv: List[str]) -> int:
     if opts.cmd == "case":
         print(json.dumps(run_case(opts.kind, opts.tokens, opts.path, opts.threads)))
         return 0
-    results = []
+    results: List[Dict[str, Any]] = []
     t0 = time.monotonic()
     for case in opts.cases.split(","):
         r = supervise(case, opts.limit_mb, opts.timeout, opts.threads)
         print(json.dumps(r), file=sys.stderr, flush=True)
         results.append(r)
+        # Written after every case, so an interrupted run keeps what it measured.
+        write_report(opts, results, time.monotonic() - t0)
+    return 0
+
+
+def write_report(opts: argparse.Namespace, results: List[Dict[str, Any]], seconds: float) -> None:
     report = {
         "bench": "long-rows",
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -222,7 +228,7 @@ def main(argv: List[str]) -> int:
         "threads": opts.threads,
         "limit_mb": opts.limit_mb,
         "timeout_s": opts.timeout,
-        "total_seconds": round(time.monotonic() - t0, 1),
+        "total_seconds": round(seconds, 1),
         "results": results,
     }
     text = json.dumps(report, indent=2) + "\n"
@@ -231,7 +237,6 @@ def main(argv: List[str]) -> int:
             f.write(text)
     else:
         sys.stdout.write(text)
-    return 0
 
 
 if __name__ == "__main__":

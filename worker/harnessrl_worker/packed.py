@@ -272,14 +272,18 @@ def packed_scores(
     temperature: float = 1.0,
     token_budget: int = 16384,
     with_entropy: bool = True,
+    needed: Optional[Sequence[torch.Tensor]] = None,
 ) -> TokenScores:
-    """Teacher-forced per-token logprobs (at temperature T: log_softmax(logits / T)) and entropies for packed rows."""
+    """Teacher-forced per-token logprobs (at temperature T: log_softmax(logits / T)) and entropies for packed rows;
+    with `needed` (bool per token, per row) only those tokens are scored. Without gradients only one chunk of logits
+    lives at a time, so chunks are sized to LOGIT_CHUNK_ELEMENTS (a large vocabulary gets short chunks)."""
     if not temperature > 0:
         raise bad_request("temperature must be > 0")
     out_lp: List[Optional[torch.Tensor]] = [None] * len(rows)
     out_ent: List[Optional[torch.Tensor]] = [None] * len(rows)
     for group, hidden in forward_micro_batches(model, rows, token_budget):
         for b, i in enumerate(group):
-            lp, ent = score_tokens(model, hidden[b], rows[i], temperature, with_entropy=with_entropy)
+            chunk = max(1, min(4096, LOGIT_CHUNK_ELEMENTS // model.config.vocab_size))
+            lp, ent = score_tokens(model, hidden[b], rows[i], temperature, chunk, with_entropy, None if needed is None else needed[i])
             out_lp[i], out_ent[i] = lp, ent
     return TokenScores([t for t in out_lp if t is not None], [t for t in out_ent if t is not None])

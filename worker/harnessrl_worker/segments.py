@@ -113,57 +113,65 @@ def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: S
     return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
 
 
-def _block_scores(q: torch.Tensor, k: torch.Tensor, ancestors: int, s: int, e: int, scale: float) -> torch.Tensor:
-    """Scores [heads, e - s, ancestors + e] of queries s..e of a segment in the softmax dtype, -inf above the
-    causal diagonal of the segment's own keys."""
-    width = ancestors + e
-    scores = (torch.matmul(q[:, s:e], k[:, :width].transpose(-1, -2)) * scale).to(torch.promote_types(q.dtype, torch.float32))
-    own = torch.arange(e, device=q.device)
-    above = own[None, :] > torch.arange(s, e, device=q.device)[:, None]
-    scores[:, :, ancestors:].masked_fill_(above, float("-inf"))
+def _block_scores(qs: torch.Tensor, k: torch.Tensor, ancestors: int, s: int, e: int) -> torch.Tensor:
+    """Scores [heads, e - s, ancestors + e] of queries s..e of a segment (q pre-scaled) in the softmax dtype, -inf
+    above the causal diagonal. Keys before the block's own stretch are all visible, so only the last
+    [e - s, e - s] tile is masked."""
+    scores = torch.matmul(qs[:, s:e], k[:, : ancestors + e].transpose(-1, -2))
+    sdt = torch.promote_types(qs.dtype, torch.float32)
+    if scores.dtype != sdt:
+        scores = scores.to(sdt)
+    tile = torch.ones(e - s, e - s, dtype=torch.bool, device=qs.device).triu_(1)
+    scores[:, :, ancestors + s :].masked_fill_(tile, float("-inf"))
     return scores
 
 
 class _SegmentAttention(torch.autograd.Function):
-    """One segment's attention (q [heads, L, d], keys/values [heads, ancestors + L, d]) that saves no probabilities."""
+    """One segment's attention (q [heads, L, d], keys/values [heads, ancestors + L, d]) that saves no probabilities.
+
+    Every pass over a [heads, block, keys] tensor counts on a CPU, so they are done in place: forward takes the row
+    max, exponentiates, and divides the (small) output by the row sum instead of normalising the probabilities."""
 
     @staticmethod
     def forward(ctx, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ancestors: int, scale: float) -> torch.Tensor:  # type: ignore[override]
         length = q.shape[1]
+        qs = q * scale
         out = torch.empty_like(q)
         lse = torch.empty(q.shape[0], length, dtype=torch.promote_types(q.dtype, torch.float32), device=q.device)
         for s in range(0, length, QUERY_BLOCK):
             e = min(s + QUERY_BLOCK, length)
-            scores = _block_scores(q, k, ancestors, s, e, scale)
-            m = torch.logsumexp(scores, dim=-1)
-            probs = torch.exp(scores - m[..., None]).to(q.dtype)
-            out[:, s:e] = torch.matmul(probs, v[:, : ancestors + e])
-            lse[:, s:e] = m
-        ctx.save_for_backward(q, k, v, out, lse)
+            scores = _block_scores(qs, k, ancestors, s, e)
+            m = scores.amax(dim=-1, keepdim=True)
+            weights = scores.sub_(m).exp_()
+            total = weights.sum(dim=-1, keepdim=True)
+            out[:, s:e] = (torch.matmul(weights.to(q.dtype), v[:, : ancestors + e]) / total).to(q.dtype)
+            lse[:, s:e] = (m + total.log()).squeeze(-1)
+        ctx.save_for_backward(qs, k, v, out, lse)
         ctx.ancestors, ctx.scale = ancestors, scale
         return out
 
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):  # type: ignore[override]
-        q, k, v, out, lse = ctx.saved_tensors
+        qs, k, v, out, lse = ctx.saved_tensors
         ancestors, scale = ctx.ancestors, ctx.scale
         sdt = lse.dtype
-        dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+        dq, dk, dv = torch.zeros_like(qs), torch.zeros_like(k), torch.zeros_like(v)
         grad_out = grad_out.contiguous()
         # D_i = Σ_j P_ij dP_ij = dO_i · O_i: the softmax backward's row term, computed once.
-        delta = (grad_out.to(sdt) * out.to(sdt)).sum(-1)
-        length = q.shape[1]
+        delta = (grad_out.to(sdt) * out.to(sdt)).sum(-1, keepdim=True)
+        length = qs.shape[1]
         for s in range(0, length, QUERY_BLOCK):
             e = min(s + QUERY_BLOCK, length)
             width = ancestors + e
-            probs = torch.exp(_block_scores(q, k, ancestors, s, e, scale) - lse[:, s:e, None])
+            probs = _block_scores(qs, k, ancestors, s, e).sub_(lse[:, s:e, None]).exp_()
             go = grad_out[:, s:e]
             dv[:, :width] += torch.matmul(probs.to(v.dtype).transpose(-1, -2), go)
-            dp = torch.matmul(go, v[:, :width].transpose(-1, -2)).to(sdt)
-            ds = (probs * (dp - delta[:, s:e, None]) * scale).to(q.dtype)
+            # dS = P ⊙ (dP − D), in place over dP.
+            ds = torch.matmul(go, v[:, :width].transpose(-1, -2)).to(sdt).sub_(delta[:, s:e]).mul_(probs).to(qs.dtype)
             dq[:, s:e] = torch.matmul(ds, k[:, :width])
-            dk[:, :width] += torch.matmul(ds.transpose(-1, -2), q[:, s:e])
-        return dq, dk, dv, None, None
+            dk[:, :width] += torch.matmul(ds.transpose(-1, -2), qs[:, s:e])
+        # scores = (q · scale) kᵀ: the scale lands on dq; dk already used the scaled q.
+        return dq.mul_(scale), dk, dv, None, None
 
 
 def _recomputed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: SegmentPlan, scale: float) -> torch.Tensor:

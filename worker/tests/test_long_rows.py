@@ -147,6 +147,21 @@ class LongRowPathTest(unittest.TestCase):
             self.assertGreater(r["peak_rss_mb"], 10.0)
             self.assertNotIn("cuda_peak_mb", r)
 
+    def test_logprobs_op_scores_only_trainable_tokens_when_given_them(self) -> None:
+        model = CausalLM(small_config("qwen2", tied=False))
+        init_weights(model, 6, std=0.3)
+        state = WorkerState(WorkerSettings(device=torch.device("cpu"), threads=1))
+        state.loaded = LoadedModel(model, model.config, None)
+        frames = batch_frames(self.rows, {}, torch.cat(self.train).int().tolist())
+        args = {"row_lengths": [r.length for r in self.rows]}
+        _, only = call(state, "logprobs", args, frames)
+        _, full = call(state, "logprobs", args, {k: v for k, v in frames.items() if k != "trainable"})
+        mask = torch.cat(self.train)
+        for name in ("logprobs", "entropy"):
+            self.assertLess(float((only[name][mask] - full[name][mask]).abs().max()), 1e-6, name)
+            self.assertTrue(bool((only[name][~mask] == 0).all()), name)
+        self.assertGreater(float(full["logprobs"][~mask].abs().sum()), 0.0)
+
     def test_threshold_applies_to_the_longest_tree_path_not_the_row_length(self) -> None:
         model = CausalLM(small_config("qwen3"))
         init_weights(model, 5)

@@ -162,7 +162,7 @@ export class TorchTrainer implements CriticTrainer, CapoTrainer, SketchTrainer {
     const temperature = options.temperature ?? 1;
     if (!(temperature > 0)) throw new UserError("invalid_sampling_params", `temperature must be > 0, got ${temperature}`);
     const withEntropy = options.entropy ?? true;
-    const { rowLengths, frames } = packBatch(batch, ["tokens", "parent", "positions"]);
+    const { rowLengths, frames } = packBatch(batch, options.trainableOnly ? ["tokens", "parent", "positions", "trainable"] : ["tokens", "parent", "positions"]);
     const reply = await this.client.request("logprobs", { row_lengths: rowLengths, temperature, entropy: withEntropy }, frames);
     const lp = reply.frames.get("logprobs");
     const ent = reply.frames.get("entropy");
