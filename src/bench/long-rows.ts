@@ -7,7 +7,7 @@
  * watchdog (worker/bench/long_rows.py). Writes docs/bench/long-rows.json.
  *
  * Options: --out FILE, --limit-mb M (kill a case past M MiB resident, default 8192), --timeout S (per case, default
- * 240), --threads N (default 2), --cases kind:tokens:path,... (default: the table in docs/worker.md).
+ * 600), --threads N (default 2), --cases kind:tokens:path,... (default: the table in docs/worker.md).
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync } from "node:fs";

@@ -200,7 +200,7 @@ def main(argv: List[str]) -> int:
     allp = sub.add_parser("run")
     allp.add_argument("--out", default=None)
     allp.add_argument("--limit-mb", type=float, default=8192)
-    allp.add_argument("--timeout", type=float, default=240)
+    allp.add_argument("--timeout", type=float, default=600)
     allp.add_argument("--threads", type=int, default=2)
     allp.add_argument("--cases", default=",".join(DEFAULT_CASES))
     opts = ap.parse_args(argv)
