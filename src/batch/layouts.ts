@@ -136,7 +136,7 @@ function compareKeys(a: Int32Array, b: Int32Array): number {
 /**
  * Tree-packed: each unique token of a session tree once, with parent pointers and depth positions, several trees per
  * row first-fit up to `budget` tokens; with `shareRoots`, trees in a row also share identical root context (system
- * prompt, task) token for token. A tree larger than the budget is split into groups of paths (shared prefixes
+ * prompt, task) token for token, and a tree counts against the budget only with the tokens it adds. A tree larger than the budget is split into groups of paths (shared prefixes
  * repeat across groups); a single path longer than the budget gets a row of its own.
  */
 export function treeLayout(inputs: readonly TreeUnitInput[], lookup: CallLookup, budget: number, shareRoots = true): LayoutResult {
@@ -156,11 +156,10 @@ export function treeLayout(inputs: readonly TreeUnitInput[], lookup: CallLookup,
   const writers: RowWriter[] = [];
   let sharedRootTokens = 0;
   for (const g of groups) {
-    // A tree costs a row only what it does not share with the row's root context: a GRPO group of real-harness
-    // sessions (a 15k-token first prompt each) fits one row with its prompt once.
-    const first = g.paths[0]?.path.nodes[0];
-    const root = shareRoots && first !== undefined ? (g.tree.nodes[first] as TreeNode) : undefined;
-    let r = writers.findIndex((w) => w.length + g.tokens - (root && root.parent <= 0 ? w.matchRoot(root).shared : 0) <= budget);
+    // A group costs a row only the tokens it adds: with shared roots, a GRPO group's long prompt is counted once.
+    const root = g.paths[0]?.path.nodes[0];
+    const adds = (w: RowWriter): number => g.tokens - (shareRoots && root !== undefined ? w.sharedRootTokens(g.tree, root) : 0);
+    let r = writers.findIndex((w) => w.length + adds(w) <= budget);
     if (r < 0) {
       writers.push(new RowWriter(Math.min(Math.max(budget, g.tokens), Math.max(g.tokens, 1 << 20))));
       r = writers.length - 1;

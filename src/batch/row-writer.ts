@@ -156,7 +156,7 @@ export class RowWriter {
     const node = tree.nodes[id] as TreeNode;
     if (node.role === "sampled") return { end: this.pushNode(tree, id, -1, weight, pathSet, lookup), shared: 0 };
     const len = node.end - node.start;
-    const { shared: i, last: prev } = this.matchRoot(node);
+    const { shared: i, prev } = this.matchRoot(node);
     if (i === len) return { end: prev, shared: len };
     const start = this.n;
     const end = this.pushNode(tree, id, prev, weight, pathSet, lookup, i);
@@ -165,9 +165,14 @@ export class RowWriter {
     return { end, shared: i };
   }
 
-  /** Tokens of a root node this row already holds (as root context of trees written before), and where they end. */
-  matchRoot(node: TreeNode): { shared: number; last: number } {
-    if (node.role === "sampled") return { shared: 0, last: -1 };
+  /** Tokens of a tree's root node that pushRootNode would share with roots already in this row (0 for sampled). */
+  sharedRootTokens(tree: SessionTree, id: number): number {
+    const node = tree.nodes[id] as TreeNode;
+    return node.role === "sampled" ? 0 : this.matchRoot(node).shared;
+  }
+
+  /** The longest run of a context root's tokens already in this row as root context: its length and last index. */
+  private matchRoot(node: TreeNode): { shared: number; prev: number } {
     const len = node.end - node.start;
     let prev = -1;
     let i = 0;
@@ -181,7 +186,7 @@ export class RowWriter {
       if (next === undefined) break;
       prev = next;
     }
-    return { shared: i, last: prev };
+    return { shared: i, prev };
   }
 
   finish(): { row: PackedRow; index: RowIndex } {

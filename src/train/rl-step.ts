@@ -93,7 +93,7 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     metrics["capo/active"] = ready ? 1 : 0;
   }
   const capoCos: number[] = [];
-  const fbStats = { loss: 0, tokens: 0, mismatchMean: [] as number[], mismatchMax: 0, kl: [] as number[], refKl: [] as number[], clip: [] as number[], isLimited: [] as number[], entropy: [] as number[] };
+  const fbStats = { loss: 0, tokens: 0, mismatchMean: [] as number[], mismatchMax: 0, kl: [] as number[], refKl: [] as number[], clip: [] as number[], isLimited: [] as number[], entropy: [] as number[], peakRssMb: 0, cudaPeakMb: 0 };
   const reference = alg.kl_coef > 0 ? options.reference : null;
   if (alg.kl_coef > 0 && !reference) throw new UserError("invalid_config", "algorithm.kl_coef > 0 needs the reference policy's trainer");
   let valueLoss = 0;
@@ -104,7 +104,8 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
   const minibatches = splitMinibatches(built.batch, alg.minibatches).map((m) => [...microBatches(m, alg.batch_tokens)]);
   // Minibatches after the first are trained after the policy has moved: their PPO anchor (proxLogprobs) is the policy
   // that sampled the batch, scored before any update, so the clip bounds the whole step as a trust region.
-  const scoring = { temperature: config.sampling.temperature, entropy: false };
+  // Anchors and reference logprobs are read at trainable tokens only: prompts need no output projection.
+  const scoring = { temperature: config.sampling.temperature, entropy: false, trainableOnly: true };
   const prox: Float32Array[][][] = [];
   for (const micro of minibatches.slice(1)) {
     const scored: Float32Array[][] = [];
@@ -137,6 +138,8 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
       fbStats.clip.push(fb.clipFraction);
       fbStats.isLimited.push(fb.isLimitedFraction);
       fbStats.entropy.push(fb.entropyMean);
+      if (fb.peakRssMb !== undefined) fbStats.peakRssMb = Math.max(fbStats.peakRssMb, fb.peakRssMb);
+      if (fb.cudaPeakMb !== undefined) fbStats.cudaPeakMb = Math.max(fbStats.cudaPeakMb, fb.cudaPeakMb);
       if (critic) valueLoss += (await critic.criticForwardBackward(mb)).valueLoss;
     }
     // The sketch must see the accumulated gradient, so it is taken before the optimizer step clears it (with several
@@ -165,6 +168,9 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     "tokens/flat": built.stats.flatTokens,
     "tokens/emitted": built.stats.emittedTokens,
     dedup_ratio: built.stats.dedupRatio,
+    // The trainer's peak memory over this step's forward/backward calls (0 when the trainer does not report it).
+    "memory/peak_rss_mb": fbStats.peakRssMb,
+    ...(fbStats.cudaPeakMb > 0 ? { "memory/cuda_peak_mb": fbStats.cudaPeakMb } : {}),
   });
   return { metrics, learnability: stats.meanAbsAdvantage, ...(sketch ? { sketch } : {}) };
 }

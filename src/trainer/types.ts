@@ -79,6 +79,9 @@ export interface LogprobsOptions {
   temperature?: number;
   /** Also compute per-token entropy. Default true. */
   entropy?: boolean;
+  /** Score only the batch's trainable tokens (the others may come back 0): all a loss reads, and a long shared prompt
+   * then costs no output projection. Default false. */
+  trainableOnly?: boolean;
 }
 
 /** Per row of the batch, aligned with the row's tokens; tree roots (parent -1) get 0. */
@@ -150,8 +153,14 @@ export interface ForwardBackwardResult {
   refKlMean: number;
   /** With `capo`: cosine between ∇L_action and ∇L_args (before masking). */
   capoGradCosine?: number;
-  /** Per row, the current policy's logprobs before the update (0 for rows without trainable tokens). */
+  /** Per row, the current policy's logprobs before the update at trainable tokens (0 at the others). */
   logprobs: Float32Array[];
+  /** Peak resident memory of the worker during this call (MiB; the process's lifetime peak where it cannot be reset). */
+  peakRssMb?: number;
+  /** On CUDA: the allocator's peak during this call (MiB). */
+  cudaPeakMb?: number;
+  /** Whether the worker took its long-row path (attention recomputed in backward; docs/worker.md). */
+  longRows?: boolean;
 }
 
 export interface OptimStepOptions {

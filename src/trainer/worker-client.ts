@@ -17,6 +17,11 @@ export interface WorkerClientOptions {
   threads?: number;
   /** Max rows × padded length per forward pass in the worker. */
   tokenBudget?: number;
+  /** forward_backward recomputes attention in backward for rows whose longest path has this many tokens (0 = never;
+   * worker default 4096). */
+  longRowTokens?: number;
+  /** forward_backward scores every token and keeps its logits for backward (the pre-chunking path; default off). */
+  storedLogits?: boolean;
   /** Default per-request timeout; 0 disables. A timed-out worker is killed (its state is unknown). */
   requestTimeoutMs?: number;
   /** Extra environment for the worker process. */
@@ -114,6 +119,8 @@ export class WorkerClient {
     if (options.device) args.push("--device", options.device);
     if (options.threads) args.push("--threads", String(options.threads));
     if (options.tokenBudget) args.push("--token-budget", String(options.tokenBudget));
+    if (options.longRowTokens !== undefined) args.push("--long-row-tokens", String(options.longRowTokens));
+    if (options.storedLogits) args.push("--stored-logits");
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       PYTHONPATH: [cwd, process.env.PYTHONPATH].filter((p) => p).join(delimiter),

@@ -55,7 +55,7 @@ export const WORKER_OPS = {
   logprobs: {
     capability: "core",
     args: z.strictObject({ row_lengths: rowLengths, temperature: num.optional(), entropy: bool.optional() }),
-    framesIn: ROWS,
+    framesIn: { ...ROWS, trainable: { dtype: "uint8" } },
     framesOut: ["logprobs"],
     framesOutOptional: ["entropy"],
   },

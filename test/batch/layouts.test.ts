@@ -5,7 +5,7 @@ import { buildBatch } from "../../src/batch/build.js";
 import type { PackedRow } from "../../src/batch/types.js";
 import { buildForests } from "../../src/trees/forest.js";
 import type { CallRecord } from "../../src/icr/records.js";
-import { compactionSession, editedHistorySession, linearSession, parallelSession, randomSession, retrySession, strippedReasoningSession, subAgentRollout } from "../trees/fixtures.js";
+import { call, compactionSession, editedHistorySession, enc, linearSession, parallelSession, randomSession, retrySession, strippedReasoningSession, subAgentRollout } from "../trees/fixtures.js";
 
 interface TokenData {
   token: number;
@@ -156,6 +156,25 @@ describe("flat and tree-packed layouts", () => {
     for (const row of under.batch.rows) expect(row.tokens.length).toBeLessThanOrEqual(rowLength - 1);
     expect(pathsOf(under)).toEqual(pathsOf(one));
   });
+
+  it("a GRPO group after a 32k-token prompt (a long real-harness context) packs into one row of more than 32k tokens, prompt once", () => {
+    const prompt = enc("s".repeat(32_000));
+    const group = [0, 1, 2, 3].map((k) => call({ callId: `long_${k}`, sessionId: `ses_long_${k}`, rolloutId: `rol_long_${k}`, prompt, completion: `answer ${k} `.repeat(50) }));
+    const forests = buildForests(group);
+    const completions = group.reduce((a, c) => a + c.completionTokens.length, 0);
+    const one = buildBatch(forests, { layout: "tree", tokenBudget: 36_864 });
+    expect(one.batch.rows).toHaveLength(1);
+    expect(one.batch.rows[0]?.tokens.length).toBe(prompt.length + completions);
+    expect(one.batch.rows[0]?.tokens.length).toBeGreaterThan(32_768);
+    expect(one.stats.sharedRootTokens).toBe(3 * prompt.length);
+    for (const row of one.batch.rows) expectRowInvariants(row);
+    // With a row budget below the prompt every rollout is a row of its own and the prompt is repeated: long contexts
+    // need `algorithm.row_tokens` ≥ prompt + the group's completions for the sharing.
+    const apart = buildBatch(forests, { layout: "tree", tokenBudget: 4_096 });
+    expect(apart.batch.rows).toHaveLength(4);
+    const tokensOf = (b: BuiltBatch): string[] => [...pathsOf(b).values()].map((p) => p.map((t) => t.token).join(",")).sort();
+    expect(tokensOf(apart)).toEqual(tokensOf(one));
+  }, 180_000);
 
   it("packs several trees per row up to the budget and splits a tree that does not fit", () => {
     const recs = [...randomSession(3, 20, "s1", "r1"), ...randomSession(4, 20, "s2", "r2"), ...randomSession(5, 20, "s3", "r3")];

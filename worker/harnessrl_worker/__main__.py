@@ -1,4 +1,4 @@
-"""`python3 -m harnessrl_worker [--device D] [--threads N] [--token-budget T]`: serve the protocol on stdin/stdout."""
+"""`python3 -m harnessrl_worker [--device D] [--threads N] [--token-budget T] [--long-row-tokens L] [--stored-logits]`: serve the protocol on stdin/stdout."""
 from __future__ import annotations
 
 import argparse
@@ -37,6 +37,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default min(2, cores)); env HARNESSRL_TORCH_THREADS")
     parser.add_argument("--token-budget", type=int, default=16384, help="max rows × padded length per forward pass")
     parser.add_argument("--grad-checkpoint-tokens", type=int, default=2048, help="recompute activations in backward for rows this long (0 = never)")
+    parser.add_argument("--long-row-tokens", type=int, default=None, help="recompute attention in backward for rows this long (0 = never; default 4096)")
+    parser.add_argument("--stored-logits", action="store_true", help="score every token and keep its logits for backward (the pre-chunking path)")
     opts = parser.parse_args(argv)
     die_with_parent()
 
@@ -49,12 +51,19 @@ def main(argv: list[str]) -> int:
 
     from .protocol import InStream
     from .server import serve
-    from .state import WorkerSettings, WorkerState
+    from .state import LONG_ROW_TOKENS, WorkerSettings, WorkerState
 
     threads = default_threads(opts.threads)
     torch.set_num_threads(threads)
     device = torch.device(resolve_device(opts.device))
-    settings = WorkerSettings(device=device, threads=threads, token_budget=max(1, opts.token_budget), grad_checkpoint_tokens=max(0, opts.grad_checkpoint_tokens))
+    settings = WorkerSettings(
+        device=device,
+        threads=threads,
+        token_budget=max(1, opts.token_budget),
+        grad_checkpoint_tokens=max(0, opts.grad_checkpoint_tokens),
+        long_row_tokens=LONG_ROW_TOKENS if opts.long_row_tokens is None else max(0, opts.long_row_tokens),
+        chunked_logits=not opts.stored_logits,
+    )
     state = WorkerState(settings)
     try:
         # sys.stdin.buffer is a BufferedReader (it has readinto), typed only as BinaryIO.

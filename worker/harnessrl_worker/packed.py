@@ -124,6 +124,56 @@ def pad_batch(rows: Sequence[PackedRow], device: torch.device) -> Tuple[torch.Te
     return ids.to(device), pos.to(device), mask.to(device)
 
 
+# Long-row scoring forms at most this many logits at once (256 MiB in float32: ~440 positions of a 152k vocabulary).
+LOGIT_CHUNK_ELEMENTS = 1 << 26
+
+
+def _scaled_logits(hidden: torch.Tensor, weight: torch.Tensor, temperature: float, dtype: torch.dtype) -> torch.Tensor:
+    z = F.linear(hidden, weight).to(dtype)
+    return z if temperature == 1.0 else z.div_(temperature)
+
+
+class _ChunkScores(torch.autograd.Function):
+    """Logprob of the target and entropy at each of a chunk of positions (hidden [C, H], output weight [V, H]), keeping
+    only hidden, the log-sum-exp and the entropy for backward, where the [C, V] logits are recomputed once.
+
+    With log p = z − lse and H = −Σ p log p:  ∂log p_t/∂z = onehot(t) − p  and  ∂H/∂z = −p ⊙ (log p + H).
+    """
+
+    @staticmethod
+    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, temperature: float, dtype: torch.dtype) -> Tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
+        z = _scaled_logits(hidden, weight, temperature, dtype)
+        lse = torch.logsumexp(z, dim=-1)
+        lp = z.gather(1, targets[:, None]).squeeze(1) - lse
+        logp = z.sub_(lse[:, None])
+        ent = -(logp.exp() * logp).sum(-1)
+        ctx.save_for_backward(hidden, weight, targets, lse, ent)
+        ctx.temperature, ctx.dtype = temperature, dtype
+        return lp, ent
+
+    @staticmethod
+    def backward(ctx, g_lp: torch.Tensor, g_ent: torch.Tensor):  # type: ignore[override]
+        hidden, weight, targets, lse, ent = ctx.saved_tensors
+        logp = _scaled_logits(hidden, weight, ctx.temperature, ctx.dtype).sub_(lse[:, None])
+        p = logp.exp()
+        # grad_z = −p ⊙ (g_lp + g_ent · (log p + H)) + g_lp · onehot(target), built in place over logp.
+        grad = logp.add_(ent[:, None]).mul_(g_ent[:, None]).add_(g_lp[:, None]).mul_(p).neg_()
+        grad.scatter_add_(1, targets[:, None], g_lp[:, None])
+        if ctx.temperature != 1.0:
+            grad.div_(ctx.temperature)
+        grad = grad.to(hidden.dtype)
+        d_hidden = torch.matmul(grad, weight) if ctx.needs_input_grad[0] else None
+        d_weight = torch.matmul(grad.transpose(0, 1), hidden) if ctx.needs_input_grad[1] else None
+        return d_hidden, d_weight, None, None, None
+
+
+def _chunk_scores(model: CausalLM, hidden: torch.Tensor, targets: torch.Tensor, temperature: float, dtype: torch.dtype, with_entropy: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    logp = F.log_softmax(model.logits(hidden).to(dtype) / temperature, dim=-1)
+    lp = logp.gather(1, targets[:, None]).squeeze(1)
+    ent = -(logp.exp() * logp).sum(-1) if with_entropy else torch.zeros_like(lp)
+    return lp, ent
+
+
 def score_tokens(
     model: CausalLM,
     hidden: torch.Tensor,
@@ -131,11 +181,16 @@ def score_tokens(
     temperature: float,
     chunk: int = 4096,
     with_entropy: bool = True,
+    needed: Optional[torch.Tensor] = None,
+    recompute: bool = False,
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """Logprob and entropy for every token of one row from its hidden states [N, H] (differentiable).
 
     Logits are formed only at parent positions and in chunks, so a 150k vocabulary does not need an N×V tensor at once
-    when gradients are off.
+    when gradients are off. `needed` (bool [N]) restricts scoring to those tokens (the others get 0): a GRPO row's
+    shared prompt costs no output projection. `recompute` (long rows) sizes chunks by LOGIT_CHUNK_ELEMENTS and
+    recomputes each chunk's logits in backward instead of keeping them (_ChunkScores): the vocabulary costs
+    O(chunk × V) memory instead of O(scored tokens × V), in fewer passes over the logits than autograd's.
     """
     n = row.length
     device = hidden.device
@@ -145,16 +200,22 @@ def score_tokens(
     entropy = torch.zeros(n, dtype=dtype, device=device)
     parent = row.parent.to(device)
     targets = row.tokens.to(device)
-    child = torch.nonzero(parent >= 0).flatten()
+    scored = parent >= 0
+    if needed is not None:
+        scored = scored & needed.to(device=device, dtype=torch.bool)
+    child = torch.nonzero(scored).flatten()
+    if recompute:
+        chunk = max(1, LOGIT_CHUNK_ELEMENTS // model.config.vocab_size)
     lp_parts: List[torch.Tensor] = []
     ent_parts: List[torch.Tensor] = []
     for s in range(0, child.numel(), chunk):
         c = child[s : s + chunk]
-        logits = model.logits(hidden[parent[c]]).to(dtype) / temperature
-        logp = F.log_softmax(logits, dim=-1)
-        lp_parts.append(logp.gather(1, targets[c][:, None]).squeeze(1))
-        if with_entropy:
-            ent_parts.append(-(logp.exp() * logp).sum(-1))
+        if recompute:
+            lp, ent = _ChunkScores.apply(hidden[parent[c]], model.output_weight(), targets[c], float(temperature), dtype)
+        else:
+            lp, ent = _chunk_scores(model, hidden[parent[c]], targets[c], temperature, dtype, with_entropy)
+        lp_parts.append(lp)
+        ent_parts.append(ent)
     if lp_parts:
         logprobs = logprobs.index_put((child,), torch.cat(lp_parts))
         if with_entropy:
@@ -178,18 +239,19 @@ def packed_micro_batches(lengths: Sequence[int], token_budget: int) -> List[List
     return groups
 
 
-def forward_micro_batches(model: CausalLM, rows: Sequence[PackedRow], token_budget: int) -> Iterator[Tuple[List[int], List[torch.Tensor]]]:
+def forward_micro_batches(model: CausalLM, rows: Sequence[PackedRow], token_budget: int, recompute: bool = False) -> Iterator[Tuple[List[int], List[torch.Tensor]]]:
     """Runs the model over rows in micro-batches; yields (row indices, hidden states [N_i, H] per row).
 
     With `attention="auto"` rows are concatenated without padding and attention follows each token's tree path
     (segments.py); "eager"/"sdpa" pad rows and use a dense [B, N, N] ancestor mask. Training ops backpropagate each
-    micro-batch before the next is computed, so memory stays bounded by the budget.
+    micro-batch before the next is computed, so memory stays bounded by the budget. `recompute` (segment attention
+    only) keeps no attention probabilities for backward: long rows need O(N × block) instead of O(N²) memory.
     """
     device = next(model.parameters()).device
     if model.attention == "auto":
         for group in packed_micro_batches([r.length for r in rows], token_budget):
             chosen = [rows[i] for i in group]
-            plan = plan_segments([r.parent for r in chosen])
+            plan = plan_segments([r.parent for r in chosen], recompute)
             if plan.total == 0:
                 yield group, [torch.zeros(0, model.config.hidden_size, device=device) for _ in chosen]
                 continue
@@ -210,14 +272,18 @@ def packed_scores(
     temperature: float = 1.0,
     token_budget: int = 16384,
     with_entropy: bool = True,
+    needed: Optional[Sequence[torch.Tensor]] = None,
 ) -> TokenScores:
-    """Teacher-forced per-token logprobs (at temperature T: log_softmax(logits / T)) and entropies for packed rows."""
+    """Teacher-forced per-token logprobs (at temperature T: log_softmax(logits / T)) and entropies for packed rows;
+    with `needed` (bool per token, per row) only those tokens are scored. Without gradients only one chunk of logits
+    lives at a time, so chunks are sized to LOGIT_CHUNK_ELEMENTS (a large vocabulary gets short chunks)."""
     if not temperature > 0:
         raise bad_request("temperature must be > 0")
     out_lp: List[Optional[torch.Tensor]] = [None] * len(rows)
     out_ent: List[Optional[torch.Tensor]] = [None] * len(rows)
     for group, hidden in forward_micro_batches(model, rows, token_budget):
         for b, i in enumerate(group):
-            lp, ent = score_tokens(model, hidden[b], rows[i], temperature, with_entropy=with_entropy)
+            chunk = max(1, min(4096, LOGIT_CHUNK_ELEMENTS // model.config.vocab_size))
+            lp, ent = score_tokens(model, hidden[b], rows[i], temperature, chunk, with_entropy, None if needed is None else needed[i])
             out_lp[i], out_ent[i] = lp, ent
     return TokenScores([t for t in out_lp if t is not None], [t for t in out_ent if t is not None])

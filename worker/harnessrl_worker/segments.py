@@ -9,6 +9,11 @@ Cost is Σ |segment| × (|ancestors| + |segment|) instead of N² per row, and no
 row of many rollouts is computed once and only read as keys by every continuation. This is what makes large
 tree-packed rows cheaper than flat rows on CPU, where the masked dense [N, N] path spends most of its time on
 masked-out scores.
+
+With gradients, the default path keeps every block's probabilities for backward: Σ heads × |segment| × |keys| floats
+per layer, quadratic in the row. `SegmentPlan.recompute` (long rows, see packed.forward_micro_batches) switches to
+`_SegmentAttention`, which keeps only q, k, v, the output and one log-sum-exp per query and recomputes each block's
+probabilities in backward (the flash-attention recurrence, in plain torch), so memory stays O(heads × block × keys).
 """
 from __future__ import annotations
 
@@ -32,6 +37,8 @@ class SegmentPlan:
     segments: List[Segment]
     # Additive causal biases keyed by (ancestors, length), shared between segments and layers.
     biases: Dict[Tuple[int, int], torch.Tensor]
+    # Recompute attention probabilities in backward instead of storing them (long rows; same numbers).
+    recompute: bool = False
 
     def bias(self, seg: Segment, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         length = seg.end - seg.start
@@ -45,7 +52,7 @@ class SegmentPlan:
         return b
 
 
-def plan_segments(parents: Sequence[torch.Tensor]) -> SegmentPlan:
+def plan_segments(parents: Sequence[torch.Tensor], recompute: bool = False) -> SegmentPlan:
     """Plans the rows (parent pointers per row, parent[i] < i or -1) as they lie concatenated in one micro-batch."""
     segments: List[Segment] = []
     offset = 0
@@ -75,7 +82,7 @@ def plan_segments(parents: Sequence[torch.Tensor]) -> SegmentPlan:
             keys = torch.cat([torch.arange(lo + offset, hi + offset) for lo, hi in ranges])
             segments.append(Segment(a + offset, b + offset, keys, ancestors))
         offset += n
-    return SegmentPlan(offset, segments, {})
+    return SegmentPlan(offset, segments, {}, recompute)
 
 
 # Long segments are computed in query blocks: each block reads keys only up to its own last token, which skips the
@@ -85,6 +92,8 @@ QUERY_BLOCK = 512
 
 def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: SegmentPlan, scale: float) -> torch.Tensor:
     """q [heads, T, d], k/v [heads, T, d] (key/value heads already repeated) → [heads, T, d]; exact per segment."""
+    if plan.recompute and torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        return _recomputed_attention(q, k, v, plan, scale)
     outs: List[torch.Tensor] = []
     softmax_dtype = torch.promote_types(q.dtype, torch.float32)
     for seg in plan.segments:
@@ -101,4 +110,77 @@ def segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: S
             scores = torch.matmul(q[:, seg.start + s : seg.start + e], ks[:, :width].transpose(-1, -2)) * scale + bias[s:e, :width]
             probs = torch.softmax(scores, dim=-1, dtype=softmax_dtype).to(q.dtype)
             outs.append(torch.matmul(probs, vs[:, :width]))
+    return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
+
+
+def _block_scores(qs: torch.Tensor, k: torch.Tensor, ancestors: int, s: int, e: int) -> torch.Tensor:
+    """Scores [heads, e - s, ancestors + e] of queries s..e of a segment (q pre-scaled) in the softmax dtype, -inf
+    above the causal diagonal. Keys before the block's own stretch are all visible, so only the last
+    [e - s, e - s] tile is masked."""
+    scores = torch.matmul(qs[:, s:e], k[:, : ancestors + e].transpose(-1, -2))
+    sdt = torch.promote_types(qs.dtype, torch.float32)
+    if scores.dtype != sdt:
+        scores = scores.to(sdt)
+    tile = torch.ones(e - s, e - s, dtype=torch.bool, device=qs.device).triu_(1)
+    scores[:, :, ancestors + s :].masked_fill_(tile, float("-inf"))
+    return scores
+
+
+class _SegmentAttention(torch.autograd.Function):
+    """One segment's attention (q [heads, L, d], keys/values [heads, ancestors + L, d]) that saves no probabilities.
+
+    Every pass over a [heads, block, keys] tensor counts on a CPU, so they are done in place: forward takes the row
+    max, exponentiates, and divides the (small) output by the row sum instead of normalising the probabilities."""
+
+    @staticmethod
+    def forward(ctx, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ancestors: int, scale: float) -> torch.Tensor:  # type: ignore[override]
+        length = q.shape[1]
+        qs = q * scale
+        out = torch.empty_like(q)
+        lse = torch.empty(q.shape[0], length, dtype=torch.promote_types(q.dtype, torch.float32), device=q.device)
+        for s in range(0, length, QUERY_BLOCK):
+            e = min(s + QUERY_BLOCK, length)
+            scores = _block_scores(qs, k, ancestors, s, e)
+            m = scores.amax(dim=-1, keepdim=True)
+            weights = scores.sub_(m).exp_()
+            total = weights.sum(dim=-1, keepdim=True)
+            out[:, s:e] = (torch.matmul(weights.to(q.dtype), v[:, : ancestors + e]) / total).to(q.dtype)
+            lse[:, s:e] = (m + total.log()).squeeze(-1)
+        ctx.save_for_backward(qs, k, v, out, lse)
+        ctx.ancestors, ctx.scale = ancestors, scale
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out: torch.Tensor):  # type: ignore[override]
+        qs, k, v, out, lse = ctx.saved_tensors
+        ancestors, scale = ctx.ancestors, ctx.scale
+        sdt = lse.dtype
+        dq, dk, dv = torch.zeros_like(qs), torch.zeros_like(k), torch.zeros_like(v)
+        grad_out = grad_out.contiguous()
+        # D_i = Σ_j P_ij dP_ij = dO_i · O_i: the softmax backward's row term, computed once.
+        delta = (grad_out.to(sdt) * out.to(sdt)).sum(-1, keepdim=True)
+        length = qs.shape[1]
+        for s in range(0, length, QUERY_BLOCK):
+            e = min(s + QUERY_BLOCK, length)
+            width = ancestors + e
+            probs = _block_scores(qs, k, ancestors, s, e).sub_(lse[:, s:e, None]).exp_()
+            go = grad_out[:, s:e]
+            dv[:, :width] += torch.matmul(probs.to(v.dtype).transpose(-1, -2), go)
+            # dS = P ⊙ (dP − D), in place over dP.
+            ds = torch.matmul(go, v[:, :width].transpose(-1, -2)).to(sdt).sub_(delta[:, s:e]).mul_(probs).to(qs.dtype)
+            dq[:, s:e] = torch.matmul(ds, k[:, :width])
+            dk[:, :width] += torch.matmul(ds.transpose(-1, -2), qs[:, s:e])
+        # scores = (q · scale) kᵀ: the scale lands on dq; dk already used the scaled q.
+        return dq.mul_(scale), dk, dv, None, None
+
+
+def _recomputed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: SegmentPlan, scale: float) -> torch.Tensor:
+    outs: List[torch.Tensor] = []
+    for seg in plan.segments:
+        if seg.ancestors == 0:
+            ks, vs = k[:, seg.start : seg.end], v[:, seg.start : seg.end]
+        else:
+            idx = seg.keys.to(q.device)
+            ks, vs = k.index_select(1, idx), v.index_select(1, idx)
+        outs.append(_SegmentAttention.apply(q[:, seg.start : seg.end], ks, vs, seg.ancestors, scale))
     return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)

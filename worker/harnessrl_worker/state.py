@@ -9,6 +9,8 @@ import torch
 from .errors import WorkerError
 from .modeldir import LoadedModel
 
+LONG_ROW_TOKENS = 4096
+
 
 @dataclass
 class WorkerSettings:
@@ -18,6 +20,13 @@ class WorkerSettings:
     token_budget: int = 16384
     # forward_backward recomputes layer activations in backward once a row is at least this long (0 = never).
     grad_checkpoint_tokens: int = 2048
+    # forward_backward recomputes attention probabilities in backward instead of storing them once a row's attention
+    # extent (longest tree path with segment attention) is at least this long (0 = never): memory then grows
+    # linearly with the row, not quadratically (segments._SegmentAttention).
+    long_row_tokens: int = LONG_ROW_TOKENS
+    # forward_backward forms logits only at trainable tokens, in chunks recomputed in backward (packed._ChunkScores);
+    # False = the previous path: logits at every token, kept by autograd (O(tokens × vocab) memory).
+    chunked_logits: bool = True
 
 
 @dataclass

@@ -157,7 +157,10 @@ class TrainOpsTest(unittest.TestCase):
         for name in g_tree:
             scale = float(g_flat[name].abs().max()) + 1e-8
             self.assertLessEqual(float((g_tree[name] - g_flat[name]).abs().max()) / scale, 1e-4, name)
-        self.assertTrue(torch.allclose(out["logprobs"], flat_lp, atol=1e-5))
+        # The returned logprobs are the current policy's at trainable tokens; the rest are not scored (0).
+        trained = torch.tensor(sum(flat_train, []), dtype=torch.bool)
+        self.assertTrue(torch.allclose(out["logprobs"][trained], flat_lp[trained], atol=1e-5))
+        self.assertTrue(bool((out["logprobs"][~trained] == 0).all()))
 
     def test_optim_step_moves_logprobs_with_the_advantage_sign(self) -> None:
         model = CausalLM(small_config("qwen3"))

@@ -60,6 +60,9 @@ const forwardBackwardSchema = z.object({
   nll_mean: z.number(),
   ref_kl_mean: z.number(),
   capo_grad_cosine: z.number().optional(),
+  long_rows: z.boolean(),
+  peak_rss_mb: z.number(),
+  cuda_peak_mb: z.number().optional(),
 });
 
 const criticInfoSchema = z.object({ parameters: z.number().int(), dtype: z.string(), optimizer_steps: z.number().int() });
@@ -163,7 +166,7 @@ export class TorchTrainer implements CriticTrainer, CapoTrainer, SketchTrainer {
     const temperature = options.temperature ?? 1;
     if (!(temperature > 0)) throw new UserError("invalid_sampling_params", `temperature must be > 0, got ${temperature}`);
     const withEntropy = options.entropy ?? true;
-    const { rowLengths, frames } = packBatch(batch, ["tokens", "parent", "positions"]);
+    const { rowLengths, frames } = packBatch(batch, options.trainableOnly ? ["tokens", "parent", "positions", "trainable"] : ["tokens", "parent", "positions"]);
     const reply = await this.client.request("logprobs", { row_lengths: rowLengths, temperature, entropy: withEntropy }, frames);
     const lp = reply.frames.get("logprobs");
     const ent = reply.frames.get("entropy");
@@ -210,6 +213,9 @@ export class TorchTrainer implements CriticTrainer, CapoTrainer, SketchTrainer {
       refKlMean: r.ref_kl_mean,
       ...(r.capo_grad_cosine === undefined ? {} : { capoGradCosine: r.capo_grad_cosine }),
       logprobs: splitRows(lp, rowLengths),
+      peakRssMb: r.peak_rss_mb,
+      ...(r.cuda_peak_mb === undefined ? {} : { cudaPeakMb: r.cuda_peak_mb }),
+      longRows: r.long_rows,
     };
   }
 

@@ -5,6 +5,7 @@ from typing import Dict
 
 import torch
 
+from ..errors import bad_request
 from ..packed import packed_scores, split_rows, validate_row
 from ..state import WorkerState
 from .registry import Args, Reply, frame, op
@@ -13,7 +14,8 @@ from .registry import Args, Reply, frame, op
 @op("logprobs")
 def logprobs(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) -> Reply:
     """args: {row_lengths: int[], temperature?: number (default 1), entropy?: bool (default true)};
-    frames: tokens, parent, positions (int32, rows concatenated). Returns frames logprobs, entropy (float32, same layout).
+    frames: tokens, parent, positions (int32, rows concatenated), optionally trainable (uint8: score only those tokens,
+    0 elsewhere). Returns frames logprobs, entropy (float32, same layout).
     """
     loaded = state.require_model()
     cfg = loaded.config
@@ -23,8 +25,16 @@ def logprobs(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) ->
     t = args.opt_float("temperature")
     temperature = 1.0 if t is None else t
     with_entropy = args.opt_bool("entropy", True)
+    needed = None
+    if "trainable" in frames:
+        # Only these tokens are scored (the rest get 0): a long shared prompt costs no output projection.
+        mask = frame(frames, "trainable", torch.uint8).bool()
+        lengths = [r.length for r in rows]
+        if mask.shape != (sum(lengths),):
+            raise bad_request(f"frame 'trainable' must have one entry per token ({sum(lengths)})")
+        needed = list(torch.split(mask, lengths))
     with torch.no_grad():
-        scores = packed_scores(loaded.model, rows, temperature, state.settings.token_budget, with_entropy)
+        scores = packed_scores(loaded.model, rows, temperature, state.settings.token_budget, with_entropy, needed)
     empty = torch.zeros(0, dtype=torch.float32)
     lp = torch.cat([t.float().cpu() for t in scores.logprobs]) if scores.logprobs else empty
     ent = torch.cat([t.float().cpu() for t in scores.entropy]) if scores.entropy else empty

@@ -10,6 +10,7 @@ from torch.nn.utils.clip_grad import clip_grad_norm_
 
 from ..errors import WorkerError, bad_request
 from ..losses import PGLossConfig, TokenLoss, pg_token_loss, sft_token_loss
+from ..memory import read_peak, start_peak
 from ..packed import forward_micro_batches, score_tokens, split_rows, validate_row
 from ..state import WorkerState
 from .capo_ops import CapoAccumulator, freeze_outside_partitions, restore_outside_partitions
@@ -43,7 +44,8 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
     """args: {row_lengths, objective? ("pg" | "sft"), temperature?, loss?: PGLossConfig fields}; frames: tokens,
     parent, positions (int32), trainable (uint8), loss_weights (float32), and for "pg" old_logprobs, advantages and
     optionally prox_logprobs and ref_logprobs (float32). Adds ∇(Σ lossWeight · trainable · token loss) to the parameters' gradients
-    (call optim_step to apply). Returns summed statistics and a `logprobs` frame (current policy, before any update).
+    (call optim_step to apply). Returns summed statistics, peak memory of the step, and a `logprobs` frame (current policy before any update, at
+    trainable tokens; 0 elsewhere).
     """
     loaded = state.require_model()
     model = loaded.model
@@ -95,16 +97,23 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
     # Attention memory grows with the row (dense mask) or with the longest path (segment attention).
     extent = (lambda r: int(r.positions.max()) + 1 if r.length else 0) if model.attention == "auto" else (lambda r: r.length)
     model.gradient_checkpointing = threshold > 0 and any(extent(rows[i]) >= threshold for i in active)
+    # Long rows: attention probabilities are recomputed in backward, never stored (WorkerSettings.long_row_tokens).
+    chunked = state.settings.chunked_logits
+    long_at = state.settings.long_row_tokens
+    long_rows = long_at > 0 and any(extent(rows[i]) >= long_at for i in active)
+    step_scoped = start_peak(device)
     try:
-        for group, hidden in forward_micro_batches(model, [rows[i] for i in active], state.settings.token_budget):
+        for group, hidden in forward_micro_batches(model, [rows[i] for i in active], state.settings.token_budget, recompute=long_rows):
             losses: List[torch.Tensor] = []
             capo_losses: List[Tuple[torch.Tensor, torch.Tensor]] = []
             for b, k in enumerate(group):
                 i = active[k]
                 sl = slice(starts[i], starts[i] + rows[i].length)
-                lp, ent = score_tokens(model, hidden[b], rows[i], temperature, with_entropy=True)
-                logprobs_out[sl] = lp.detach().float().cpu()
                 weights, train = per_token["loss_weights"][sl].to(device), per_token["trainable"][sl].to(device)
+                # Only trainable tokens enter the loss and its statistics: the others need no output projection.
+                lp, ent = score_tokens(model, hidden[b], rows[i], temperature, with_entropy=True, needed=train if chunked else None, recompute=chunked)
+                # The reply's logprobs are the trainable tokens' on both paths (0 elsewhere).
+                logprobs_out[sl] = torch.where(train.bool(), lp.detach(), torch.zeros_like(lp)).float().cpu()
                 tl: TokenLoss
                 if objective == "sft":
                     tl = sft_token_loss(lp, ent, weights, train)
@@ -133,6 +142,7 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
             p.grad = None
         raise WorkerError("non_finite_loss", "forward_backward produced a non-finite loss; gradients were cleared")
     capo_stats = capo.finish() if capo is not None else {}
+    peak = read_peak(device, step_scoped)
     n_tokens = sums.get("tokens", 0.0)
 
     def mean(key: str) -> float:
@@ -153,7 +163,12 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
         "ratio_mean": mean("ratio_sum"),
         "nll_mean": mean("nll_sum"),
         "ref_kl_mean": mean("ref_kl_sum"),
+        "long_rows": long_rows,
+        "peak_rss_mb": peak.rss_mb,
+        "peak_rss_step_scoped": peak.step_scoped,
     }
+    if peak.cuda_mb is not None:
+        result["cuda_peak_mb"] = peak.cuda_mb
     result.update(capo_stats)
     return Reply(result, {"logprobs": logprobs_out})
 
