@@ -37,6 +37,12 @@ export interface OracleProfile {
   delegate?(command: string, kind: "research" | "work"): { name: string; arguments: Record<string, unknown> };
   /** For multi-agent harnesses: the shell call a sub-agent makes. */
   subShell?(command: string): { name: string; arguments: Record<string, unknown> };
+  /**
+   * The oracle thinks aloud (a short reasoning before each turn), as thinking-mode models do. Templates like Qwen3's
+   * print a turn's reasoning block in later calls only when it is non-empty, so demonstrations without reasoning
+   * would break token-exact history at every turn.
+   */
+  reasons?: boolean;
 }
 
 /**

@@ -90,7 +90,8 @@ export function realHarness(spec: RealHarnessSpec): HarnessDefinition {
 function shellOracle(name: string): OracleProfile | undefined {
   const shell = REAL_HARNESS_SHELL_TOOLS[name];
   if (!shell) return undefined;
-  return { shell: (command) => ({ name: shell.tool, arguments: { [shell.arg]: command } }) };
+  // Real CLIs are trained with thinking models (Qwen3's template): the demonstrations reason before each turn.
+  return { shell: (command) => ({ name: shell.tool, arguments: { [shell.arg]: command } }), reasons: true };
 }
 
 /** A one-line excerpt of a CLI's stderr for finished() details. */

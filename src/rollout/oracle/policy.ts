@@ -15,6 +15,10 @@ function isResearch(step: OracleStep): boolean {
   return step.kind === "run" && RESEARCH.test(step.command);
 }
 
+function withReasoning(profile: OracleProfile, reply: ScriptReply, thought: string): ScriptReply {
+  return profile.reasons ? { reasoning: thought, ...reply } : reply;
+}
+
 function finalReply(task: Task): ScriptReply {
   const answer = task.metadata.oracle?.answer;
   return { content: answer ? `Done. The answer is ${answer}.` : "Done." };
@@ -39,9 +43,12 @@ export function subAgentReply(request: ScriptRequest, profile: OracleProfile): S
  */
 export function mainAgentReply(task: Task, profile: OracleProfile, done: number): { reply: ScriptReply; issued: number } {
   const steps = task.metadata.oracle?.steps ?? [];
-  if (done >= steps.length) return { reply: finalReply(task), issued: 0 };
+  if (done >= steps.length) return { reply: withReasoning(profile, finalReply(task), "All steps are done; report the result."), issued: 0 };
   const first = steps[done]!;
-  if (!profile.delegate) return { reply: { toolCalls: [profile.shell(stepAsShellCommand(first))] }, issued: 1 };
+  if (!profile.delegate) {
+    const command = stepAsShellCommand(first);
+    return { reply: withReasoning(profile, { toolCalls: [profile.shell(command)] }, `Step ${done + 1} of ${steps.length}: run \`${command.split("\n")[0] ?? ""}\`.`), issued: 1 };
+  }
   if (!isResearch(first)) return { reply: { toolCalls: [profile.delegate(stepAsShellCommand(first), "work")] }, issued: 1 };
   const batch: OracleStep[] = [];
   for (let i = done; i < steps.length && isResearch(steps[i]!); i++) batch.push(steps[i]!);
