@@ -132,7 +132,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       await trainer.save(run.policyDir(0), { policyVersion: 0 });
     }
     // The first commit: policy v0 is complete (a kill during its write leaves no state, so the next run starts afresh).
-    if (!recovered) state = run.commit(state, { written: [run.policyDir(0)], step: 0 });
+    if (!recovered) state = await run.commit(state, { written: [run.policyDir(0)], step: 0 });
 
     // PPO's critic starts as a copy of the policy's trunk, after the warm start so that it inherits what SFT learned.
     const initCritic = async (): Promise<void> => {
@@ -152,7 +152,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       // With its optimizer state: a run resumed here continues exactly, and other runs can start from it (`model.checkpoint`).
       const checkpoint = run.checkpointDir(0);
       await trainer.saveCheckpoint(checkpoint, { policyVersion: state.policyVersion, extra: { step: 0, cursor: state.taskCursor } });
-      state = run.commit({ ...state, checkpoint }, { written: [run.policyDir(state.policyVersion), checkpoint], metrics: [{ phase: "warm_start", step: 0, policy_version: state.policyVersion, ...report }], step: 0 });
+      state = await run.commit({ ...state, checkpoint }, { written: [run.policyDir(state.policyVersion), checkpoint], metrics: [{ phase: "warm_start", step: 0, policy_version: state.policyVersion, ...report }], step: 0 });
       log(`warm start: ${report.steps}/${report.plannedSteps} SFT steps on ${report.trainableTokens} demonstration tokens, final NLL ${report.finalNll.toFixed(3)}`);
     }
 
@@ -169,7 +169,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       before = await evaluatePolicy(ctx, stack, evalTasks, "eval-before");
       timing.evalBefore = since(t);
       run.writeJson("eval-before.json", before);
-      state = run.commit({ ...state, evalBeforeDone: true }, { step: 0 });
+      state = await run.commit({ ...state, evalBeforeDone: true }, { step: 0 });
       log(`held-out pass@1 before RL: ${(100 * before.overall.passAt1).toFixed(1)}%`);
     } else if (existsSync(run.path("eval-before.json"))) before = JSON.parse(readFileSync(run.path("eval-before.json"), "utf8")) as EvalSummary;
 
@@ -213,7 +213,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const mid = await evaluatePolicy(ctx, stack!, evalTasks, `eval-${step}`);
       const row = { phase: "eval", step, policy_version: state.policyVersion, time: Date.now(), "eval/pass1": mid.overall.passAt1, ...Object.fromEntries(Object.entries(mid.byHarness).map(([h, g]) => [`eval/pass1/${h}`, g.passAt1])) };
       faultPoint("after-eval", step);
-      state = run.commit({ ...state, evalStep: step }, { metrics: [row], step });
+      state = await run.commit({ ...state, evalStep: step }, { metrics: [row], step });
     };
     if (resumed && state.metricsBytes !== undefined && evalDue(state.step) && state.evalStep !== state.step) await midEval(state.step);
 
@@ -276,7 +276,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       // One commit: the new policy version, its checkpoint and this metrics line become the run's state together; the
       // previous checkpoint and retired policy versions are deleted only after the switch.
       const next: RunState = { ...state, step, policyVersion: version, taskCursor: cursor, checkpoint, trainMs: Date.now() - trainStart, ...(scheduler ? { scheduler: scheduler.state() } : {}) };
-      state = run.commit(next, { written: [run.policyDir(version), checkpoint], metrics: [row], step });
+      state = await run.commit(next, { written: [run.policyDir(version), checkpoint], metrics: [row], step });
       if (evalDue(step)) await midEval(step);
       writeReport(run.root);
       progress.update(step, `reward ${row["reward/mean"].toFixed(3)} v${version}`);

@@ -1,4 +1,5 @@
 import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import { open, readdir, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { faultPoint } from "./fault.js";
 
@@ -48,9 +49,15 @@ function fsyncPath(p: string): void {
   }
 }
 
-function fsyncTree(p: string): void {
-  if (statSync(p).isDirectory()) for (const e of readdirSync(p)) fsyncTree(join(p, e));
-  fsyncPath(p);
+/** Asynchronous: a multi-GB checkpoint must not block the event loop (the proxy serves async rollouts meanwhile). */
+async function fsyncTree(p: string): Promise<void> {
+  if ((await stat(p)).isDirectory()) for (const e of await readdir(p)) await fsyncTree(join(p, e));
+  const fh = await open(p, "r");
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
 }
 
 /**
@@ -112,8 +119,8 @@ export class RunDir {
    * only then delete what the old state named. A kill before the switch leaves the old state in force (its files
    * intact); a kill after it leaves the new one with garbage that `recover` removes.
    */
-  commit(state: RunState, parts: CommitParts): RunState {
-    for (const p of parts.written ?? []) fsyncTree(p);
+  async commit(state: RunState, parts: CommitParts): Promise<RunState> {
+    for (const p of parts.written ?? []) await fsyncTree(p);
     for (const p of parts.written ?? []) fsyncPath(dirname(p));
     faultPoint("after-checkpoint-write", parts.step);
     if (parts.metrics?.length) {

@@ -13,7 +13,7 @@ class Killed extends Error {}
  * version and a checkpoint, then commits them with its metrics line; `eval.every` = 2 adds an evaluation commit. Resuming
  * "loads" the checkpoint the state names, failing as the trainer does when it is missing.
  */
-function train(root: string, steps: number): RunState {
+async function train(root: string, steps: number): Promise<RunState> {
   const run = new RunDir(root);
   const recovered = run.recover();
   let state: RunState = recovered ?? { version: 1, step: 0, policyVersion: 0, warmStartDone: false, evalBeforeDone: false, taskCursor: 0, checkpoint: null, startedAt: 0, trainMs: 0 };
@@ -22,14 +22,14 @@ function train(root: string, steps: number): RunState {
     if (recovered) throw new Error(`policy v${state.policyVersion} missing`);
     mkdirSync(run.policyDir(0), { recursive: true });
     writeFileSync(join(run.policyDir(0), "model.bin"), "v0");
-    state = run.commit(state, { written: [run.policyDir(0)], step: 0 });
+    state = await run.commit(state, { written: [run.policyDir(0)], step: 0 });
   }
   const evalDue = (s: number): boolean => s > 0 && s % 2 === 0 && s < steps;
-  const evaluate = (s: number): void => {
+  const evaluate = async (s: number): Promise<void> => {
     faultPoint("after-eval", s);
-    state = run.commit({ ...state, evalStep: s }, { metrics: [{ phase: "eval", step: s }], step: s });
+    state = await run.commit({ ...state, evalStep: s }, { metrics: [{ phase: "eval", step: s }], step: s });
   };
-  if (recovered && evalDue(state.step) && state.evalStep !== state.step) evaluate(state.step);
+  if (recovered && evalDue(state.step) && state.evalStep !== state.step) await evaluate(state.step);
   while (state.step < steps) {
     const step = state.step + 1;
     const version = state.policyVersion + 1;
@@ -38,8 +38,8 @@ function train(root: string, steps: number): RunState {
     const checkpoint = run.checkpointDir(step);
     mkdirSync(checkpoint, { recursive: true });
     writeFileSync(join(checkpoint, "trainer_state.json"), JSON.stringify({ step }));
-    state = run.commit({ ...state, step, policyVersion: version, taskCursor: step * 2, checkpoint, referenceVersion: 0 }, { written: [run.policyDir(version), checkpoint], metrics: [{ phase: "rl", step }], step });
-    if (evalDue(step)) evaluate(step);
+    state = await run.commit({ ...state, step, policyVersion: version, taskCursor: step * 2, checkpoint, referenceVersion: 0 }, { written: [run.policyDir(version), checkpoint], metrics: [{ phase: "rl", step }], step });
+    if (evalDue(step)) await evaluate(step);
   }
   return state;
 }
@@ -63,47 +63,47 @@ describe("a run commits state, metrics and checkpoints together", () => {
     delete process.env.HARNESSRL_FAULT;
   });
 
-  it("an uninterrupted run ends with one metrics line per step and only the kept checkpoint and policies", () => {
+  it("an uninterrupted run ends with one metrics line per step and only the kept checkpoint and policies", async () => {
     const root = mkdtempSync(join(tmpdir(), "hrl-commit-"));
-    train(root, 4);
+    await train(root, 4);
     expectFinished(root);
   });
 
   for (const point of FAULT_POINTS) {
-    it(`a run killed at ${point} of step 2 resumes to the same final state`, () => {
+    it(`a run killed at ${point} of step 2 resumes to the same final state`, async () => {
       const root = mkdtempSync(join(tmpdir(), "hrl-commit-"));
       setFaultHandler(() => {
         throw new Killed(point);
       });
       process.env.HARNESSRL_FAULT = `${point}@2`;
-      expect(() => train(root, 4)).toThrow(Killed);
+      await expect(train(root, 4)).rejects.toThrow(Killed);
       delete process.env.HARNESSRL_FAULT;
       // What the kill left: state.json names step 1 or 2, and the checkpoint it names is on disk.
       const state = JSON.parse(readFileSync(join(root, "state.json"), "utf8")) as RunState;
       expect([1, 2]).toContain(state.step);
       expect(existsSync(join(state.checkpoint ?? "", "trainer_state.json"))).toBe(true);
-      train(root, 4);
+      await train(root, 4);
       expectFinished(root);
     });
   }
 
-  it("resume drops a torn metrics line, stale tmp files and an orphaned newer checkpoint and policy", () => {
+  it("resume drops a torn metrics line, stale tmp files and an orphaned newer checkpoint and policy", async () => {
     const root = mkdtempSync(join(tmpdir(), "hrl-commit-"));
-    train(root, 2);
+    await train(root, 2);
     appendFileSync(join(root, "metrics.jsonl"), '{"phase":"rl","st');
     writeFileSync(join(root, "state.json.tmp"), "{");
     mkdirSync(join(root, "checkpoints", "step-0003"), { recursive: true });
     mkdirSync(join(root, "policy", "v0003"), { recursive: true });
-    train(root, 4);
+    await train(root, 4);
     expectFinished(root);
   });
 
-  it("a directory with no state starts afresh: nothing in it was committed", () => {
+  it("a directory with no state starts afresh: nothing in it was committed", async () => {
     const root = mkdtempSync(join(tmpdir(), "hrl-commit-"));
     mkdirSync(join(root, "policy", "v0000"), { recursive: true });
     writeFileSync(join(root, "policy", "v0000", "model.bin"), "torn");
     writeFileSync(join(root, "metrics.jsonl"), '{"phase":"rl","step":1}\n');
-    train(root, 4);
+    await train(root, 4);
     expectFinished(root);
     expect(readFileSync(join(root, "policy", "v0000", "model.bin"), "utf8")).toBe("v0");
   });
