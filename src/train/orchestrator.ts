@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { UserError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { Progress } from "../core/progress.js";
@@ -16,6 +16,7 @@ import { evaluatePolicy } from "./evaluate.js";
 import { advantageConfigOf, trainOnRollouts } from "./rl-step.js";
 import { writeReport } from "../report/index.js";
 import type { RunState } from "./run-dir.js";
+import { faultPoint } from "./fault.js";
 import { TaskSampler } from "./task-sampler.js";
 import { checkTrainerCapabilities } from "./trainer-capabilities.js";
 import { warmStart, type WarmStartReport } from "./warm-start.js";
@@ -92,13 +93,16 @@ export function passDelta(before: EvalSummary, after: EvalSummary): PassDelta {
  * The training loop. Sync mode: sample tasks → rollouts through sandboxes and harnesses → settle → trees → advantages
  * → train → save weights → the engine switches to the new policy version. Async mode overlaps the next step's rollouts
  * with training (tokens carry the version that sampled them; those more than `max_staleness` behind are dropped).
- * State is written after every step, so a crashed run resumes at the next step with exactly the same data order.
+ * Every step commits atomically (RunDir.commit: new policy + checkpoint + metrics line, then the state pointer, then
+ * cleanup), so a run killed anywhere resumes at the next step with exactly the same data order and loses no step.
  * Every piece (policy and its codec, engine spec, trainers, stores, scheduler) comes from the run context.
  */
 export async function runTraining(ctx: RunContext, log: (line: string) => void = (l) => console.error(l)): Promise<RunSummary> {
   const { config, run } = ctx;
   const started = Date.now();
-  let state: RunState = run.readState() ?? { version: 1, step: 0, policyVersion: 0, warmStartDone: false, evalBeforeDone: false, taskCursor: 0, checkpoint: null, startedAt: started, trainMs: 0 };
+  // Whatever a kill left past the last commit (a newer policy, a checkpoint, a metrics line, tmp files) goes first.
+  const recovered = run.recover();
+  let state: RunState = recovered ?? { version: 1, step: 0, policyVersion: 0, warmStartDone: false, evalBeforeDone: false, taskCursor: 0, checkpoint: null, startedAt: started, trainMs: 0 };
   const resumed = state.step > 0 || state.warmStartDone;
   if (resumed) log(`resuming ${run.root} at step ${state.step} (policy v${state.policyVersion})`);
 
@@ -127,6 +131,8 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       } else await trainer.load(start.dir);
       await trainer.save(run.policyDir(0), { policyVersion: 0 });
     }
+    // The first commit: policy v0 is complete (a kill during its write leaves no state, so the next run starts afresh).
+    if (!recovered) state = await run.commit(state, { written: [run.policyDir(0)], step: 0 });
 
     // PPO's critic starts as a copy of the policy's trunk, after the warm start so that it inherits what SFT learned.
     const initCritic = async (): Promise<void> => {
@@ -146,9 +152,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       // With its optimizer state: a run resumed here continues exactly, and other runs can start from it (`model.checkpoint`).
       const checkpoint = run.checkpointDir(0);
       await trainer.saveCheckpoint(checkpoint, { policyVersion: state.policyVersion, extra: { step: 0, cursor: state.taskCursor } });
-      state = { ...state, checkpoint };
-      run.appendMetrics({ phase: "warm_start", step: 0, policy_version: state.policyVersion, ...report });
-      run.writeState(state);
+      state = await run.commit({ ...state, checkpoint }, { written: [run.policyDir(state.policyVersion), checkpoint], metrics: [{ phase: "warm_start", step: 0, policy_version: state.policyVersion, ...report }], step: 0 });
       log(`warm start: ${report.steps}/${report.plannedSteps} SFT steps on ${report.trainableTokens} demonstration tokens, final NLL ${report.finalNll.toFixed(3)}`);
     }
 
@@ -165,8 +169,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       before = await evaluatePolicy(ctx, stack, evalTasks, "eval-before");
       timing.evalBefore = since(t);
       run.writeJson("eval-before.json", before);
-      state = { ...state, evalBeforeDone: true };
-      run.writeState(state);
+      state = await run.commit({ ...state, evalBeforeDone: true }, { step: 0 });
       log(`held-out pass@1 before RL: ${(100 * before.overall.passAt1).toFixed(1)}%`);
     } else if (existsSync(run.path("eval-before.json"))) before = JSON.parse(readFileSync(run.path("eval-before.json"), "utf8")) as EvalSummary;
 
@@ -203,6 +206,17 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       await reference.load(run.policyDir(referenceVersion));
     }
 
+    // The evaluation `eval.every` asks for after a step runs once that step is committed and commits on its own; a run
+    // killed before that commit evaluates the same (committed) policy again when it resumes.
+    const evalDue = (step: number): boolean => Boolean(config.eval?.every && step > 0 && step % config.eval.every === 0 && step < budget.steps);
+    const midEval = async (step: number): Promise<void> => {
+      const mid = await evaluatePolicy(ctx, stack!, evalTasks, `eval-${step}`);
+      const row = { phase: "eval", step, policy_version: state.policyVersion, time: Date.now(), "eval/pass1": mid.overall.passAt1, ...Object.fromEntries(Object.entries(mid.byHarness).map(([h, g]) => [`eval/pass1/${h}`, g.passAt1])) };
+      faultPoint("after-eval", step);
+      state = await run.commit({ ...state, evalStep: step }, { metrics: [row], step });
+    };
+    if (resumed && state.metricsBytes !== undefined && evalDue(state.step) && state.evalStep !== state.step) await midEval(state.step);
+
     let capoReady = capoRestored;
     let pending = state.step < budget.steps && !outOfTime() ? launch(state.step + 1, state.taskCursor) : null;
     while (pending && state.step < budget.steps) {
@@ -233,13 +247,8 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       await engine.loadPolicy(run.policyDir(version), version);
       const checkpoint = run.checkpointDir(step);
       await trainer.saveCheckpoint(checkpoint, { policyVersion: version, extra: { step, cursor } });
-      if (state.checkpoint && state.checkpoint !== checkpoint) rmSync(state.checkpoint, { recursive: true, force: true });
-      const previousPolicy = run.policyDir(version - 2);
-      if (version - 2 > 1 && version - 2 !== referenceVersion && existsSync(previousPolicy)) rmSync(previousPolicy, { recursive: true, force: true });
       const swapSeconds = since(t1);
       timing.swap += swapSeconds;
-      state = { ...state, step, policyVersion: version, taskCursor: cursor, checkpoint, trainMs: Date.now() - trainStart, ...(scheduler ? { scheduler: scheduler.state() } : {}) };
-      run.writeState(state);
 
       const byHarness: Record<string, number> = {};
       for (const h of new Set(results.map((r) => r.harness))) {
@@ -264,11 +273,11 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
         "throughput/rollouts_per_s": results.length / Math.max(rolloutSeconds, 1e-3),
         "throughput/trainable_tokens_per_s": (m["tokens/trainable"] ?? 0) / Math.max(trainSeconds, 1e-3),
       };
-      if (config.eval?.every && step % config.eval.every === 0 && step < budget.steps) {
-        const mid = await evaluatePolicy(ctx, stack, evalTasks, `eval-${step}`);
-        Object.assign(row, { "eval/pass1": mid.overall.passAt1, ...Object.fromEntries(Object.entries(mid.byHarness).map(([h, g]) => [`eval/pass1/${h}`, g.passAt1])) });
-      }
-      run.appendMetrics(row);
+      // One commit: the new policy version, its checkpoint and this metrics line become the run's state together; the
+      // previous checkpoint and retired policy versions are deleted only after the switch.
+      const next: RunState = { ...state, step, policyVersion: version, taskCursor: cursor, checkpoint, trainMs: Date.now() - trainStart, ...(scheduler ? { scheduler: scheduler.state() } : {}) };
+      state = await run.commit(next, { written: [run.policyDir(version), checkpoint], metrics: [row], step });
+      if (evalDue(step)) await midEval(step);
       writeReport(run.root);
       progress.update(step, `reward ${row["reward/mean"].toFixed(3)} v${version}`);
       if (outOfTime() && step < budget.steps) {

@@ -1,5 +1,7 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import { open, readdir, stat } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import { faultPoint } from "./fault.js";
 
 /** What a run has finished so far: enough to resume after a crash at the next step boundary. */
 export interface RunState {
@@ -21,9 +23,48 @@ export interface RunState {
   scheduler?: unknown;
   /** The policy version RL started from: the reference of `algorithm.kl_coef` (its directory is kept). */
   referenceVersion?: number;
+  /** Committed length of metrics.jsonl in bytes: anything after it belongs to an uncommitted step (absent: older runs). */
+  metricsBytes?: number;
+  /** The step whose mid-run evaluation (`eval.every`) is committed. */
+  evalStep?: number;
 }
 
-/** The layout of a run directory and its small persistent files. Writes are atomic (write + rename). */
+/** What one commit makes durable together with the new state. */
+export interface CommitParts {
+  /** Files or directories written for this state (policy version, checkpoint): fsynced before the state names them. */
+  written?: string[];
+  /** Metrics rows of this state, appended before the switch. */
+  metrics?: Record<string, unknown>[];
+  /** The step the commit belongs to (fault points). */
+  step: number;
+}
+
+/** fsync a file or directory (directories make their entries' creation, rename and removal durable). */
+function fsyncPath(p: string): void {
+  const fd = openSync(p, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Asynchronous: a multi-GB checkpoint must not block the event loop (the proxy serves async rollouts meanwhile). */
+async function fsyncTree(p: string): Promise<void> {
+  if ((await stat(p)).isDirectory()) for (const e of await readdir(p)) await fsyncTree(join(p, e));
+  const fh = await open(p, "r");
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * The layout of a run directory and its small persistent files. `state.json` is the run's one commit pointer: a step
+ * is durable once the state naming it is renamed into place, and everything it does not name (newer policy versions,
+ * other checkpoints, metrics bytes past `metricsBytes`, `*.tmp`) is uncommitted or retired and removed on resume.
+ */
 export class RunDir {
   constructor(readonly root: string) {
     mkdirSync(root, { recursive: true });
@@ -60,6 +101,7 @@ export class RunDir {
     return JSON.parse(readFileSync(p, "utf8")) as RunState;
   }
 
+  /** Writes the state pointer durably (tmp + fsync, rename, fsync the directory). */
   writeState(state: RunState): void {
     this.writeJson("state.json", state);
   }
@@ -67,10 +109,83 @@ export class RunDir {
   writeJson(name: string, value: unknown): void {
     const p = join(this.root, name);
     writeFileSync(`${p}.tmp`, `${JSON.stringify(value, null, 2)}\n`);
+    fsyncPath(`${p}.tmp`);
     renameSync(`${p}.tmp`, p);
+    fsyncPath(this.root);
   }
 
-  appendMetrics(row: Record<string, unknown>): void {
-    appendFileSync(this.metricsPath, `${JSON.stringify(row)}\n`);
+  /**
+   * The commit protocol: fsync what the new state names, append its metrics rows (fsynced), switch state.json, and
+   * only then delete what the old state named. A kill before the switch leaves the old state in force (its files
+   * intact); a kill after it leaves the new one with garbage that `recover` removes.
+   */
+  async commit(state: RunState, parts: CommitParts): Promise<RunState> {
+    for (const p of parts.written ?? []) await fsyncTree(p);
+    for (const p of parts.written ?? []) fsyncPath(dirname(p));
+    faultPoint("after-checkpoint-write", parts.step);
+    if (parts.metrics?.length) {
+      appendFileSync(this.metricsPath, parts.metrics.map((r) => `${JSON.stringify(r)}\n`).join(""));
+      faultPoint("after-metrics-append", parts.step);
+    }
+    const committed: RunState = { ...state, metricsBytes: this.metricsSize() };
+    if (existsSync(this.metricsPath)) fsyncPath(this.metricsPath);
+    this.writeState(committed);
+    faultPoint("after-state-commit", parts.step);
+    this.collect(committed, parts.step);
+    return committed;
   }
+
+  /**
+   * Brings the directory back to its committed state after a kill at any point: stale `*.tmp` files go, metrics.jsonl
+   * is cut to the committed length (a line of an uncommitted step, or a torn one), and policy versions and checkpoints
+   * the state does not keep are removed. With no state at all nothing was committed and the run starts afresh.
+   */
+  recover(): RunState | null {
+    for (const e of readdirSync(this.root)) if (e.endsWith(".tmp")) rmSync(join(this.root, e), { force: true });
+    const state = this.readState();
+    if (!state) {
+      for (const d of ["policy", "checkpoints"]) rmSync(join(this.root, d), { recursive: true, force: true });
+      rmSync(this.metricsPath, { force: true });
+      return null;
+    }
+    if (state.metricsBytes !== undefined && this.metricsSize() > state.metricsBytes) truncateSync(this.metricsPath, state.metricsBytes);
+    this.collect(state, state.step);
+    return state;
+  }
+
+  /** Deletes what `state` does not keep: other checkpoints, uncommitted and retired policy versions. */
+  private collect(state: RunState, step: number): void {
+    const checkpoints = join(this.root, "checkpoints");
+    const kept = state.checkpoint ? basename(state.checkpoint) : null;
+    let removedCheckpoint = false;
+    if (existsSync(checkpoints)) {
+      for (const e of readdirSync(checkpoints)) {
+        if (e === kept) continue;
+        rmSync(join(checkpoints, e), { recursive: true, force: true });
+        removedCheckpoint = true;
+      }
+    }
+    if (removedCheckpoint) faultPoint("during-cleanup", step);
+    const policies = join(this.root, "policy");
+    if (existsSync(policies)) {
+      for (const e of readdirSync(policies)) {
+        const v = /^v(\d+)$/.exec(e)?.[1];
+        if (v === undefined || keepsPolicy(state, Number(v))) continue;
+        rmSync(join(policies, e), { recursive: true, force: true });
+      }
+    }
+  }
+
+  private metricsSize(): number {
+    return existsSync(this.metricsPath) ? statSync(this.metricsPath).size : 0;
+  }
+}
+
+/**
+ * Policy versions a state keeps: the initial and warm-started ones (0, 1), the KL reference, the current one and the
+ * one before it (async rollouts may still be sampling it). Newer ones are uncommitted.
+ */
+export function keepsPolicy(state: RunState, version: number): boolean {
+  if (version > state.policyVersion) return false;
+  return version <= 1 || version === state.referenceVersion || version >= state.policyVersion - 1;
 }

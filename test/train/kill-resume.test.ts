@@ -1,0 +1,90 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { writeNativeSuite } from "../../src/tasks/layout-native.js";
+import type { Task } from "../../src/tasks/task.js";
+import type { RunState } from "../../src/train/run-dir.js";
+
+// Random rewards: plumbing, not learning (see end-to-end.test.ts).
+function noiseTask(i: number, split: "train" | "test"): Task {
+  return {
+    id: `noise-${split}-${i}`,
+    family: "noise",
+    split,
+    prompt: `Say something about the number ${i}.`,
+    files: { "README.txt": `task ${i}\n` },
+    verifier: { files: { "score.cjs": 'process.stdout.write(JSON.stringify({ score: Math.random(), subscores: {} }) + "\\n");\n' }, command: ["node", ".harnessrl/verifier/score.cjs"] },
+    metadata: {},
+  };
+}
+
+const root = mkdtempSync(join(tmpdir(), "hrl-kill-"));
+const runDir = join(root, "run");
+const configPath = join(root, "run.yaml");
+
+/** `harnessrl train` as a user runs it; `fault` kills it with SIGKILL at that commit boundary. */
+function train(fault?: string): { status: number | null; signal: NodeJS.Signals | null; stderr: string } {
+  const env = { ...process.env };
+  if (fault) env.HARNESSRL_FAULT = fault;
+  else delete env.HARNESSRL_FAULT;
+  const r = spawnSync(process.execPath, ["dist/cli/main.js", "train", "--config", configPath, "--run-dir", runDir], { env, encoding: "utf8", timeout: 300_000 });
+  return { status: r.status, signal: r.signal, stderr: r.stderr };
+}
+
+const state = (): RunState => JSON.parse(readFileSync(join(runDir, "state.json"), "utf8")) as RunState;
+const lines = (): string[] =>
+  readFileSync(join(runDir, "metrics.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { phase: string; step: number })
+    .map((r) => `${r.phase}${r.step}`);
+
+describe("a training run killed at its commit boundaries resumes without losing a step (tiny preset, CLI)", () => {
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it("killed during the evaluation after step 1, then after the switch to step 2, it ends with every step once", async () => {
+    const suite = join(root, "suite");
+    await writeNativeSuite([0, 1].map((i) => noiseTask(i, "train")), join(suite, "train"));
+    await writeNativeSuite([0].map((i) => noiseTask(i, "test")), join(suite, "test"));
+    writeFileSync(
+      configPath,
+      stringify({
+        name: "kill",
+        seed: 1,
+        model: { preset: "tiny-1m", seed: 3 },
+        engine: { kind: "llamacpp", threads: 1, sequences: 4 },
+        sampling: { temperature: 1, max_tokens: 16 },
+        rollout: { sandbox: "bwrap", concurrency: 2, max_turns: 1, timeout_s: 60, memory_mb: 1024 },
+        harnesses: ["chat-agent"],
+        tasks: { train: `dir:${join(suite, "train")}` },
+        algorithm: { lr: 0.01 },
+        budget: { steps: 2, tasks_per_step: 1, samples: 2 },
+        eval: { tasks: `dir:${join(suite, "test")}`, before: false, after: false, every: 1 },
+      }),
+    );
+
+    // The reported loss: state written, then killed during the step's evaluation. Step 1 stays committed with its
+    // metrics line; the evaluation is not, and the resume runs it again on the same policy.
+    const first = train("after-eval@1");
+    expect(first.signal, first.stderr).toBe("SIGKILL");
+    expect(state()).toMatchObject({ step: 1, policyVersion: 1 });
+    expect(lines()).toEqual(["rl1"]);
+
+    // Killed after state.json names step 2 but while the old checkpoint is being deleted: resumable.
+    const second = train("during-cleanup@2");
+    expect(second.signal, second.stderr).toBe("SIGKILL");
+    expect(state()).toMatchObject({ step: 2, policyVersion: 2, evalStep: 1 });
+    expect(existsSync(join(state().checkpoint ?? "", "trainer_state.json"))).toBe(true);
+
+    const last = train();
+    expect(last.status, last.stderr).toBe(0);
+    expect(state()).toMatchObject({ step: 2, policyVersion: 2, evalStep: 1 });
+    expect(lines()).toEqual(["rl1", "eval1", "rl2"]);
+    expect(readdirSync(join(runDir, "checkpoints"))).toEqual(["step-0002"]);
+    expect(readdirSync(join(runDir, "policy"))).toEqual(["v0000", "v0001", "v0002"]);
+    expect(readdirSync(runDir).filter((e) => e.endsWith(".tmp"))).toEqual([]);
+  }, 900_000);
+});
