@@ -17,6 +17,7 @@ import { parseCompletion } from "./output/spans.js";
 import { OutputSplitter } from "./output/splitter.js";
 import type { ParsedRequest, ProtocolAdapter, ProtocolStream, Reply } from "./protocols/protocol.js";
 import { checkArgumentDepth, checkContextEstimate, checkOmittedTools } from "./request-bounds.js";
+import { SpecialTextGuard } from "../chat/guarded-renderer.js";
 
 function header(req: IncomingMessage, name: string): string | null {
   const v = req.headers[name];
@@ -144,7 +145,7 @@ async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: Prot
 
   const { engine } = ctx;
   const window = engine.model.contextWindow;
-  checkContextEstimate(parsed.conversation, engine.tokenizer, window);
+  checkContextEstimate(parsed.conversation, engine.tokenizer, window, engine.renderer instanceof SpecialTextGuard);
   const codec = { tokenizer: engine.tokenizer, renderer: engine.renderer };
   const plan = ctx.planner.plan(session.sessionId, parsed.conversation, codec);
   if (plan.promptTokens.length >= window) {

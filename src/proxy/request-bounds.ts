@@ -21,15 +21,20 @@ export function checkArgumentDepth(conversation: Conversation): void {
   });
 }
 
-const maxTokenBytesCache = new WeakMap<Tokenizer, number>();
+const maxTokenBytesCache = new WeakMap<Tokenizer, Map<boolean, number>>();
 
-/** The most UTF-8 bytes one token stands for; null when the tokenizer cannot say (then no estimate is made). */
-export function maxTokenBytes(tokenizer: Tokenizer): number | null {
-  const cached = maxTokenBytesCache.get(tokenizer);
+/**
+ * The most UTF-8 bytes one token stands for (`ordinaryOnly`: leaving special tokens out); null when the tokenizer
+ * cannot say (then no estimate is made).
+ */
+export function maxTokenBytes(tokenizer: Tokenizer, ordinaryOnly = false): number | null {
+  const cached = maxTokenBytesCache.get(tokenizer)?.get(ordinaryOnly);
   if (cached !== undefined) return cached;
   if (!tokenizer.tokenBytes) return null;
+  const specials = new Set(ordinaryOnly ? tokenizer.specialTokens.values() : []);
   let max = 1;
   for (let id = 0; id < tokenizer.vocabSize; id++) {
+    if (specials.has(id)) continue;
     let n: number;
     try {
       n = tokenizer.tokenBytes(id).length;
@@ -38,18 +43,22 @@ export function maxTokenBytes(tokenizer: Tokenizer): number | null {
     }
     if (n > max) max = n;
   }
-  maxTokenBytesCache.set(tokenizer, max);
+  const perTokenizer = maxTokenBytesCache.get(tokenizer) ?? new Map<boolean, number>();
+  perTokenizer.set(ordinaryOnly, max);
+  maxTokenBytesCache.set(tokenizer, perTokenizer);
   return max;
 }
 
 /**
  * Refuses a conversation whose text alone cannot fit the context window, before it is rendered and tokenized: every
  * template prints each message's content and tool-call arguments, and no token stands for more than
- * `maxTokenBytes` bytes, so `bytes / maxTokenBytes` tokens is a lower bound on the prompt. (A 60 MiB body used to be
+ * `maxTokenBytes` bytes, so `bytes / maxTokenBytes` tokens is a lower bound on the prompt. With a guarded renderer
+ * (guarded-renderer.ts) request text never becomes special tokens, so the longest *ordinary* token bounds it: one byte
+ * per token for the byte tokenizer instead of the 13 of `<|endoftext|>`. (A 60 MiB body used to be
  * tokenized whole — 63 M tokens, 11 s of a blocked event loop — only to be refused afterwards.)
  */
-export function checkContextEstimate(conversation: Conversation, tokenizer: Tokenizer, window: number): void {
-  const perToken = maxTokenBytes(tokenizer);
+export function checkContextEstimate(conversation: Conversation, tokenizer: Tokenizer, window: number, textIsGuarded = false): void {
+  const perToken = maxTokenBytes(tokenizer, textIsGuarded);
   if (perToken === null) return;
   let bytes = 0;
   for (const m of conversation.messages) {

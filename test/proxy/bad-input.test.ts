@@ -70,6 +70,9 @@ describe("proxy: bad input gets a 4xx in the caller's protocol and never crashes
     expect((e as OpenAIAPIError).status).toBe(400);
     expect((e as OpenAIAPIError).code).toBe("context_length_exceeded");
     expect((e as OpenAIAPIError).message).toMatch(/context window is 400 tokens/);
+    // Refused by the estimate before rendering: request text cannot become special tokens (the renderer is guarded),
+    // so each of the 600 bytes costs the byte tokenizer one token.
+    expect((e as OpenAIAPIError).message).toMatch(/prompt is at least 600 tokens \(600 bytes of text\)/);
   });
 
   it("images, audio and files → 400 unsupported_content saying so", async () => {
