@@ -45,13 +45,23 @@ describe("oracle engine", () => {
 
   it("answers a rollout's first call with the task's first step through the harness's shell tool", async () => {
     const { engine, task } = await oracle();
-    const prompt = engine.tokenizer.encode(engine.renderer.render(messages, [], { addGenerationPrompt: true }));
-    const r = await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, maxTokens: 4000 }, context: context(messages) });
     const step = task.metadata.oracle?.steps[0];
     if (!step) throw new Error("no first step");
     const expected = getHarness(HARNESS).oracle?.shell(stepAsShellCommand(step));
+    // The request offers the harness's shell tool (requests without it, like a CLI's title call, get a plain answer).
+    const tools = [{ name: expected?.name ?? "?", parameters: { type: "object", properties: { command: { type: "string" } } } }];
+    const prompt = engine.tokenizer.encode(engine.renderer.render(messages, tools, { addGenerationPrompt: true }));
+    const r = await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, maxTokens: 4000 }, context: context(messages, { tools }) });
     const parsed = parseAssistantOutput(engine.tokenizer.decode(r.tokens));
     expect(parsed.toolCalls.map((c) => ({ name: c.name, arguments: c.arguments }))).toEqual([expected]);
+    await engine.close();
+  });
+
+  it("answers a call that does not offer the harness's shell tool (a side call) with plain text, not a step", async () => {
+    const { engine } = await oracle();
+    const prompt = engine.tokenizer.encode(engine.renderer.render(messages, [], { addGenerationPrompt: true }));
+    const r = await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, maxTokens: 4000 }, context: context(messages) });
+    expect(parseAssistantOutput(engine.tokenizer.decode(r.tokens)).toolCalls).toEqual([]);
     await engine.close();
   });
 
