@@ -4,10 +4,10 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
-import type { Task } from "../../src/tasks/task.js";
 import { loadRunConfig } from "../../src/train/config.js";
 import { buildRunContext } from "../../src/run/context.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
+import { noiseTask } from "./noise-tasks.js";
 
 /**
  * Plumbing, not learning: a freshly initialised tiny model almost never solves a real task, so every GRPO group would
@@ -15,17 +15,6 @@ import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
  * rewards carry no information, but they have variance, so advantages are non-zero and the whole pipeline (sandboxed
  * harness → proxy → llama.cpp → records → trees → advantages → torch update → GGUF hot swap) must move the policy.
  */
-function noiseTask(i: number, split: "train" | "test"): Task {
-  return {
-    id: `noise-${split}-${i}`,
-    family: "noise",
-    split,
-    prompt: `Say something about the number ${i}.`,
-    files: { "README.txt": `task ${i}\n` },
-    verifier: { files: { "score.cjs": 'process.stdout.write(JSON.stringify({ score: Math.random(), subscores: {} }) + "\\n");\n' }, command: ["node", ".harnessrl/verifier/score.cjs"] },
-    metadata: {},
-  };
-}
 
 function metrics(runDir: string): Record<string, unknown>[] {
   return readFileSync(join(runDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);

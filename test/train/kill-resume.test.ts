@@ -5,21 +5,8 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
-import type { Task } from "../../src/tasks/task.js";
 import type { RunState } from "../../src/train/run-dir.js";
-
-// Random rewards: plumbing, not learning (see end-to-end.test.ts).
-function noiseTask(i: number, split: "train" | "test"): Task {
-  return {
-    id: `noise-${split}-${i}`,
-    family: "noise",
-    split,
-    prompt: `Say something about the number ${i}.`,
-    files: { "README.txt": `task ${i}\n` },
-    verifier: { files: { "score.cjs": 'process.stdout.write(JSON.stringify({ score: Math.random(), subscores: {} }) + "\\n");\n' }, command: ["node", ".harnessrl/verifier/score.cjs"] },
-    metadata: {},
-  };
-}
+import { noiseTask } from "./noise-tasks.js";
 
 const root = mkdtempSync(join(tmpdir(), "hrl-kill-"));
 const runDir = join(root, "run");

@@ -11,13 +11,13 @@ import { openStore } from "../../src/store/registry.js";
 import type { Store } from "../../src/store/types.js";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
 import type { RolloutResult } from "../../src/tasks/rollout-result.js";
-import type { Task } from "../../src/tasks/task.js";
 import { buildBatch } from "../../src/batch/build.js";
 import { buildForests } from "../../src/trees/forest.js";
 import { batchForRollouts } from "../../src/train/batches.js";
 import { loadRunConfig } from "../../src/train/config.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
 import { createTrainer } from "../../src/trainer/registry.js";
+import { noiseTask } from "./noise-tasks.js";
 
 /**
  * CI's end-to-end run through a real harness CLI: pi (the fastest real CLI to start, ~1.3k-token first prompt) drives
@@ -28,17 +28,6 @@ import { createTrainer } from "../../src/trainer/registry.js";
  * Checks: every trained token id is the engine's for the same call, trees are built from pi's calls and share their
  * prefixes, the policy changes at every step that had non-zero advantages.
  */
-function noiseTask(i: number, split: "train" | "test"): Task {
-  return {
-    id: `noise-${split}-${i}`,
-    family: "noise",
-    split,
-    prompt: `Say something about the number ${i}.`,
-    files: { "README.txt": `task ${i}\n` },
-    verifier: { files: { "score.cjs": 'process.stdout.write(JSON.stringify({ score: Math.random(), subscores: {} }) + "\\n");\n' }, command: ["node", ".harnessrl/verifier/score.cjs"] },
-    metadata: {},
-  };
-}
 
 interface EngineCall {
   prompt: number[];
