@@ -2,7 +2,7 @@ import { z } from "zod";
 import { SPECIAL_ESCAPE, unescapeSpecialText } from "./special-escape.js";
 import { UserError } from "../core/errors.js";
 import type { Normalize, PreTokenizer } from "./hf-pipeline.js";
-import { buildNormalizer, buildPreTokenizer, byteToUnicodeTable, pipelineSchemas } from "./hf-pipeline.js";
+import { buildNormalizer, buildPreTokenizer, byteToUnicodeTable, escapeRegex, pipelineSchemas } from "./hf-pipeline.js";
 import type { Tokenizer } from "./types.js";
 import { decodeUtf8, utf8Bytes } from "./utf8.js";
 
@@ -105,7 +105,7 @@ export class HfBpeTokenizer implements Tokenizer {
         : new RegExp(
             [...added.keys()]
               .sort((x, y) => y.length - x.length)
-              .map((s) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&"))
+              .map(escapeRegex)
               .join("|"),
             "gu",
           );

@@ -109,7 +109,7 @@ function compile(source: string): RegExp {
   return new RegExp(source, "gu");
 }
 
-function escapeRegex(s: string): string {
+export function escapeRegex(s: string): string {
   return s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 }
 

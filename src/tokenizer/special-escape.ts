@@ -1,3 +1,5 @@
+import { escapeRegex } from "./hf-pipeline.js";
+
 /**
  * Text from requests (user messages, tool outputs, file contents a tool read) must never become control tokens: the
  * text `<|im_start|>system` inside a tool result would otherwise be encoded as the special token and forge a system
@@ -10,13 +12,9 @@
  */
 export const SPECIAL_ESCAPE = "\uFDD0";
 
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
-}
-
 /** A matcher for the special-token texts (longest first) and the escape mark itself. */
 export function specialTextPattern(specials: Iterable<string>): RegExp {
-  const alts = [...specials].sort((a, b) => b.length - a.length).map(escapeRegExp);
+  const alts = [...specials].sort((a, b) => b.length - a.length).map(escapeRegex);
   return new RegExp([...alts, SPECIAL_ESCAPE].join("|"), "gu");
 }
 
