@@ -40,3 +40,44 @@ export interface Store {
   countCalls(query?: { sessionId?: string; rolloutId?: string }): number;
   close(): void;
 }
+
+/**
+ * A finished rollout as a rollout node ships it to the run's central store: every session and call one attempt
+ * recorded, with its result. It lands whole or not at all, so a dead attempt's partial records never reach training.
+ */
+export interface RolloutBundle {
+  /** Schema version of this shape (it crosses machines); 1 today. */
+  bundleVersion: 1;
+  rolloutId: string;
+  /** The job attempt that produced it (1-based). */
+  attempt: number;
+  /** The rollout node that ran it. */
+  nodeId: string;
+  /** Sessions without credentials: a node's per-rollout proxy credentials never leave the node. */
+  sessions: SessionInfo[];
+  /** In the order the node's proxy recorded them (parents before children). */
+  calls: CallRecord[];
+  /** The rollout's result line (what rollouts.jsonl holds); opaque to the store. */
+  result: Record<string, unknown>;
+}
+
+/**
+ * At-least-once delivery made exactly-once: the first bundle of a rollout lands; a later one (a retried job whose
+ * first attempt did finish, a re-sent upload) is reported as a duplicate and changes nothing.
+ */
+export type IngestOutcome = { status: "inserted" } | { status: "duplicate"; landedAttempt: number };
+
+/** A landed rollout's result, as readers (the trainer, reports, the dashboard) list them. */
+export interface LandedRollout {
+  rolloutId: string;
+  attempt: number;
+  nodeId: string;
+  result: Record<string, unknown>;
+  landedAt: number;
+}
+
+/** Optional capability: a store that rollout nodes can ship finished rollouts into. */
+export interface RolloutIngest {
+  ingestRollout(bundle: RolloutBundle): IngestOutcome;
+  listLandedRollouts(filter?: { afterLandedAt?: number; limit?: number }): LandedRollout[];
+}
