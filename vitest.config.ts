@@ -35,6 +35,7 @@ const SLOW_TESTS = [
   "test/train/train-roles.test.ts",
   "test/train/minibatch-anchor.test.ts",
   "test/trainer/torch.test.ts",
+  "test/trainer/distributed.test.ts",
   "test/model/model-cli.test.ts",
   "test/model/qwen3-dir.test.ts",
   "test/advantage/worker-gradients.test.ts",

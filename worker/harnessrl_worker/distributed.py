@@ -253,9 +253,10 @@ def _after(d: Dist, state: Any, op: Any, body: Dict[str, Any]) -> List[Tuple[boo
 def lead(d: Dist, state: Any, header: Dict[str, Any], frames: Dict[str, torch.Tensor], handle: Handle) -> Tuple[Dict[str, Any], Dict[str, torch.Tensor]]:
     """Rank 0: broadcast the request, run it here, and answer for all ranks."""
     request_id = header.get("id")
-    if d.broken is not None:
-        return _error(request_id, "rank_failed", d.broken), {}
     op = header.get("op")
+    if d.broken is not None:
+        # The layout is gone; stopping this process still works.
+        return handle(state, header, frames) if op == "shutdown" else (_error(request_id, "rank_failed", d.broken), {})
     try:
         dist.broadcast_object_list([(header, frames)], src=0, group=d.control)
         if op == "shutdown":
