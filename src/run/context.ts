@@ -56,7 +56,7 @@ export function buildRunContext(config: RunConfig, paths: RunPaths): RunContext 
   const run = new RunDir(paths.runDir);
   if (paths.configPath && !existsSync(run.configPath)) copyFileSync(paths.configPath, run.configPath);
   const t = config.trainer;
-  const device = t.device === undefined ? {} : { device: t.device };
+  const device = { ...(t.device === undefined ? {} : { device: t.device }), ...(t.autocast === "off" ? {} : { autocast: t.autocast }) };
   const layout = trainerLayout(t);
   return {
     config,

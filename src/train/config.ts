@@ -58,6 +58,8 @@ const trainerSchema = z
     threads: z.number().int().positive().default(2),
     /** CPU threads of the reference policy's worker (`algorithm.kl_coef`): it only scores, once per micro-batch. */
     reference_threads: z.number().int().positive().default(1),
+    /** Mixed precision of the trainer workers: bf16 = torch.autocast(bfloat16) with float32 master weights (meant for CUDA). */
+    autocast: z.enum(["off", "bf16"]).default("off"),
     /**
      * Data-parallel ranks (torch.distributed: gloo on CPU, nccl on CUDA; docs/worker.md#ranks). `threads` is per rank.
      * 1 = one worker process.

@@ -312,6 +312,8 @@ export interface TrainerOptions {
   threads?: number;
   /** Data-parallel ranks (absent: one process). */
   distributed?: DistributedOptions;
+  /** Mixed precision: ops under torch.autocast to this dtype with float32 master weights (worker precision.py). */
+  autocast?: "bf16" | "fp16";
   python?: string;
   requestTimeoutMs?: number;
   onStderr?: (line: string) => void;

@@ -23,6 +23,8 @@ export interface WorkerClientOptions {
   longRowTokens?: number;
   /** forward_backward scores every token and keeps its logits for backward (the pre-chunking path; default off). */
   storedLogits?: boolean;
+  /** torch.autocast dtype for every op, float32 master weights (absent: off). */
+  autocast?: "bf16" | "fp16";
   /** Data-parallel ranks behind this worker (it becomes rank 0); absent = one process. */
   distributed?: DistributedOptions;
   /** Default per-request timeout; 0 disables. A timed-out worker is killed (its state is unknown). */
@@ -136,6 +138,7 @@ export class WorkerClient {
     if (options.tokenBudget) args.push("--token-budget", String(options.tokenBudget));
     if (options.longRowTokens !== undefined) args.push("--long-row-tokens", String(options.longRowTokens));
     if (options.storedLogits) args.push("--stored-logits");
+    if (options.autocast) args.push("--autocast", options.autocast);
     args.push(...distributedArgs(options.distributed));
     const env: NodeJS.ProcessEnv = {
       ...process.env,

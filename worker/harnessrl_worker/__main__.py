@@ -41,6 +41,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--grad-checkpoint-tokens", type=int, default=2048, help="recompute activations in backward for rows this long (0 = never)")
     parser.add_argument("--long-row-tokens", type=int, default=None, help="recompute attention in backward for rows this long (0 = never; default 4096)")
     parser.add_argument("--stored-logits", action="store_true", help="score every token and keep its logits for backward (the pre-chunking path)")
+    parser.add_argument("--autocast", default=None, help="bf16 (or fp16): run ops under torch.autocast with fp32 master weights; off (default); env HARNESSRL_AUTOCAST")
     # Several ranks (docs/worker.md#ranks): rank 0 serves stdio and starts ranks 1..local_ranks-1 of its machine.
     parser.add_argument("--world-size", type=int, default=1, help="number of ranks in all (default 1: no torch.distributed)")
     parser.add_argument("--rank", type=int, default=0, help="this process's rank (0 serves the protocol; others follow it)")
@@ -59,6 +60,7 @@ def main(argv: list[str]) -> int:
 
     import torch
 
+    from .precision import parse_autocast
     from .protocol import InStream
     from .server import serve
     from .state import LONG_ROW_TOKENS, WorkerSettings, WorkerState
@@ -73,11 +75,12 @@ def main(argv: list[str]) -> int:
         grad_checkpoint_tokens=max(0, opts.grad_checkpoint_tokens),
         long_row_tokens=LONG_ROW_TOKENS if opts.long_row_tokens is None else max(0, opts.long_row_tokens),
         chunked_logits=not opts.stored_logits,
+        autocast=parse_autocast(opts.autocast or os.environ.get("HARNESSRL_AUTOCAST")),
     )
     if opts.world_size > 1:
         from . import distributed
 
-        passthrough = ["--threads", str(threads), "--token-budget", str(settings.token_budget), "--grad-checkpoint-tokens", str(settings.grad_checkpoint_tokens), "--long-row-tokens", str(settings.long_row_tokens)]
+        passthrough = ["--autocast", opts.autocast or os.environ.get("HARNESSRL_AUTOCAST") or "off", "--threads", str(threads), "--token-budget", str(settings.token_budget), "--grad-checkpoint-tokens", str(settings.grad_checkpoint_tokens), "--long-row-tokens", str(settings.long_row_tokens)]
         if opts.stored_logits:
             passthrough.append("--stored-logits")
         local = opts.local_ranks if opts.local_ranks is not None else (opts.world_size if opts.rank == 0 else 1)

@@ -12,6 +12,7 @@ import torch
 from . import distributed
 from .errors import WorkerError
 from .ops import OPS, Args, Reply, check_frames
+from .precision import autocast
 from .protocol import InStream, ProtocolError, read_message, write_message
 from .state import WorkerState
 
@@ -51,7 +52,8 @@ def handle(state: WorkerState, header: Dict[str, Any], frames: Dict[str, torch.T
     started = time.perf_counter()
     try:
         check_frames(name, frames)
-        reply: Reply = handler(state, Args(header.get("args"), name), frames)
+        with autocast(state.settings.device, state.settings.autocast):
+            reply: Reply = handler(state, Args(header.get("args"), name), frames)
     except WorkerError as e:
         return error_body(request_id, e.code, e.message, e.retryable), {}
     except Exception as e:  # noqa: BLE001 - the worker must survive any op failure

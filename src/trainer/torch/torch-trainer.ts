@@ -123,6 +123,7 @@ export class TorchTrainer implements CriticTrainer, CapoTrainer, SketchTrainer {
       device: options.device,
       threads: options.threads,
       ...(options.distributed ? { distributed: options.distributed } : {}),
+      ...(options.autocast ? { autocast: options.autocast } : {}),
       python: options.python,
       requestTimeoutMs: options.requestTimeoutMs,
       onStderr: options.onStderr,

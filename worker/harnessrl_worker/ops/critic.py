@@ -48,7 +48,8 @@ def critic_init(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor])
     """args: {from_policy? (true): copy the loaded policy's trunk; else seed (int) for a fresh trunk}. Value head = 0."""
     loaded = state.require_model()
     if args.opt_bool("from_policy", True):
-        critic = critic_from_policy(loaded.model).float()
+        # On the policy's device (a CPU-built copy would silently train the critic on the CPU).
+        critic = critic_from_policy(loaded.model).float().to(next(loaded.model.parameters()).device)
     else:
         critic = critic_from_seed(loaded.config, args.req_int("seed")).to(state.settings.device)
     state.extensions["critic"] = CriticState(critic.eval())
