@@ -14,6 +14,7 @@ one AdamW step) are in TOLERANCES; a case fails when any is exceeded. Prints one
 supported by torch): that is how this file is tested on machines without a GPU (worker/tests/test_gpu_check.py).
 
   python3 worker/bench/gpu_check.py [--device cuda] [--preset tiny-1m] [--cases fp32,bf16-autocast,bf16] [--out F]
+  python3 worker/bench/gpu_check.py summary DIR [--total-s N]   (the script's closing table)
 """
 from __future__ import annotations
 
@@ -170,7 +171,47 @@ def run(device: str, preset: str, cases: List[str], rows: int = 6, threads: Opti
         return out
 
 
+def summary(out_dir: Path, total_s: Optional[int] = None) -> Tuple[str, bool]:
+    """The one table scripts/gpu-check.sh ends with: its stages (results.tsv: stage, status, seconds, detail) and the
+    ops cases (ops.json). Returns the text and whether nothing failed."""
+    lines: List[str] = []
+    pre = out_dir / "preflight.txt"
+    head = pre.read_text("utf-8").splitlines()[0] if pre.exists() and pre.read_text("utf-8").strip() else "?"
+    lines.append(f"gpu-check summary ({head}{'' if total_s is None else f'; {total_s} s in all'})")
+    lines.append(f"{'stage':<8} {'status':<6} {'s':>5}  detail")
+    ok = True
+    stages = (out_dir / "results.tsv").read_text("utf-8").splitlines() if (out_dir / "results.tsv").exists() else []
+    for row in stages:
+        stage, status, seconds, detail = (row.split("\t") + ["", "", "", ""])[:4]
+        ok = ok and status != "fail"
+        lines.append(f"{stage:<8} {status:<6} {seconds:>5}  {detail}")
+        if stage == "ops" and (out_dir / "ops.json").exists():
+            for r in json.loads((out_dir / "ops.json").read_text("utf-8")):
+                if "error" in r:
+                    lines.append(f"  {r['case']:<14} FAIL {r['error']}")
+                    continue
+                peak = "" if r.get("cuda_peak_mb") is None else f", peak {r['cuda_peak_mb']:.0f} MB"
+                lines.append(
+                    f"  {r['case']:<14} {'ok  ' if r['ok'] else 'FAIL'} logprob {r['logprob_max_abs']:.1e} grad {r['grad_rel_l2']:.1e} (cos {r['grad_cos']:.6f}) "
+                    f"step {r['step_rel']:.1e} values {r['values_max_abs']:.1e}; {r['seconds']:.2f} s vs CPU {r['seconds_cpu_fp32']:.2f} s{peak}"
+                    + ("" if r["ok"] else f"  [over: {', '.join(r['failed'])}]")
+                )
+    if not stages:
+        ok = False
+        lines.append("(no stage ran)")
+    lines.append("RESULT: " + ("pass" if ok else "FAIL"))
+    return "\n".join(lines), ok
+
+
 def main(argv: List[str]) -> int:
+    if argv[:1] == ["summary"]:
+        sp = argparse.ArgumentParser(prog="gpu_check.py summary")
+        sp.add_argument("dir")
+        sp.add_argument("--total-s", type=int, default=None)
+        so = sp.parse_args(argv[1:])
+        text, ok = summary(Path(so.dir), so.total_s)
+        print(text)
+        return 0 if ok else 1
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--preset", default="tiny-1m")

@@ -21,7 +21,10 @@ from harnessrl_worker import safetensors as st
 from harnessrl_worker.protocol import encode_message, read_message
 
 WORKER_DIR = Path(__file__).resolve().parent.parent
-# float32 everywhere: the ranks sum partial gradients in a different order than one process does.
+# scripts/gpu-check.sh runs the equivalence test on CUDA (nccl ranks, cuda:<local rank>); here it is the CPU (gloo).
+DEVICE = os.environ.get("HARNESSRL_TEST_DEVICE", "cpu")
+# float32 everywhere: the ranks sum partial gradients in a different order than one process does (on CUDA, TF32 is off
+# by default for matmuls in torch ≥ 1.12, so the same tolerance holds).
 RTOL = 1e-5
 ATOL = 1e-6
 
@@ -31,7 +34,7 @@ class Worker:
 
     def __init__(self, args: List[str], prefix: Optional[List[str]] = None, env: Optional[Dict[str, str]] = None) -> None:
         full_env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(WORKER_DIR), **(env or {})}
-        self.proc = subprocess.Popen([*(prefix or []), sys.executable, "-m", "harnessrl_worker", "--device", "cpu", "--threads", "1", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=WORKER_DIR, env=full_env)
+        self.proc = subprocess.Popen([*(prefix or []), sys.executable, "-m", "harnessrl_worker", "--device", DEVICE, "--threads", "1", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=WORKER_DIR, env=full_env)
         self.next_id = 1
 
     def call(self, op: str, args: Optional[Dict[str, Any]] = None, frames: Optional[Dict[str, torch.Tensor]] = None, timeout: float = 120) -> Tuple[Dict[str, Any], Dict[str, torch.Tensor]]:

@@ -41,6 +41,41 @@ class GpuCheckTest(unittest.TestCase):
         self.assertIn("grad_rel_l2", r["failed"])
         self.assertIn("grad_cos_min", r["failed"])
 
+    def test_summary_table_lists_stages_and_cases_and_fails_when_a_stage_failed(self) -> None:
+        import json
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            d = Path(tmp)
+            (d / "preflight.txt").write_text("torch 2.4.0, cuda 12.1, devices 1\n", "utf-8")
+            (d / "results.tsv").write_text("build\tpass\t40\tdist/ built\nops\tpass\t30\tok\nranks\tskip\t0\tone GPU (1): nccl ranks need two\n", "utf-8")
+            ref = {"logprobs": torch.zeros(2), "grad": torch.ones(3), "delta": torch.ones(3), "values": torch.zeros(2), "loss": 0.0, "seconds": 2.0, "cuda_peak_mb": None}
+            (d / "ops.json").write_text(json.dumps([gpu_check.compare("fp32", ref, {**ref, "seconds": 0.5, "cuda_peak_mb": 120.0})]), "utf-8")
+            text, ok = gpu_check.summary(d, 95)
+            self.assertTrue(ok)
+            self.assertIn("torch 2.4.0, cuda 12.1, devices 1; 95 s in all", text)
+            self.assertRegex(text, r"ranks +skip .*nccl ranks need two")
+            self.assertRegex(text, r"fp32 +ok .*0.50 s vs CPU 2.00 s, peak 120 MB")
+            self.assertTrue(text.endswith("RESULT: pass"))
+            with open(d / "results.tsv", "a", encoding="utf-8") as f:
+                f.write("rl\tfail\t12\tsee rl.log\n")
+            text, ok = gpu_check.summary(d)
+            self.assertFalse(ok)
+            self.assertTrue(text.endswith("RESULT: FAIL"))
+
+    def test_the_script_refuses_clearly_without_cuda(self) -> None:
+        import subprocess
+        import tempfile
+
+        if torch.cuda.is_available():
+            self.skipTest("a CUDA device is visible")
+        script = Path(__file__).resolve().parents[2] / "scripts" / "gpu-check.sh"
+        with tempfile.TemporaryDirectory() as tmp:
+            r = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=120, env={**__import__("os").environ, "GPU_CHECK_OUT": tmp, "HARNESSRL_PYTHON": sys.executable})
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("no CUDA device visible", r.stderr)
+        self.assertIn("nothing was checked", r.stderr)
+
     @unittest.skipIf(torch.cuda.is_available(), "a CUDA device is visible")
     def test_without_cuda_it_refuses_clearly(self) -> None:
         err = io.StringIO()
