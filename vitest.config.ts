@@ -30,6 +30,7 @@ const SLOW_TESTS = [
   "test/schedule/sketch.test.ts",
   "test/train/end-to-end.test.ts",
   "test/train/kill-resume.test.ts",
+  "test/train/rank-kill.test.ts",
   "test/train/real-cli-e2e.test.ts",
   "test/train/start-from-checkpoint.test.ts",
   "test/train/train-roles.test.ts",

@@ -276,8 +276,20 @@ def lead(d: Dist, state: Any, header: Dict[str, Any], frames: Dict[str, torch.Te
     return body, out
 
 
+def fault_point(rank: int) -> Optional[Tuple[str, int]]:
+    """Tests only: HARNESSRL_RANK_FAULT=<rank>:<op>:<n> makes that rank die (SIGKILL-like exit) on receiving its n-th
+    `op`, the way a crashed machine would, inside a run driven end to end (test/train/rank-kill.test.ts)."""
+    raw = os.environ.get("HARNESSRL_RANK_FAULT", "")
+    parts = raw.split(":")
+    if len(parts) != 3 or not parts[0].isdigit() or not parts[2].isdigit() or int(parts[0]) != rank:
+        return None
+    return parts[1], int(parts[2])
+
+
 def follow(d: Dist, state: Any, handle: Handle) -> int:
     """Ranks > 0: run every request rank 0 broadcasts until `shutdown` (or rank 0 disappears)."""
+    fault = fault_point(d.rank)
+    seen: Dict[str, int] = {}
     while True:
         box: List[Any] = [None]
         try:
@@ -289,6 +301,10 @@ def follow(d: Dist, state: Any, handle: Handle) -> int:
             return 0
         header, frames = box[0]
         op = header.get("op")
+        seen[str(op)] = seen.get(str(op), 0) + 1
+        if fault is not None and fault == (op, seen[str(op)]):
+            print(f"harnessrl worker rank {d.rank}: HARNESSRL_RANK_FAULT, dying at {op} #{seen[str(op)]}", file=sys.stderr, flush=True)
+            os._exit(137)
         body, _ = handle(state, header, frames, FOLLOWER_OPS)
         try:
             _after(d, state, op, body)
