@@ -4,7 +4,8 @@ docs/worker.md#ranks).
 The batch has the quickstart's shape: tiny-1m, 6 tasks × 6 samples as 6 tree rows (one GRPO group each: a shared
 prompt of --prompt tokens and 6 completions of --completion tokens, completions trainable). Each layout runs, in its
 own worker process(es) through the real protocol, `logprobs` (the reference scorer's op) and `forward_backward` +
-`optim_step` (one policy update), --reps times after one warm-up; the median wall time is reported.
+`optim_step` (one policy update), --reps rounds after one warm-up round, the layouts interleaved within each round
+(this machine is shared: load changes hit all layouts alike); the median wall time is reported.
 
 Layouts: `1x1` (one process, 1 thread), `1x2` (one process, 2 threads), `2x1` (2 ranks, 1 thread each).
 
@@ -100,36 +101,56 @@ def quickstart_batch(groups: int, samples: int, prompt: int, completion: int, se
     }
 
 
-def measure(layout: str, reps: int, lengths: List[int], frames: Dict[str, torch.Tensor], tmp: Path) -> Dict[str, Any]:
+def start(layout: str, tmp: Path) -> Tuple[Client, float]:
     ranks, threads = (int(x) for x in layout.split("x"))
     args = ["--threads", str(threads)] + (["--world-size", str(ranks)] if ranks > 1 else [])
     started = time.perf_counter()
     client = Client(args)
+    client.call("init", {"preset": "tiny-1m", "seed": 0, "out": str(tmp / layout)})
+    return client, time.perf_counter() - started
+
+
+def one_round(client: Client, lengths: List[int], frames: Dict[str, torch.Tensor]) -> Tuple[float, float]:
+    scoring = {k: frames[k] for k in ("tokens", "parent", "positions", "trainable")}
+    t = time.perf_counter()
+    client.call("logprobs", {"row_lengths": lengths, "entropy": False}, scoring)
+    lp = time.perf_counter() - t
+    t = time.perf_counter()
+    client.call("forward_backward", {"row_lengths": lengths}, frames)
+    client.call("optim_step", {"lr": 1e-4})
+    return lp, time.perf_counter() - t
+
+
+def measure_all(layouts: List[str], reps: int, lengths: List[int], frames: Dict[str, torch.Tensor], tmp: Path) -> List[Dict[str, Any]]:
+    """All layouts' workers are started first (idle ones wait on stdin or a socket, using no CPU); then every round
+    runs each layout once, so a change of the machine's load hits all layouts alike (this machine is shared)."""
+    clients: Dict[str, Tuple[Client, float]] = {}
+    times: Dict[str, Tuple[List[float], List[float]]] = {layout: ([], []) for layout in layouts}
     try:
-        client.call("init", {"preset": "tiny-1m", "seed": 0, "out": str(tmp / layout)})
-        ready = time.perf_counter() - started
-        scoring = {k: frames[k] for k in ("tokens", "parent", "positions", "trainable")}
-        lp_times: List[float] = []
-        step_times: List[float] = []
+        for layout in layouts:
+            clients[layout] = start(layout, tmp)
         for rep in range(reps + 1):
-            t = time.perf_counter()
-            client.call("logprobs", {"row_lengths": lengths, "entropy": False}, scoring)
-            lp = time.perf_counter() - t
-            t = time.perf_counter()
-            client.call("forward_backward", {"row_lengths": lengths}, frames)
-            client.call("optim_step", {"lr": 1e-4})
-            step = time.perf_counter() - t
-            if rep > 0:  # the first is a warm-up
-                lp_times.append(lp)
-                step_times.append(step)
+            order = layouts if rep % 2 == 0 else list(reversed(layouts))
+            for layout in order:
+                lp, step = one_round(clients[layout][0], lengths, frames)
+                if rep > 0:  # the first round is a warm-up
+                    times[layout][0].append(lp)
+                    times[layout][1].append(step)
+            print(f"round {rep}: " + ", ".join(f"{l} {times[l][1][-1]:.2f} s" for l in layouts if times[l][1]), flush=True)
     finally:
-        client.close()
-    return {"layout": layout, "ranks": ranks, "threads_per_rank": threads, "start_s": round(ready, 2), "logprobs_s": round(statistics.median(lp_times), 3), "train_step_s": round(statistics.median(step_times), 3), "logprobs_all_s": [round(x, 3) for x in lp_times], "train_step_all_s": [round(x, 3) for x in step_times]}
+        for client, _ in clients.values():
+            client.close()
+    out = []
+    for layout in layouts:
+        ranks, threads = (int(x) for x in layout.split("x"))
+        lp_times, step_times = times[layout]
+        out.append({"layout": layout, "ranks": ranks, "threads_per_rank": threads, "start_s": round(clients[layout][1], 2), "logprobs_s": round(statistics.median(lp_times), 3), "train_step_s": round(statistics.median(step_times), 3), "logprobs_all_s": [round(x, 3) for x in lp_times], "train_step_all_s": [round(x, 3) for x in step_times]})
+    return out
 
 
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--layouts", default="1x1,1x2,2x1")
     parser.add_argument("--groups", type=int, default=6)
     parser.add_argument("--samples", type=int, default=6)
@@ -138,12 +159,9 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--out", default=None)
     opts = parser.parse_args(argv)
     lengths, frames = quickstart_batch(opts.groups, opts.samples, opts.prompt, opts.completion)
-    results = []
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="harnessrl-bench-ranks-") as tmp:
-        for layout in opts.layouts.split(","):
-            r = measure(layout, opts.reps, lengths, frames, Path(tmp))
-            print(json.dumps(r), flush=True)
-            results.append(r)
+        results = measure_all(opts.layouts.split(","), opts.reps, lengths, frames, Path(tmp))
     base = next((r for r in results if r["layout"] == "1x1"), None)
     if base is not None:
         for r in results:
@@ -153,7 +171,7 @@ def main(argv: List[str]) -> int:
     report = {
         "bench": "ranks",
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {"cpus": os.cpu_count(), "loadavg_1_5_15": [round(x, 2) for x in load], "python": platform.python_version(), "torch": torch.__version__},
+        "machine": {"cpus": os.cpu_count(), "loadavg_1_5_15_before": [round(x, 2) for x in load_before], "loadavg_1_5_15_after": [round(x, 2) for x in load], "python": platform.python_version(), "torch": torch.__version__},
         "batch": {"rows": len(lengths), "tokens": int(frames["tokens"].numel()), "trainable_tokens": int(frames["trainable"].sum()), "groups": opts.groups, "samples": opts.samples, "prompt": opts.prompt, "completion": opts.completion},
         "reps": opts.reps,
         "results": results,

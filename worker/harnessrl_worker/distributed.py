@@ -271,7 +271,11 @@ def lead(d: Dist, state: Any, header: Dict[str, Any], frames: Dict[str, torch.Te
         return _error(request_id, "rank_mismatch", "; ".join(s[2] for _, s in mismatch)), {}
     if body.get("ok") and not all(s[0] for s in statuses):
         r, s = next((r, s) for r, s in enumerate(statuses) if not s[0])
-        d.broken = f"rank {r} failed {op} where rank 0 succeeded ({s[1]}: {s[2]}); the ranks are out of step (restart the trainer)"
+        d.broken = f"rank {r} failed {op} where rank 0 succeeded ({s[1]}: {s[2]}); the ranks are out of step (restart the trainer and load the last checkpoint)"
+        return _error(request_id, "rank_failed", d.broken), {}
+    if not body.get("ok") and any(s[0] for s in statuses):
+        # Rank 0 failed where another rank went ahead (e.g. a file only it cannot read): their states differ now.
+        d.broken = f"rank 0 failed {op} where other ranks succeeded ({_status(body)[1]}: {_status(body)[2]}); the ranks are out of step (restart the trainer and load the last checkpoint)"
         return _error(request_id, "rank_failed", d.broken), {}
     return body, out
 
