@@ -140,6 +140,8 @@ export const ERROR_CODES = {
     non_finite_loss: once("a training step produced a non-finite loss; gradients were cleared"),
     out_of_memory: retry("the trainer worker ran out of accelerator memory"),
     trainer_internal: once("the trainer worker hit a bug (traceback on its stderr)"),
+    trainer_rank_failed: once("a trainer rank died or failed where rank 0 did not; restart the trainer and load the last checkpoint (`rank_failed`)"),
+    trainer_rank_mismatch: once("trainer ranks hold different weights after loading (machines see different files; `rank_mismatch`)"),
     trainer_failed: once("the trainer worker answered with an error code this client does not know"),
   },
   infra: {

@@ -10,7 +10,7 @@ import type { RunConfig } from "../train/config.js";
 import { RunDir } from "../train/run-dir.js";
 import { rolloutSettings } from "../train/settings.js";
 import { createTrainer } from "../trainer/index.js";
-import type { Trainer, TrainerOptions } from "../trainer/types.js";
+import type { DistributedOptions, Trainer, TrainerOptions } from "../trainer/types.js";
 import { policyOfConfig, policyOfEngine, servePolicy, type Policy, type TrainedPolicy } from "./policy.js";
 
 /** Which trainer backend, and the options of each worker a run starts. */
@@ -56,16 +56,31 @@ export function buildRunContext(config: RunConfig, paths: RunPaths): RunContext 
   const run = new RunDir(paths.runDir);
   if (paths.configPath && !existsSync(run.configPath)) copyFileSync(paths.configPath, run.configPath);
   const t = config.trainer;
-  const device = t.device === undefined ? {} : { device: t.device };
+  const device = { ...(t.device === undefined ? {} : { device: t.device }), ...(t.autocast === "off" ? {} : { autocast: t.autocast }) };
+  const layout = trainerLayout(t);
   return {
     config,
     run,
     policy: policyOfConfig(config),
-    trainer: { kind: t.kind, policy: { ...device, threads: t.threads }, reference: { ...device, threads: t.reference_threads } },
+    trainer: { kind: t.kind, policy: { ...device, threads: t.threads, ...layout.policy }, reference: { ...device, threads: t.reference_threads, ...layout.reference } },
     stores: { rollouts: run.storeSpec, demos: run.demoStoreSpec },
     scheduler: config.mix === "scheduled" && config.scheduler ? createScheduler(config.scheduler, config.harnesses, config.seed) : null,
     rolloutSettings: rolloutSettings(config),
   };
+}
+
+/**
+ * The ranks of the policy's and the reference policy's workers. The reference scorer (KL) splits its batches the
+ * same way over this machine's ranks; it does not reach other machines (their ranks belong to the policy's layout,
+ * started by hand on the master port), so it takes a free local port of its own.
+ */
+function trainerLayout(t: RunConfig["trainer"]): { policy: Pick<TrainerOptions, "distributed">; reference: Pick<TrainerOptions, "distributed"> } {
+  if (t.world_size <= 1) return { policy: {}, reference: {} };
+  const local = t.local_ranks ?? t.world_size;
+  const policy: DistributedOptions = { worldSize: t.world_size, localRanks: local };
+  if (t.master_addr !== undefined) policy.masterAddr = t.master_addr;
+  if (t.master_port !== undefined) policy.masterPort = t.master_port;
+  return { policy: { distributed: policy }, reference: local > 1 ? { distributed: { worldSize: local, localRanks: local } } : {} };
 }
 
 /** Starts one of the run's trainer workers. */

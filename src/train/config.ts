@@ -58,8 +58,26 @@ const trainerSchema = z
     threads: z.number().int().positive().default(2),
     /** CPU threads of the reference policy's worker (`algorithm.kl_coef`): it only scores, once per micro-batch. */
     reference_threads: z.number().int().positive().default(1),
+    /** Mixed precision of the trainer workers: bf16 = torch.autocast(bfloat16) with float32 master weights (meant for CUDA). */
+    autocast: z.enum(["off", "bf16"]).default("off"),
+    /**
+     * Data-parallel ranks (torch.distributed: gloo on CPU, nccl on CUDA; docs/worker.md#ranks). `threads` is per rank.
+     * 1 = one worker process.
+     */
+    world_size: z.number().int().min(1).max(1024).default(1),
+    /** Ranks started on this machine, rank 0 included (default: all); the others are started on their machines. */
+    local_ranks: z.number().int().min(1).optional(),
+    /** Rank 0's address as the other machines reach it (default 127.0.0.1). */
+    master_addr: z.string().min(1).optional(),
+    /** Rendezvous port; required with ranks on other machines (default: a free local port). */
+    master_port: z.number().int().min(1).max(65535).optional(),
   })
-  .prefault({});
+  .prefault({})
+  .superRefine((t, ctx) => {
+    const local = t.local_ranks ?? t.world_size;
+    if (local > t.world_size) ctx.addIssue({ code: "custom", path: ["local_ranks"], message: `local_ranks (${local}) exceeds world_size (${t.world_size})` });
+    if (local < t.world_size && t.master_port === undefined) ctx.addIssue({ code: "custom", path: ["master_port"], message: "ranks on other machines need an explicit master_port (and master_addr)" });
+  });
 
 const samplingSchema = z
   .strictObject({ temperature: z.number().positive().default(1), max_tokens: z.number().int().positive().default(128) })

@@ -291,9 +291,29 @@ export interface CapabilityTrainers {
   grad_sketch: SketchTrainer;
 }
 
+/**
+ * Several worker ranks (torch.distributed: gloo on CPU, nccl on CUDA) behind one trainer: the client talks to rank 0,
+ * which starts ranks 1 … localRanks-1 on this machine; ranks on other machines are started there
+ * (`python3 -m harnessrl_worker --world-size N --rank R --master-addr A --master-port P`). docs/worker.md#ranks.
+ */
+export interface DistributedOptions {
+  /** Ranks in all (≥ 2; 1 = one process, no torch.distributed). */
+  worldSize: number;
+  /** Ranks on this machine, rank 0 included (default worldSize). */
+  localRanks?: number;
+  /** Rank 0's address as the other ranks reach it (default 127.0.0.1). */
+  masterAddr?: string;
+  /** Rendezvous port (default: a free one, only when every rank is local). */
+  masterPort?: number;
+}
+
 export interface TrainerOptions {
   device?: string;
   threads?: number;
+  /** Data-parallel ranks (absent: one process). */
+  distributed?: DistributedOptions;
+  /** Mixed precision: ops under torch.autocast to this dtype with float32 master weights (worker precision.py). */
+  autocast?: "bf16" | "fp16";
   python?: string;
   requestTimeoutMs?: number;
   onStderr?: (line: string) => void;

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { delimiter } from "node:path";
 import { InfraError, errorMessage, errorOfCode, type ErrorCode, type HarnessRLError } from "../core/errors.js";
 import { pythonExecutable, workerPackageDir } from "./paths.js";
+import type { DistributedOptions } from "./types.js";
 import { MessageDecoder, encodeMessage, type WireArray, type WireDtype, type WireMessage } from "./wire.js";
 import { WORKER_OPS, type WorkerArgs, type WorkerOp, type WorkerOpSpec } from "./worker-ops.js";
 
@@ -22,6 +23,10 @@ export interface WorkerClientOptions {
   longRowTokens?: number;
   /** forward_backward scores every token and keeps its logits for backward (the pre-chunking path; default off). */
   storedLogits?: boolean;
+  /** torch.autocast dtype for every op, float32 master weights (absent: off). */
+  autocast?: "bf16" | "fp16";
+  /** Data-parallel ranks behind this worker (it becomes rank 0); absent = one process. */
+  distributed?: DistributedOptions;
   /** Default per-request timeout; 0 disables. A timed-out worker is killed (its state is unknown). */
   requestTimeoutMs?: number;
   /** Extra environment for the worker process. */
@@ -62,6 +67,8 @@ export const WORKER_ERROR_CODES: Readonly<Record<string, ErrorCode>> = {
   no_capo_masks: "no_capo_masks",
   non_finite_loss: "non_finite_loss",
   out_of_memory: "out_of_memory",
+  rank_failed: "trainer_rank_failed",
+  rank_mismatch: "trainer_rank_mismatch",
   internal: "trainer_internal",
   not_found: "invalid_model_dir",
   invalid_model: "invalid_model_config",
@@ -74,6 +81,16 @@ const DTYPE_OF: Record<WireDtype, (a: WireArray) => boolean> = {
   int64: (a) => a instanceof BigInt64Array,
   uint8: (a) => a instanceof Uint8Array,
 };
+
+/** The worker's rank flags (rank 0 of the layout: it starts this machine's other ranks itself). */
+export function distributedArgs(d: DistributedOptions | undefined): string[] {
+  if (!d || d.worldSize <= 1) return [];
+  const args = ["--world-size", String(d.worldSize), "--rank", "0"];
+  if (d.localRanks !== undefined) args.push("--local-ranks", String(d.localRanks));
+  if (d.masterAddr !== undefined) args.push("--master-addr", d.masterAddr);
+  if (d.masterPort !== undefined) args.push("--master-port", String(d.masterPort));
+  return args;
+}
 
 /**
  * A request the op table does not allow is a client bug, not a worker failure: it is refused here, before the worker
@@ -121,6 +138,8 @@ export class WorkerClient {
     if (options.tokenBudget) args.push("--token-budget", String(options.tokenBudget));
     if (options.longRowTokens !== undefined) args.push("--long-row-tokens", String(options.longRowTokens));
     if (options.storedLogits) args.push("--stored-logits");
+    if (options.autocast) args.push("--autocast", options.autocast);
+    args.push(...distributedArgs(options.distributed));
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       PYTHONPATH: [cwd, process.env.PYTHONPATH].filter((p) => p).join(delimiter),

@@ -1,4 +1,6 @@
-"""`python3 -m harnessrl_worker [--device D] [--threads N] [--token-budget T] [--long-row-tokens L] [--stored-logits]`: serve the protocol on stdin/stdout."""
+"""`python3 -m harnessrl_worker [--device D] [--threads N] [--token-budget T] [--long-row-tokens L] [--stored-logits]
+[--world-size N --rank R --local-ranks K --master-addr A --master-port P]`: serve the protocol on stdin/stdout (rank 0)
+or follow rank 0 (other ranks)."""
 from __future__ import annotations
 
 import argparse
@@ -39,6 +41,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--grad-checkpoint-tokens", type=int, default=2048, help="recompute activations in backward for rows this long (0 = never)")
     parser.add_argument("--long-row-tokens", type=int, default=None, help="recompute attention in backward for rows this long (0 = never; default 4096)")
     parser.add_argument("--stored-logits", action="store_true", help="score every token and keep its logits for backward (the pre-chunking path)")
+    parser.add_argument("--autocast", default=None, help="bf16 (or fp16): run ops under torch.autocast with fp32 master weights; off (default); env HARNESSRL_AUTOCAST")
+    # Several ranks (docs/worker.md#ranks): rank 0 serves stdio and starts ranks 1..local_ranks-1 of its machine.
+    parser.add_argument("--world-size", type=int, default=1, help="number of ranks in all (default 1: no torch.distributed)")
+    parser.add_argument("--rank", type=int, default=0, help="this process's rank (0 serves the protocol; others follow it)")
+    parser.add_argument("--local-rank", type=int, default=0, help="index on this machine (cuda:<local rank>)")
+    parser.add_argument("--local-ranks", type=int, default=None, help="ranks this process starts on its machine, itself included (default: world size on rank 0, else 1)")
+    parser.add_argument("--master-addr", default="127.0.0.1", help="rank 0's address as the other ranks reach it")
+    parser.add_argument("--master-port", type=int, default=0, help="rendezvous port (0: a free one; only when all ranks are local)")
+    parser.add_argument("--dist-timeout-s", type=float, default=86400.0, help="how long a rank waits in a collective (including for the next request)")
     opts = parser.parse_args(argv)
     die_with_parent()
 
@@ -49,6 +60,7 @@ def main(argv: list[str]) -> int:
 
     import torch
 
+    from .precision import parse_autocast
     from .protocol import InStream
     from .server import serve
     from .state import LONG_ROW_TOKENS, WorkerSettings, WorkerState
@@ -63,7 +75,21 @@ def main(argv: list[str]) -> int:
         grad_checkpoint_tokens=max(0, opts.grad_checkpoint_tokens),
         long_row_tokens=LONG_ROW_TOKENS if opts.long_row_tokens is None else max(0, opts.long_row_tokens),
         chunked_logits=not opts.stored_logits,
+        autocast=parse_autocast(opts.autocast or os.environ.get("HARNESSRL_AUTOCAST")),
     )
+    if opts.world_size > 1:
+        from . import distributed
+
+        passthrough = ["--autocast", opts.autocast or os.environ.get("HARNESSRL_AUTOCAST") or "off", "--threads", str(threads), "--token-budget", str(settings.token_budget), "--grad-checkpoint-tokens", str(settings.grad_checkpoint_tokens), "--long-row-tokens", str(settings.long_row_tokens)]
+        if opts.stored_logits:
+            passthrough.append("--stored-logits")
+        local = opts.local_ranks if opts.local_ranks is not None else (opts.world_size if opts.rank == 0 else 1)
+        layout = distributed.Layout(opts.world_size, opts.rank, opts.local_rank, local, opts.master_addr, opts.master_port, opts.dist_timeout_s)
+        settings.dist = distributed.start(layout, device, passthrough)
+        if opts.rank != 0:
+            from .server import handle
+
+            return distributed.follow(settings.dist, WorkerState(settings), handle)
     state = WorkerState(settings)
     try:
         # sys.stdin.buffer is a BufferedReader (it has readinto), typed only as BinaryIO.
@@ -72,6 +98,10 @@ def main(argv: list[str]) -> int:
         # The client went away; nothing left to answer.
         return 0
     finally:
+        if settings.dist is not None:
+            from . import distributed
+
+            distributed.close(settings.dist)
         try:
             protocol_out.close()
         except BrokenPipeError:

@@ -7,7 +7,9 @@ Layout (all inside the checkpoint directory):
                            and, when CAPO partitions exist, `capo.action.<layer>` / `capo.args.<layer>` unit masks
                            (uint8 [intermediate_size]): a CAPO step is only reproducible with the same partitions
   trainer_state.json     — {"format": 2, "optimizer_steps", "param_groups": [...], "critic": {...} | null,
-                           "capo": {"top_fraction"} | null, "extra": <caller's JSON>}
+                           "capo": {"top_fraction"} | null, "extra": <caller's JSON>, "files": {path: bytes}};
+                           written last (and removed first when a directory is overwritten), and the file list is
+                           verified on load, so a partly written checkpoint is never loaded
   critic/                — the PPO critic's weights when one exists (its AdamW state is in optimizer.safetensors
                            under `critic.<name>.<key>`)
 The caller's `extra` carries what only it knows (LR schedule position, data cursor, run step).
@@ -63,7 +65,20 @@ def export_optimizer(module: torch.nn.Module, optimizer: Optional[torch.optim.Op
     return tensors, groups
 
 
+def file_sizes(directory: Path) -> Dict[str, int]:
+    """Every file of a checkpoint (but its marker and temporaries) by relative path, with its size."""
+    out: Dict[str, int] = {}
+    for path in sorted(directory.rglob("*")):
+        rel = path.relative_to(directory).as_posix()
+        if path.is_file() and rel != STATE_FILE and ".tmp" not in path.name:
+            out[rel] = path.stat().st_size
+    return out
+
+
 def save_checkpoint(loaded: LoadedModel, policy_opt: OptimizerSnapshot, out: Path, extra: Any, critic: Optional[Tuple[Critic, OptimizerSnapshot]] = None, capo: Optional[CapoMasks] = None) -> None:
+    # The marker (trainer_state.json, listing every file and its size) goes first when overwriting and last when
+    # writing: a directory cut off mid-save is never taken for a checkpoint (read_state verifies the list).
+    (out / STATE_FILE).unlink(missing_ok=True)
     save_model_dir(loaded, out)
     tensors: Dict[str, torch.Tensor] = {"rng.cpu": torch.get_rng_state()}
     if torch.cuda.is_available():
@@ -83,7 +98,7 @@ def save_checkpoint(loaded: LoadedModel, policy_opt: OptimizerSnapshot, out: Pat
         tensors.update(capo.to_tensors(CAPO_PREFIX))
         capo_state = {"top_fraction": capo.top_fraction}
     st.save_file(tensors, out / OPTIM_FILE)
-    state = {"format": FORMAT, "optimizer_steps": policy_opt.steps, "param_groups": groups, "critic": critic_state, "capo": capo_state, "extra": extra}
+    state = {"format": FORMAT, "optimizer_steps": policy_opt.steps, "param_groups": groups, "critic": critic_state, "capo": capo_state, "extra": extra, "files": file_sizes(out)}
     tmp = out / f"{STATE_FILE}.tmp{os.getpid()}"
     tmp.write_text(json.dumps(state, indent=2) + "\n", "utf-8")
     os.replace(tmp, out / STATE_FILE)
@@ -96,6 +111,13 @@ def read_state(directory: Path) -> Dict[str, Any]:
     state = json.loads(path.read_text("utf-8"))
     if not isinstance(state, dict) or state.get("format") not in READABLE_FORMATS:
         raise invalid_model(f"{path}: unsupported checkpoint format")
+    # Checkpoints written before the file list existed carry none and are taken as they are.
+    listed = state.get("files")
+    if isinstance(listed, dict):
+        for rel, size in listed.items():
+            f = directory / rel
+            if not f.is_file() or f.stat().st_size != size:
+                raise invalid_model(f"{directory}: incomplete checkpoint ({rel} is {'missing' if not f.is_file() else f'{f.stat().st_size} bytes, not {size}'})")
     return state
 
 

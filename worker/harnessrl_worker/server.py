@@ -5,12 +5,14 @@ import math
 import sys
 import time
 import traceback
-from typing import Any, BinaryIO, Dict
+from typing import Any, BinaryIO, Callable, Dict, Mapping, Optional
 
 import torch
 
+from . import distributed
 from .errors import WorkerError
 from .ops import OPS, Args, Reply, check_frames
+from .precision import autocast
 from .protocol import InStream, ProtocolError, read_message, write_message
 from .state import WorkerState
 
@@ -35,19 +37,23 @@ def error_body(request_id: Any, code: str, message: str, retryable: bool) -> Dic
     return {"id": request_id, "ok": False, "error": {"code": code, "message": message, "retryable": retryable}}
 
 
-def handle(state: WorkerState, header: Dict[str, Any], frames: Dict[str, torch.Tensor]) -> tuple[Dict[str, Any], Dict[str, torch.Tensor]]:
-    """One request → (response header, response frames). Every exception becomes an error response."""
+def handle(state: WorkerState, header: Dict[str, Any], frames: Dict[str, torch.Tensor], overrides: Optional[Mapping[str, Callable[..., Any]]] = None) -> tuple[Dict[str, Any], Dict[str, torch.Tensor]]:
+    """One request → (response header, response frames). Every exception becomes an error response. `overrides`
+    replaces some handlers (ranks > 0 do not write files: distributed.FOLLOWER_OPS)."""
     request_id = header.get("id")
     if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):
         return error_body(None, "bad_request", "request id must be an integer or a string", False), {}
     name = header.get("op")
     handler = OPS.get(name) if isinstance(name, str) else None
+    if handler is not None and overrides is not None and name in overrides:
+        handler = overrides[name]
     if handler is None:
         return error_body(request_id, "unknown_op", f"unknown op {name!r} (known: {', '.join(sorted(OPS))})", False), {}
     started = time.perf_counter()
     try:
         check_frames(name, frames)
-        reply: Reply = handler(state, Args(header.get("args"), name), frames)
+        with autocast(state.settings.device, state.settings.autocast):
+            reply: Reply = handler(state, Args(header.get("args"), name), frames)
     except WorkerError as e:
         return error_body(request_id, e.code, e.message, e.retryable), {}
     except Exception as e:  # noqa: BLE001 - the worker must survive any op failure
@@ -79,7 +85,8 @@ def serve(state: WorkerState, inp: InStream, out: BinaryIO) -> int:
             err = msg.frame_error
             body = error_body(msg.header.get("id"), err.code, err.message, err.retryable)
         else:
-            body, frames = handle(state, msg.header, msg.frames)
+            d = state.settings.dist
+            body, frames = distributed.lead(d, state, msg.header, msg.frames, handle) if distributed.active(d) else handle(state, msg.header, msg.frames)
         try:
             write_message(out, body, frames)
         except (ValueError, WorkerError) as e:

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 import torch
 
 from .errors import WorkerError
 from .modeldir import LoadedModel
+
+if TYPE_CHECKING:
+    from .distributed import Dist
 
 LONG_ROW_TOKENS = 4096
 
@@ -27,6 +30,10 @@ class WorkerSettings:
     # forward_backward forms logits only at trainable tokens, in chunks recomputed in backward (packed._ChunkScores);
     # False = the previous path: logits at every token, kept by autograd (O(tokens × vocab) memory).
     chunked_logits: bool = True
+    # Mixed precision: ops run under torch.autocast to this dtype, weights stay as loaded (precision.py); None = off.
+    autocast: Optional[torch.dtype] = None
+    # Several ranks (torch.distributed; distributed.py); None = this process alone.
+    dist: Optional["Dist"] = None
 
 
 @dataclass

@@ -177,9 +177,50 @@ class CheckpointTest(unittest.TestCase):
             tensors = st.load_file(optim)
             tensors["capo.args.1"] = tensors["capo.args.1"][:-1]
             st.save_file(tensors, optim)
+            # A complete (marker-consistent) checkpoint whose partitions are wrong, not a partly written one.
+            marker = Path(tmp) / "trainer_state.json"
+            saved = json.loads(marker.read_text("utf-8"))
+            saved["files"]["optimizer.safetensors"] = optim.stat().st_size
+            marker.write_text(json.dumps(saved), "utf-8")
             body, _ = handle(WorkerState(WorkerSettings(device=torch.device("cpu"), threads=1)), {"id": 1, "op": "checkpoint_load", "args": {"dir": tmp}}, {})
             self.assertEqual(body["error"]["code"], "invalid_model")
             self.assertIn("layer 1", body["error"]["message"])
+
+    def test_a_partly_written_checkpoint_is_refused_and_a_rewrite_invalidates_it_first(self) -> None:
+        model = CausalLM(small_config("qwen3"))
+        init_weights(model, 3)
+        state = make_state(model)
+        step(state, 1)
+        with tempfile.TemporaryDirectory() as tmp:
+            call(state, "checkpoint_save", {"dir": tmp})
+            marker = json.loads((Path(tmp) / "trainer_state.json").read_text("utf-8"))
+            self.assertIn("optimizer.safetensors", marker["files"])
+            self.assertIn("config.json", marker["files"])
+            # Cut off mid-write: a truncated optimizer file.
+            optim = Path(tmp) / "optimizer.safetensors"
+            optim.write_bytes(optim.read_bytes()[:100])
+            fresh = WorkerState(WorkerSettings(device=torch.device("cpu"), threads=1))
+            body, _ = handle(fresh, {"id": 1, "op": "checkpoint_load", "args": {"dir": tmp}}, {})
+            self.assertEqual(body["error"]["code"], "invalid_model")
+            self.assertIn("incomplete checkpoint", body["error"]["message"])
+            # A save into an existing checkpoint removes the marker before anything else is written.
+            seen: Dict[str, bool] = {}
+            import harnessrl_worker.checkpoint as ck
+
+            original = ck.save_model_dir
+
+            def spy(*a: object, **k: object) -> None:
+                seen["marker_during_write"] = (Path(tmp) / "trainer_state.json").exists()
+                original(*a, **k)  # type: ignore[arg-type]
+
+            ck.save_model_dir = spy  # type: ignore[assignment]
+            try:
+                call(state, "checkpoint_save", {"dir": tmp})
+            finally:
+                ck.save_model_dir = original
+            self.assertEqual(seen, {"marker_during_write": False})
+            body, _ = handle(fresh, {"id": 2, "op": "checkpoint_load", "args": {"dir": tmp}}, {})
+            self.assertTrue(body["ok"], body)
 
     def test_rng_state_is_restored(self) -> None:
         state = make_state(CausalLM(small_config()))

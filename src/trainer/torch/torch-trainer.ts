@@ -122,6 +122,8 @@ export class TorchTrainer implements CriticTrainer, CapoTrainer, SketchTrainer {
     const { client, hello } = await WorkerClient.start({
       device: options.device,
       threads: options.threads,
+      ...(options.distributed ? { distributed: options.distributed } : {}),
+      ...(options.autocast ? { autocast: options.autocast } : {}),
       python: options.python,
       requestTimeoutMs: options.requestTimeoutMs,
       onStderr: options.onStderr,

@@ -8,6 +8,7 @@ from typing import Dict, List, Optional
 
 import torch
 
+from .. import distributed
 from ..critic import Critic, critic_from_policy, critic_from_seed, load_critic, save_critic
 from ..errors import WorkerError, bad_request
 from ..packed import PackedRow, forward_micro_batches, split_rows, validate_row
@@ -47,7 +48,8 @@ def critic_init(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor])
     """args: {from_policy? (true): copy the loaded policy's trunk; else seed (int) for a fresh trunk}. Value head = 0."""
     loaded = state.require_model()
     if args.opt_bool("from_policy", True):
-        critic = critic_from_policy(loaded.model).float()
+        # On the policy's device (a CPU-built copy would silently train the critic on the CPU).
+        critic = critic_from_policy(loaded.model).float().to(next(loaded.model.parameters()).device)
     else:
         critic = critic_from_seed(loaded.config, args.req_int("seed")).to(state.settings.device)
     state.extensions["critic"] = CriticState(critic.eval())
@@ -59,12 +61,14 @@ def critic_values(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor
     """frames: tokens, parent, positions (int32) → values (float32; V at parent[i] for token i, 0 for roots)."""
     cs = require_critic(state)
     rows = critic_rows(state, args, frames)
-    out: List[Optional[torch.Tensor]] = [None] * len(rows)
+    # Several ranks: each scores its share of the rows (by tokens), the others' stay zero, the sum is the answer.
+    mine = distributed.my_rows(state.settings.dist, range(len(rows)), [r.length for r in rows])
+    out: List[torch.Tensor] = [torch.zeros(r.length) for r in rows]
     with torch.no_grad():
-        for group, hidden in forward_micro_batches(cs.critic.trunk, rows, state.settings.token_budget):
-            for b, i in enumerate(group):
-                out[i] = cs.critic.values(hidden[b], rows[i]).float().cpu()
-    values = torch.cat([t for t in out if t is not None]) if rows else torch.zeros(0)
+        for group, hidden in forward_micro_batches(cs.critic.trunk, [rows[i] for i in mine], state.settings.token_budget):
+            for b, k in enumerate(group):
+                out[mine[k]] = cs.critic.values(hidden[b], rows[mine[k]]).float().cpu()
+    values = distributed.sum_tensor(state.settings.dist, torch.cat(out)) if rows else torch.zeros(0)
     return Reply({"rows": len(rows)}, {"values": values})
 
 
@@ -91,9 +95,13 @@ def critic_forward_backward(state: WorkerState, args: Args, frames: Dict[str, to
     device = next(cs.critic.parameters()).device
     loss_sum, n_tokens, clipped = 0.0, 0.0, 0.0
     values_out = torch.zeros(total, dtype=torch.float32)
-    for group, hidden in forward_micro_batches(cs.critic.trunk, rows, state.settings.token_budget):
+    # Several ranks: each takes its share of the rows (by trainable tokens); values and statistics are summed.
+    d = state.settings.dist
+    mine = distributed.my_rows(d, range(len(rows)), [int(trainable[s : s + r.length].sum()) for s, r in zip(starts, rows)])
+    for group, hidden in forward_micro_batches(cs.critic.trunk, [rows[i] for i in mine], state.settings.token_budget):
         losses = []
-        for b, i in enumerate(group):
+        for b, k in enumerate(group):
+            i = mine[k]
             sl = slice(starts[i], starts[i] + rows[i].length)
             v = cs.critic.values(hidden[b], rows[i])
             values_out[sl] = v.detach().float().cpu()
@@ -111,6 +119,9 @@ def critic_forward_backward(state: WorkerState, args: Args, frames: Dict[str, to
             loss_sum += float(per_token.detach().sum())
             n_tokens += float(mask.sum())
         torch.stack(losses).sum().backward()
+    distributed.sum_tensor(d, values_out)
+    totals, _ = distributed.reduce_stats(d, {"loss": loss_sum, "tokens": n_tokens, "clipped": clipped}, {})
+    loss_sum, n_tokens, clipped = totals.get("loss", 0.0), totals.get("tokens", 0.0), totals.get("clipped", 0.0)
     return Reply({"value_loss": loss_sum, "trainable_tokens": int(n_tokens), "clip_fraction": clipped / n_tokens if n_tokens else 0.0}, {"values": values_out})
 
 
@@ -121,6 +132,7 @@ def critic_optim_step(state: WorkerState, args: Args, frames: Dict[str, torch.Te
     h = adamw_args(args)
     if cs.optim is None:
         cs.optim = OptimState(cs.critic, torch.optim.AdamW(cs.critic.parameters(), lr=0.0, betas=h.betas, eps=h.eps, weight_decay=0.0))
+    distributed.sync_grads(state.settings.dist, cs.critic)
     return adamw_step(cs.optim, h)
 
 

@@ -7,6 +7,7 @@ from typing import Dict
 
 import torch
 
+from .. import distributed
 from ..errors import bad_request
 from ..state import WorkerState
 from .registry import Args, Reply, op
@@ -38,7 +39,8 @@ def grad_sketch(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor])
     seed = args.opt_int("seed", 0) or 0
     if not 1 <= dim <= 1 << 20 or seed < 0:
         raise bad_request("dim must be in [1, 2^20] and seed non-negative")
-    grads = {n: p.grad for n, p in state.require_model().model.named_parameters() if p.grad is not None}
+    # Several ranks: the sketch of the global (summed) gradient; the local gradients stay for optim_step to sum.
+    grads = distributed.summed_grads(state.settings.dist, state.require_model().model)
     if not grads:
         raise bad_request("no accumulated gradient (run forward_backward first)")
     norm = float(torch.sqrt(sum((g.detach().double() ** 2).sum() for g in grads.values())))

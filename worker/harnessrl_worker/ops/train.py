@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 from torch.nn.utils.clip_grad import clip_grad_norm_
 
+from .. import distributed
 from ..errors import WorkerError, bad_request
 from ..losses import PGLossConfig, TokenLoss, pg_token_loss, sft_token_loss
 from ..memory import read_peak, start_peak
@@ -81,7 +82,11 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
         starts.append(acc)
         acc += n
     # Rows without trainable tokens contribute nothing: skip their forward pass entirely.
-    active = [i for i, r in enumerate(rows) if bool(per_token["trainable"][starts[i] : starts[i] + r.length].any())]
+    trainable_counts = [int(per_token["trainable"][starts[i] : starts[i] + r.length].sum()) for i, r in enumerate(rows)]
+    every_active = [i for i in range(len(rows)) if trainable_counts[i] > 0]
+    # Several ranks: this rank's share of the rows, balanced by trainable tokens (loss weights are global already).
+    d = state.settings.dist
+    active = distributed.my_rows(d, every_active, [trainable_counts[i] for i in every_active])
     logprobs_out = torch.zeros(total, dtype=torch.float32)
     sums: Dict[str, float] = {}
     maxes: Dict[str, float] = {}
@@ -100,7 +105,7 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
     # Long rows: attention probabilities are recomputed in backward, never stored (WorkerSettings.long_row_tokens).
     chunked = state.settings.chunked_logits
     long_at = state.settings.long_row_tokens
-    long_rows = long_at > 0 and any(extent(rows[i]) >= long_at for i in active)
+    long_rows = long_at > 0 and any(extent(rows[i]) >= long_at for i in every_active)
     step_scoped = start_peak(device)
     try:
         for group, hidden in forward_micro_batches(model, [rows[i] for i in active], state.settings.token_budget, recompute=long_rows):
@@ -136,6 +141,9 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
     finally:
         model.eval()
         model.gradient_checkpointing = False
+    # Every rank filled its own rows: the reply is the sum (zeros elsewhere), the statistics are global.
+    distributed.sum_tensor(d, logprobs_out)
+    sums, maxes = distributed.reduce_stats(d, sums, maxes)
     if not math.isfinite(sums.get("loss", 0.0)):
         # A diverged batch must not leave poisoned gradients behind for the next optim_step.
         for p in model.parameters():
@@ -143,6 +151,10 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
         raise WorkerError("non_finite_loss", "forward_backward produced a non-finite loss; gradients were cleared")
     capo_stats = capo.finish() if capo is not None else {}
     peak = read_peak(device, step_scoped)
+    if distributed.active(d):
+        peak.rss_mb = distributed.max_value(d, peak.rss_mb)
+        if peak.cuda_mb is not None:
+            peak.cuda_mb = distributed.max_value(d, peak.cuda_mb)
     n_tokens = sums.get("tokens", 0.0)
 
     def mean(key: str) -> float:
@@ -150,9 +162,9 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
 
     result: Dict[str, Any] = {
         "objective": objective,
-        "gradient_checkpointing": threshold > 0 and any(rows[i].length >= threshold for i in active),
+        "gradient_checkpointing": threshold > 0 and any(rows[i].length >= threshold for i in every_active),
         "trainable_tokens": int(n_tokens),
-        "rows_forwarded": len(active),
+        "rows_forwarded": len(every_active),
         "loss": sums.get("loss", 0.0),
         "mismatch_abs_mean": mean("mismatch_abs_sum"),
         "mismatch_abs_max": maxes.get("mismatch_abs_max", 0.0),
@@ -197,6 +209,7 @@ def optim_step(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) 
     """
     h = adamw_args(args)
     opt = optimizer_for(state, h.betas, h.eps)
+    distributed.sync_grads(state.settings.dist, opt.model)
     if not args.opt_bool("capo", False):
         return adamw_step(opt, h)
     model = state.require_model().model
