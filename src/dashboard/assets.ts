@@ -8,8 +8,11 @@ export interface Asset {
 }
 
 const require = createRequire(import.meta.url);
-/** The client's own files: next to this module (src/dashboard/static, copied to dist/dashboard/static by the build). */
-const staticDir = (name: string): string => fileURLToPath(new URL(`./static/${name}`, import.meta.url));
+/**
+ * The client's own files: plain browser JavaScript and CSS, served as written from src/dashboard/static (the package
+ * ships that folder), found the same way from src/dashboard/ and dist/dashboard/; no build step copies them.
+ */
+const staticDir = (name: string): string => fileURLToPath(new URL(`../../src/dashboard/static/${name}`, import.meta.url));
 
 /**
  * Every file the server sends that is not JSON: a fixed table of URL → file. Nothing else on disk is reachable; uPlot
