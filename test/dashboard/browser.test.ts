@@ -24,10 +24,11 @@ async function shot(name: string): Promise<void> {
   if (DOCS) await page.screenshot({ path: join(DOCS, `${name}.png`) });
 }
 
-/** The page fits the 1280×800 viewport's width: no sideways scrolling of the whole page. */
+/** The page fits the 1280×800 viewport's width (no sideways scrolling of the whole page) and shows no stray JS values. */
 async function fitsWidth(): Promise<void> {
   const width = Number(await page.evaluate("document.documentElement.scrollWidth"));
   expect(width).toBeLessThanOrEqual(1280);
+  expect(await page.locator("body").innerText()).not.toMatch(/\b(null|undefined|NaN)\b|\[object /);
 }
 
 beforeAll(async () => {

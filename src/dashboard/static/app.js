@@ -16,6 +16,11 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** Appends the children that are there (null, undefined and false stand for "nothing", not the text "null"). */
+export function put(el, ...children) {
+  el.append(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+}
+
 export async function api(path) {
   const res = await fetch(path, { headers: { accept: "application/json" } });
   if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
@@ -48,7 +53,7 @@ export function link(href, text) {
 
 function crumbs(parts) {
   const nav = document.getElementById("crumbs");
-  nav.replaceChildren(...parts.flatMap(([href, text], i) => [i > 0 ? h("span", {}, "›") : null, href ? link(href, text) : h("span", {}, text)]));
+  nav.replaceChildren(...parts.flatMap(([href, text], i) => [i > 0 ? h("span", {}, "›") : null, href ? link(href, text) : h("span", {}, text)]).filter(Boolean));
 }
 
 let stream = null;

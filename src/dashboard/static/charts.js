@@ -14,7 +14,8 @@ function options(chart, width) {
     legend: { show: true, live: true },
     cursor: { drag: { x: true, y: false } },
     scales: { x: { time: false } },
-    axes: [{ label: "step", size: 36 }, { size: 56 }],
+    // Steps are integers: no ticks between them.
+    axes: [{ label: "step", size: 36, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000] }, { size: 56 }],
     series: [{ label: "step" }, ...chart.names.map((name, i) => ({ label: name, stroke: chart.colors[i], width: 1.6, spanGaps: true, points: { show: chart.x.length <= 60, size: 4 } }))],
   };
 }

@@ -1,5 +1,5 @@
 // The runs list, a run's page, and its rollouts and calls tables (filtered and paged by the server).
-import { api, duration, fmt, h, link, pct } from "./app.js";
+import { api, duration, fmt, h, link, pct, put } from "./app.js";
 import { lineChart } from "./charts.js";
 
 const runHref = (run) => `#/run/${encodeURIComponent(run)}`;
@@ -43,7 +43,7 @@ export async function runsPage(main) {
   }
 
   rows();
-  main.append(
+  put(main,
     h("h1", {}, "Runs"),
     runs.length === 0 ? h("p", { class: "muted" }, "No run directories here yet.") : null,
     h("table", { class: "runs" }, h("thead", {}, h("tr", {}, ...["compare", "run", "status", "step", "policy", "pass@1 before", "pass@1 after", "wall", "rollouts"].map((t) => h("th", {}, t)))), body),
@@ -95,7 +95,9 @@ export async function runPage(main, run) {
   const head = h("div", { class: "bar" });
   const renderHead = () => {
     const s = d.summary;
-    head.replaceChildren(
+    head.replaceChildren();
+    put(
+      head,
       badge(s.status),
       h("span", {}, `step ${fmt(s.step)}${s.plannedSteps ? ` / ${s.plannedSteps}` : ""}`),
       h("span", {}, `policy v${fmt(s.policyVersion)}`),
@@ -103,7 +105,7 @@ export async function runPage(main, run) {
       h("span", {}, `wall ${duration(s.wallSeconds)}`),
       link(`${runHref(run)}/rollouts`, `${s.rollouts} rollouts`),
       link(`${runHref(run)}/calls`, "calls"),
-      d.hasReport ? h("a", { href: `/report/${encodeURIComponent(run)}`, target: "_blank", rel: "noopener" }, "static report") : null,
+      d.hasReport ? h("a", { href: `/report/${encodeURIComponent(run)}`, target: "_blank", rel: "noopener" }, "static report") : "",
     );
   };
   const renderCharts = () => {
@@ -119,13 +121,13 @@ export async function runPage(main, run) {
   };
   const evals = h("div", { class: "grid" }, evalTable("Held-out pass@1 per harness", d.evalBefore, d.evalAfter, "byHarness"), evalTable("Held-out pass@1 per task family", d.evalBefore, d.evalAfter, "byFamily"));
   renderHead();
-  main.append(h("h1", {}, run), head, d.evalBefore || d.evalAfter ? h("div", {}, h("h2", {}, "Evaluations"), evals) : null, h("h2", {}, "Curves"), d.charts.length ? grid : h("p", { class: "muted" }, "No metrics logged yet."));
+  put(main, h("h1", {}, run), head, d.evalBefore || d.evalAfter ? h("div", {}, h("h2", {}, "Evaluations"), evals) : null, h("h2", {}, "Curves"), d.charts.length ? grid : h("p", { class: "muted" }, "No metrics logged yet."));
   renderCharts();
   return {
     async onLive() {
       d = await api(`/api/runs/${encodeURIComponent(run)}`);
       renderHead();
-      if (d.charts.length && !grid.isConnected) main.append(grid);
+      if (d.charts.length && !grid.isConnected) put(main, grid);
       renderCharts();
     },
     dispose: () => charts.forEach((c) => c.destroy()),
@@ -163,7 +165,7 @@ async function pagedTable(main, { title, endpoint, hashBase, params, columns, fi
   );
   const sortEl = sorts ? h("label", {}, "sort ", h("select", { name: "sort", onchange: (e) => go({ sort: e.target.value }) }, ...sorts.map(([v, t]) => h("option", { value: v, selected: v === (params.get("sort") ?? sorts[0][0]) }, t)))) : null;
   const last = Math.min(page.total, offset + page.rows.length);
-  main.append(
+  put(main,
     h("h1", {}, title),
     h("div", { class: "bar" }, ...filterEls, sortEl),
     h("div", { class: "pager" }, h("button", { disabled: offset === 0, onclick: () => go({ offset: Math.max(0, offset - limit) }) }, "‹ prev"), h("span", { class: "muted" }, `${page.total ? offset + 1 : 0}–${last} of ${page.total}`), h("button", { disabled: last >= page.total, onclick: () => go({ offset: offset + limit }) }, "next ›")),

@@ -1,6 +1,6 @@
 // One rollout: result and verifier, the GRPO group's prefix tree, its sessions (sub-agents under the call that spawned
 // them) with each call's conversation, history breaks, and a token view coloured by advantage.
-import { api, fmt, h, link } from "./app.js";
+import { api, fmt, h, link, put } from "./app.js";
 
 const badge = (text, cls = text) => h("span", { class: `badge ${cls}` }, text);
 
@@ -79,7 +79,7 @@ function treeNode(node, me, run) {
   return h(
     "li",
     {},
-    h("span", {}, node.children.length > 1 ? `⑂ ${label}` : label),
+    h("span", {}, node.children.length > 1 ? `branch point after ${label}` : label),
     node.ends.length
       ? h("ul", {}, ...node.ends.map((e) => h("li", { class: e.rolloutId === me ? "me" : "" }, "■ ", link(`#/run/${encodeURIComponent(run)}/rollout/${encodeURIComponent(e.rolloutId)}`, e.rolloutId), ` reward ${fmt(e.reward)}`)))
       : null,
@@ -93,7 +93,7 @@ export async function rolloutPage(main, run, rolloutId, params) {
   const v = r.verifier ?? null;
   const views = new Map((d.trees?.sessions ?? []).flatMap((s) => s.calls.map((c) => [c.callId, c])));
   const adv = d.advantage;
-  main.append(
+  put(main,
     h("h1", {}, rolloutId),
     h(
       "div",
@@ -129,7 +129,7 @@ export async function rolloutPage(main, run, rolloutId, params) {
   for (const s of sessions) {
     const calls = d.calls.filter((c) => c.sessionId === s.sessionId);
     calls.forEach((c) => placed.add(c.callId));
-    main.append(
+    put(main,
       h(
         "div",
         { class: `session${s.subAgent ? " sub" : ""}`, "data-session": s.sessionId },
@@ -139,7 +139,7 @@ export async function rolloutPage(main, run, rolloutId, params) {
     );
   }
   const rest = d.calls.filter((c) => !placed.has(c.callId));
-  if (rest.length) main.append(h("div", { class: "session" }, h("h3", {}, "other calls"), ...rest.map((c) => callCard(c, views.get(c.callId)))));
+  if (rest.length) put(main, h("div", { class: "session" }, h("h3", {}, "other calls"), ...rest.map((c) => callCard(c, views.get(c.callId)))));
   const wanted = params.get("call");
   if (wanted) document.getElementById(wanted)?.scrollIntoView();
   return {};
