@@ -52,8 +52,7 @@ export function answer(catalog: RunCatalog, parts: string[], q: URLSearchParams)
       status: 200,
       body: {
         summary: run.summary(),
-        charts: chartsOfRows(run.metrics),
-        metricNames: metricNames(run.metrics),
+        ...run.derived("charts", () => ({ charts: chartsOfRows(run.metrics), metricNames: metricNames(run.metrics) })),
         evalBefore: run.json("eval-before.json"),
         evalAfter: run.json("eval-after.json") ?? run.json("eval.json"),
         hasReport: run.reportPath() !== null,
@@ -82,7 +81,7 @@ export function answer(catalog: RunCatalog, parts: string[], q: URLSearchParams)
   }
   if (sub === "calls" && rest === undefined) {
     const store = run.openStore();
-    if (!store) return { status: 200, body: { total: 0, rows: [] } };
+    if (!store) return { status: 200, body: { total: 0, rows: [], more: false } };
     const query: CallSummaryQuery = {};
     const harness = strParam(q, "harness");
     const status = q.get("status");
@@ -93,6 +92,10 @@ export function answer(catalog: RunCatalog, parts: string[], q: URLSearchParams)
     if (rollout !== undefined) query.rolloutId = rollout;
     if (step !== undefined) query.rolloutPrefix = `s${step}-`;
     if (q.get("order") === "oldest") query.order = "oldest";
+    const before = intParam(q, "before");
+    const after = intParam(q, "after");
+    if (before !== undefined) query.beforeSeq = before;
+    if (after !== undefined) query.afterSeq = after;
     const offset = intParam(q, "offset");
     const limit = intParam(q, "limit");
     if (offset !== undefined) query.offset = offset;

@@ -66,6 +66,7 @@ export class RunData {
   private fileStamp = "";
   /** Bumped whenever a poll found something new: what the live stream compares (API reads poll too). */
   generation = 0;
+  private readonly memo = new Map<string, { generation: number; value: unknown }>();
   private cachedFiles: Record<string, Record<string, unknown> | null> = {};
 
   constructor(
@@ -93,6 +94,15 @@ export class RunData {
     const changes = { metrics: m.rows.length, rollouts: added.map((x) => x.rolloutId), reset: m.reset || r.reset, files };
     if (changes.metrics > 0 || changes.rollouts.length > 0 || changes.reset || files) this.generation++;
     return changes;
+  }
+
+  /** `make()`'s value, computed again only after a poll found something new (charts of thousands of steps). */
+  derived<T>(key: string, make: () => T): T {
+    const hit = this.memo.get(key);
+    if (hit && hit.generation === this.generation) return hit.value as T;
+    const value = make();
+    this.memo.set(key, { generation: this.generation, value });
+    return value;
   }
 
   /** A small JSON file of the run (fixed names only), cached until its mtime changes. */

@@ -24,6 +24,9 @@ export interface CallSummaryQuery {
   rolloutId?: string;
   /** Rollout ids starting with this text (a step's rollouts share their `s<step>-` prefix). */
   rolloutPrefix?: string;
+  /** Keyset paging: only calls inserted before (`beforeSeq`) or after (`afterSeq`) this one; O(page), unlike `offset`. */
+  beforeSeq?: number;
+  afterSeq?: number;
   /** Newest first (the default) or in insertion order. */
   order?: "newest" | "oldest";
   offset?: number;
@@ -31,8 +34,14 @@ export interface CallSummaryQuery {
 }
 
 export interface CallSummaryPage {
-  total: number;
+  /**
+   * Calls matching the filter; null when counting them would scan the whole table (a harness or status filter
+   * without a rollout or step to narrow it by index).
+   */
+  total: number | null;
   rows: CallSummary[];
+  /** Whether more rows follow this page in its order. */
+  more: boolean;
 }
 
 interface Row {
@@ -54,9 +63,9 @@ interface Row {
 
 const COLUMNS = "seq, call_id, session_id, rollout_id, harness, agent_role, status, finish_reason, policy_version, break_kind, prompt_len, completion_len, received_at, recorded_at";
 
-/** `LIKE` with the prefix's own `%`, `_` and `\` taken literally. */
-function likePrefix(prefix: string): string {
-  return `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+/** The first string after every string starting with `prefix` (its last character incremented): a range the rollout index serves. */
+function prefixEnd(prefix: string): string {
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
 }
 
 /**
@@ -79,18 +88,36 @@ export function callSummaryPage(prepare: (sql: string) => Database.Statement, q:
     conds.push("rollout_id = ?");
     params.push(q.rolloutId);
   }
-  if (q.rolloutPrefix !== undefined) {
-    conds.push("rollout_id LIKE ? ESCAPE '\\'");
-    params.push(likePrefix(q.rolloutPrefix));
+  if (q.rolloutPrefix !== undefined && q.rolloutPrefix !== "") {
+    // A range rather than LIKE: it uses the (rollout_id, seq) index whatever the LIKE pragmas say.
+    conds.push("rollout_id >= ? AND rollout_id < ?");
+    params.push(q.rolloutPrefix, prefixEnd(q.rolloutPrefix));
   }
-  const where = conds.length ? ` WHERE ${conds.join(" AND ")}` : "";
+  const countable = (q.harness === undefined && q.status === undefined) || q.rolloutId !== undefined || (q.rolloutPrefix ?? "") !== "";
+  const filter = [...conds];
+  const keyset: (string | number)[] = [];
+  if (q.beforeSeq !== undefined) {
+    conds.push("seq < ?");
+    keyset.push(q.beforeSeq);
+  }
+  if (q.afterSeq !== undefined) {
+    conds.push("seq > ?");
+    keyset.push(q.afterSeq);
+  }
+  const where = (c: string[]): string => (c.length ? ` WHERE ${c.join(" AND ")}` : "");
   const limit = Math.min(1000, Math.max(0, Math.floor(q.limit ?? 50)));
   const offset = Math.max(0, Math.floor(q.offset ?? 0));
-  const order = q.order === "oldest" ? "ASC" : "DESC";
-  const total = (prepare(`SELECT COUNT(*) AS n FROM calls${where}`).get(...params) as { n: number }).n;
-  const rows = prepare(`SELECT ${COLUMNS} FROM calls${where} ORDER BY seq ${order} LIMIT ? OFFSET ?`).all(...params, limit, offset) as Row[];
+  // Paging forwards from `afterSeq` reads upwards; the page is still returned in the order asked for.
+  const newest = q.order !== "oldest";
+  const ascending = q.afterSeq !== undefined && q.beforeSeq === undefined ? true : !newest;
+  const total = countable ? (prepare(`SELECT COUNT(*) AS n FROM calls${where(filter)}`).get(...params) as { n: number }).n : null;
+  const found = prepare(`SELECT ${COLUMNS} FROM calls${where(conds)} ORDER BY seq ${ascending ? "ASC" : "DESC"} LIMIT ? OFFSET ?`).all(...params, ...keyset, limit + 1, offset) as Row[];
+  const more = found.length > limit;
+  const rows = found.slice(0, limit);
+  if (ascending === newest) rows.reverse();
   return {
     total,
+    more,
     rows: rows.map((r) => ({
       seq: r.seq,
       callId: r.call_id,

@@ -138,7 +138,7 @@ export async function runPage(main, run) {
  * A server-paged table with filter menus: `columns` are [title, row → cell]; `filters` are [name, values or null for a
  * text box]. The filters and page live in the URL hash, so a view can be linked.
  */
-async function pagedTable(main, { title, endpoint, hashBase, params, columns, filters, sorts }) {
+async function pagedTable(main, { title, endpoint, hashBase, params, columns, filters, sorts, keyset }) {
   const limit = 50;
   const offset = Number(params.get("offset") ?? 0);
   const q = new URLSearchParams(params);
@@ -151,6 +151,10 @@ async function pagedTable(main, { title, endpoint, hashBase, params, columns, fi
       else next.set(k, String(v));
     }
     if (!("offset" in changes)) next.delete("offset");
+    if (!("before" in changes) && !("after" in changes)) {
+      next.delete("before");
+      next.delete("after");
+    }
     location.hash = `${hashBase}?${next}`;
   };
   const filterEls = filters(page).map(([name, values]) =>
@@ -164,11 +168,31 @@ async function pagedTable(main, { title, endpoint, hashBase, params, columns, fi
     ),
   );
   const sortEl = sorts ? h("label", {}, "sort ", h("select", { name: "sort", onchange: (e) => go({ sort: e.target.value }) }, ...sorts.map(([v, t]) => h("option", { value: v, selected: v === (params.get("sort") ?? sorts[0][0]) }, t)))) : null;
-  const last = Math.min(page.total, offset + page.rows.length);
-  put(main,
+  let pager;
+  if (keyset) {
+    // Calls page by sequence number (newest first): O(page) at any depth of a 100k-call store.
+    const rows = page.rows;
+    const fromAfter = params.has("after");
+    const newer = fromAfter ? page.more : params.has("before");
+    const older = fromAfter ? true : page.more;
+    const first = rows[0];
+    const last = rows[rows.length - 1];
+    pager = h(
+      "div",
+      { class: "pager" },
+      h("button", { disabled: !newer || !first, onclick: () => go({ after: first.seq, before: "" }) }, "‹ newer"),
+      h("span", { class: "muted" }, rows.length ? `calls ${first.seq}…${last.seq} (seq) · ${page.total === null ? "total not counted for this filter" : `${page.total} in all`}` : "no calls"),
+      h("button", { disabled: !older || !last, onclick: () => go({ before: last.seq, after: "" }) }, "older ›"),
+    );
+  } else {
+    const end = Math.min(page.total, offset + page.rows.length);
+    pager = h("div", { class: "pager" }, h("button", { disabled: offset === 0, onclick: () => go({ offset: Math.max(0, offset - limit) }) }, "‹ prev"), h("span", { class: "muted" }, `${page.total ? offset + 1 : 0}–${end} of ${page.total}`), h("button", { disabled: end >= page.total, onclick: () => go({ offset: offset + limit }) }, "next ›"));
+  }
+  put(
+    main,
     h("h1", {}, title),
     h("div", { class: "bar" }, ...filterEls, sortEl),
-    h("div", { class: "pager" }, h("button", { disabled: offset === 0, onclick: () => go({ offset: Math.max(0, offset - limit) }) }, "‹ prev"), h("span", { class: "muted" }, `${page.total ? offset + 1 : 0}–${last} of ${page.total}`), h("button", { disabled: last >= page.total, onclick: () => go({ offset: offset + limit }) }, "next ›")),
+    pager,
     h("table", { class: "wide", id: "table" }, h("thead", {}, h("tr", {}, ...columns.map(([t]) => h("th", {}, t)))), h("tbody", {}, ...page.rows.map((r) => h("tr", {}, ...columns.map(([, cell]) => h("td", {}, cell(r))))))),
   );
   return page;
@@ -208,6 +232,7 @@ export async function callsPage(main, run, params) {
     params,
     filters: () => [["harness", null], ["status", ["ok", "error"]], ["step", null], ["rollout", null]],
     sorts: null,
+    keyset: true,
     columns: [
       ["seq", (r) => fmt(r.seq)],
       ["call", (r) => (r.rolloutId ? link(`${rolloutHref(run, r.rolloutId)}?call=${encodeURIComponent(r.callId)}`, r.callId) : r.callId)],
