@@ -88,7 +88,9 @@ async function main(): Promise<void> {
       ["rollouts, filtered + sorted by reward", "/api/runs/big/rollouts?harness=codex&status=ok&sort=-reward&limit=50"],
       ["calls, first page", "/api/runs/big/calls?limit=50"],
       ["calls, filtered by harness + step", "/api/runs/big/calls?harness=codex&step=40&limit=50"],
-      ["calls, page at offset 50k", "/api/runs/big/calls?offset=50000&limit=50"],
+      ["calls, filtered by harness (not counted)", "/api/runs/big/calls?harness=pi&limit=50"],
+      ["calls, page 1000 deep (by seq)", "/api/runs/big/calls?before=50000&limit=50"],
+      ["calls, page 1000 deep (by offset)", "/api/runs/big/calls?offset=50000&limit=50"],
       ["one rollout (transcripts, tokens, group tree)", `/api/runs/big/rollouts/${rid}`],
       ["client page + assets", "/"],
     ];
