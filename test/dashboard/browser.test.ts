@@ -9,9 +9,10 @@ import { buildDemoRun, metricsLine } from "./demo-run.js";
 /** Debian's chromium (scripts/setup.mjs installs it); playwright-core drives it and downloads nothing. */
 const CHROMIUM = process.env.HARNESSRL_CHROMIUM ?? "/usr/bin/chromium";
 const repo = join(import.meta.dirname, "..", "..");
-/** Screenshots of every page: test artifacts (gitignored); with HARNESSRL_WRITE_DOCS=1 also the ones docs/ shows. */
+/** Screenshots of every page: test artifacts (gitignored); with HARNESSRL_WRITE_DOCS=1 also the three docs/ shows. */
 const ARTIFACTS = join(repo, ".cache", "dashboard-screenshots");
 const DOCS = process.env.HARNESSRL_WRITE_DOCS === "1" ? join(repo, "docs", "dashboard") : null;
+const IN_DOCS = new Set(["runs", "run", "rollout"]);
 
 const root = mkdtempSync(join(tmpdir(), "harnessrl-dash-browser-"));
 let dash: Dashboard;
@@ -21,7 +22,7 @@ const problems: string[] = [];
 
 async function shot(name: string): Promise<void> {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`) });
-  if (DOCS) await page.screenshot({ path: join(DOCS, `${name}.png`) });
+  if (DOCS && IN_DOCS.has(name)) await page.screenshot({ path: join(DOCS, `${name}.png`) });
 }
 
 /** The page fits the 1280×800 viewport's width (no sideways scrolling of the whole page) and shows no stray JS values. */
