@@ -16,6 +16,14 @@ export default tseslint.config(
       "max-lines": ["error", { max: 700, skipBlankLines: true, skipComments: true }],
     },
   },
+  // The dashboard's browser client: plain ES modules run by the browser, uPlot loaded before them.
+  {
+    files: ["src/dashboard/static/**/*.js"],
+    languageOptions: {
+      sourceType: "module",
+      globals: Object.fromEntries(["window", "document", "location", "history", "fetch", "EventSource", "URL", "URLSearchParams", "console", "setTimeout", "clearTimeout", "requestAnimationFrame", "ResizeObserver", "Intl", "Node", "HashChangeEvent", "uPlot"].map((g) => [g, "readonly"])),
+    },
+  },
   // The layer map (docs/architecture.md): importing against it fails lint.
   ...layerConfigs(),
 );

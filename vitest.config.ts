@@ -44,6 +44,8 @@ const SLOW_TESTS = [
   // npm pack, the compiled CLI, and the store's compiled checkpoint worker.
   "test/core/package-files.test.ts",
   "test/report/report.test.ts",
+  // A real browser (Debian chromium driven by playwright-core).
+  "test/dashboard/browser.test.ts",
   "test/export/export.test.ts",
   "test/tasks/cli.test.ts",
   "test/trees/cli.test.ts",

@@ -98,7 +98,9 @@ export const ERROR_CODES = {
     method_not_allowed: once("an HTTP method the route does not accept (HTTP 405)"),
     payload_too_large: once("a request body over the size limit (HTTP 413)"),
     not_listening: once("the proxy's address was asked for before it listens"),
-    listen_failed: once("the proxy cannot listen on the given host and port (in use, not permitted, unknown host)"),
+    listen_failed: once("the proxy or the dashboard cannot listen on the given host and port (in use, not permitted, unknown host)"),
+    dashboard_token_required: once("the dashboard is asked to listen beyond loopback without a --token"),
+    invalid_dashboard_token: once("the dashboard token is too short to guess-proof the server"),
   },
   harness: {
     invalid_json: once("the harness sent a request body that is not JSON"),

@@ -43,6 +43,11 @@ export function parseMetrics(text: string): MetricsFile {
       skippedLines++;
     }
   }
+  return metricsFromRows(rows, skippedLines);
+}
+
+/** Series and latest values of parsed metrics rows (the report and the live dashboard chart the same series). */
+export function metricsFromRows(rows: Record<string, unknown>[], skippedLines = 0): MetricsFile {
   const byName = new Map<string, [number, number][]>();
   rows.forEach((row, i) => {
     const values = new Map<string, number>();

@@ -5,6 +5,7 @@ import { InfraError, UserError, errorMessage } from "../core/errors.js";
 import { decodeFloat32, encodeFloat32, encodeInt32 } from "./blob.js";
 import { Checkpointer, WRITER_AUTOCHECKPOINT_PAGES } from "./checkpointer.js";
 import { hashCredential } from "./credentials.js";
+import { callSummaryPage, type CallSummaryPage, type CallSummaryQuery } from "./call-summaries.js";
 import { checkSchema, migrate } from "./migrations.js";
 import { DeltaResolver, type ResolvedCall } from "./delta-resolver.js";
 import { TokenHasher, deltaPrefix } from "./prompt-delta.js";
@@ -242,6 +243,11 @@ export class SqliteStore implements Store {
   countCalls(query: { sessionId?: string; rolloutId?: string } = {}): number {
     const { where, params } = whereClause(query);
     return (this.cached(`SELECT COUNT(*) AS n FROM calls${where}`).get(...params) as { n: number }).n;
+  }
+
+  /** A page of calls without their tokens and texts, for tables over large stores (the dashboard). */
+  callSummaries(query: CallSummaryQuery = {}): CallSummaryPage {
+    return callSummaryPage((sql) => this.cached(sql), query);
   }
 
   close(): void {

@@ -1,0 +1,57 @@
+// Line charts with uPlot (loaded by index.html from the server's own copy of the npm package). Series, grouping,
+// titles and colours come from the server, which takes them from the static report's code (src/report/).
+
+const HEIGHT = 220;
+
+function widthOf(el) {
+  return Math.max(280, Math.floor(el.getBoundingClientRect().width) - 4);
+}
+
+function options(chart, width) {
+  return {
+    width,
+    height: HEIGHT,
+    legend: { show: true, live: true },
+    cursor: { drag: { x: true, y: false } },
+    scales: { x: { time: false } },
+    // Steps are integers: no ticks between them.
+    axes: [{ label: "step", size: 36, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000] }, { size: 56 }],
+    series: [{ label: "step" }, ...chart.names.map((name, i) => ({ label: name, stroke: chart.colors[i], width: 1.6, spanGaps: true, points: { show: chart.x.length <= 60, size: 4 } }))],
+  };
+}
+
+function data(chart) {
+  return [chart.x, ...chart.ys];
+}
+
+/** Draws `chart` into `el` (replacing what was there); returns a handle whose update() takes a newer ChartData. */
+export function lineChart(el, chart) {
+  el.replaceChildren();
+  el.dataset.points = String(chart.x.length);
+  if (chart.x.length === 0) {
+    const p = document.createElement("div");
+    p.className = "chart-empty";
+    p.textContent = "no data yet";
+    el.append(p);
+  }
+  let current = chart;
+  let plot = new uPlot(options(chart, widthOf(el)), data(chart), el);
+  const resize = new ResizeObserver(() => plot.setSize({ width: widthOf(el), height: HEIGHT }));
+  resize.observe(el);
+  return {
+    update(next) {
+      el.dataset.points = String(next.x.length);
+      if (next.names.join("\n") === current.names.join("\n")) plot.setData(data(next));
+      else {
+        plot.destroy();
+        el.replaceChildren();
+        plot = new uPlot(options(next, widthOf(el)), data(next), el);
+      }
+      current = next;
+    },
+    destroy() {
+      resize.disconnect();
+      plot.destroy();
+    },
+  };
+}

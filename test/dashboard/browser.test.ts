@@ -1,0 +1,138 @@
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startDashboard, type Dashboard } from "../../src/dashboard/server.js";
+import { buildDemoRun, metricsLine } from "./demo-run.js";
+
+/** Debian's chromium (scripts/setup.mjs installs it); playwright-core drives it and downloads nothing. */
+const CHROMIUM = process.env.HARNESSRL_CHROMIUM ?? "/usr/bin/chromium";
+const repo = join(import.meta.dirname, "..", "..");
+/** Screenshots of every page: test artifacts (gitignored); with HARNESSRL_WRITE_DOCS=1 also the three docs/ shows. */
+const ARTIFACTS = join(repo, ".cache", "dashboard-screenshots");
+const DOCS = process.env.HARNESSRL_WRITE_DOCS === "1" ? join(repo, "docs", "dashboard") : null;
+const IN_DOCS = new Set(["runs", "run", "rollout"]);
+
+const root = mkdtempSync(join(tmpdir(), "harnessrl-dash-browser-"));
+let dash: Dashboard;
+let browser: Browser;
+let page: Page;
+const problems: string[] = [];
+
+async function shot(name: string): Promise<void> {
+  await page.screenshot({ path: join(ARTIFACTS, `${name}.png`) });
+  if (DOCS && IN_DOCS.has(name)) await page.screenshot({ path: join(DOCS, `${name}.png`) });
+}
+
+/** The page fits the 1280×800 viewport's width (no sideways scrolling of the whole page) and shows no stray JS values. */
+async function fitsWidth(): Promise<void> {
+  const width = Number(await page.evaluate("document.documentElement.scrollWidth"));
+  expect(width).toBeLessThanOrEqual(1280);
+  expect(await page.locator("body").innerText()).not.toMatch(/\b(null|undefined|NaN)\b|\[object /);
+}
+
+beforeAll(async () => {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  if (DOCS) mkdirSync(DOCS, { recursive: true });
+  buildDemoRun(join(root, "runs", "live-run"));
+  buildDemoRun(join(root, "runs", "finished-run"), { steps: 6, finished: true });
+  dash = await startDashboard({ runs: join(root, "runs"), port: 0 });
+  if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM} (npm run setup installs Debian's)`);
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.on("console", (m) => {
+    if (m.type() === "error" || m.type() === "warning") problems.push(`${m.type()}: ${m.text()}`);
+  });
+  page.on("pageerror", (e) => problems.push(`pageerror: ${e.message}`));
+  // An event stream the page closes when it moves on is aborted, not failed.
+  page.on("requestfailed", (r) => {
+    if (!(r.url().includes("/api/events") && r.failure()?.errorText === "net::ERR_ABORTED")) problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await dash?.close();
+  rmSync(root, { recursive: true, force: true });
+});
+
+describe("the dashboard in a real browser (Debian chromium via playwright-core)", () => {
+  it("runs page: both runs listed with status and pass@1, the compare chart drawn", async () => {
+    await page.goto(dash.url);
+    await page.locator("tr[data-run]").nth(1).waitFor();
+    expect(await page.locator("tr[data-run]").count()).toBe(2);
+    await expect.poll(() => page.locator("#compare-chart").getAttribute("data-points")).toBe("6");
+    expect(await page.locator("#compare-chart canvas").count()).toBe(1);
+    expect(await page.locator('tr[data-run="finished-run"]').innerText()).toContain("55.0%");
+    await fitsWidth();
+    await shot("runs");
+    expect(problems).toEqual([]);
+  }, 30_000);
+
+  it("run page: every metric group charted, evaluations per harness and family", async () => {
+    await page.locator('a[href="#/run/finished-run"]').click();
+    await page.locator('[data-chart="reward"] canvas').waitFor();
+    const charts = await page.locator("[data-chart]").count();
+    expect(charts).toBeGreaterThanOrEqual(10);
+    expect(await page.locator("[data-chart] canvas").count()).toBe(charts);
+    for (const id of ["reward", "pass1", "kl-mismatch", "clip", "entropy", "grad-norm"]) expect(await page.locator(`[data-chart="${id}"]`).getAttribute("data-points"), id).toBe("6");
+    expect(await page.locator("main").innerText()).toContain("per task family");
+    await fitsWidth();
+    await shot("run");
+    expect(problems).toEqual([]);
+  }, 30_000);
+
+  it("a metrics line appended while the page is open shows up live, without reload", async () => {
+    await page.goto(`${dash.url}#/run/live-run`);
+    await page.locator('[data-chart="reward"] canvas').waitFor();
+    expect(await page.locator('[data-chart="reward"]').getAttribute("data-points")).toBe("4");
+    await page.evaluate("window.marker = 1");
+    const t0 = Date.now();
+    appendFileSync(join(root, "runs", "live-run", "metrics.jsonl"), `${JSON.stringify(metricsLine(5))}\n`);
+    // Polled from here: the page's CSP forbids the string evaluation waitForFunction would use.
+    while ((await page.locator('[data-chart="reward"]').getAttribute("data-points")) !== "5" && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 25));
+    const ms = Date.now() - t0;
+    console.log(`metrics line shown live after ${ms} ms`);
+    expect(ms).toBeLessThan(2000);
+    // The same document: no reload happened.
+    expect(await page.evaluate("window.marker")).toBe(1);
+    expect(problems).toEqual([]);
+  }, 30_000);
+
+  it("rollouts table: filtered and sorted on the server; clicking a rollout shows its transcript, token view and group tree", async () => {
+    await page.locator('a[href="#/run/live-run/rollouts"]').click();
+    await page.locator("#table tbody tr").first().waitFor();
+    expect(await page.locator("#table tbody tr").count()).toBe(24);
+    await page.locator('select[name="harness"]').selectOption("claw-agent");
+    await expect.poll(() => page.locator("#table tbody tr").count()).toBe(6);
+    await page.locator('select[name="sort"]').selectOption("-reward");
+    await expect.poll(() => page.locator("#table tbody tr").first().innerText()).toContain("claw-agent");
+    await fitsWidth();
+    await shot("rollouts");
+    await page.locator("#table tbody tr a").first().click();
+    await page.locator(".transcript").first().waitFor();
+    expect(await page.locator(".msg.response").count()).toBeGreaterThan(0);
+    expect(await page.locator(".tokens span.tok").count()).toBeGreaterThan(20);
+    expect(await page.locator("#group-tree li").count()).toBeGreaterThanOrEqual(3);
+    expect(await page.locator(".tokens").first().isVisible()).toBe(true);
+    await fitsWidth();
+    await shot("rollout");
+    expect(problems).toEqual([]);
+  }, 30_000);
+
+  it("calls table pages through the store by sequence number", async () => {
+    await page.goto(`${dash.url}#/run/live-run/calls`);
+    await page.locator("#table tbody tr").first().waitFor();
+    expect(await page.locator("#table tbody tr").count()).toBe(50);
+    const firstPage = await page.locator("#table tbody tr").first().innerText();
+    await page.getByRole("button", { name: "older ›" }).click();
+    await expect.poll(() => page.locator("#table tbody tr").first().innerText()).not.toBe(firstPage);
+    await page.getByRole("button", { name: "‹ newer" }).click();
+    await expect.poll(() => page.locator("#table tbody tr").first().innerText()).toBe(firstPage);
+    expect(await page.locator(".pager").innerText()).toMatch(/calls \d+…\d+ \(seq\) · \d+ in all/);
+    await fitsWidth();
+    await shot("calls");
+    expect(problems).toEqual([]);
+  }, 30_000);
+});
