@@ -12,6 +12,7 @@ const SLOW_TESTS = [
   // llama.cpp.
   "test/engine/llamacpp*.test.ts",
   "test/engine/consistency.test.ts",
+  "test/engine/lora-consistency.test.ts",
   "test/tokenizer/hf-bpe-llamacpp.test.ts",
   // Sandboxes (bwrap, and the compiled sandbox control plane the local contract drives).
   "test/sandbox/bwrap-*.test.ts",
@@ -29,6 +30,7 @@ const SLOW_TESTS = [
   "test/chat/jinja-python-reference.test.ts",
   "test/schedule/sketch.test.ts",
   "test/train/end-to-end.test.ts",
+  "test/train/lora-e2e.test.ts",
   "test/train/kill-resume.test.ts",
   "test/train/rank-kill.test.ts",
   "test/train/real-cli-e2e.test.ts",

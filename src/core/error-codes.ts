@@ -60,7 +60,7 @@ export const ERROR_CODES = {
     duplicate_registration: once("a registry already holds an entry of that name"),
     invalid_registration: once("a registry entry's name is empty or contains `:`, `?` or whitespace"),
     codec_mismatch: once("the engine's tokenizer is not the policy's (rollouts would record other token ids than the trainer trains on)"),
-    unsupported_trainer_capability: once("the config asks for a trainer capability (critic, capo, grad_sketch) the trainer backend lacks"),
+    unsupported_trainer_capability: once("the config asks for a trainer capability (critic, capo, grad_sketch, lora) the trainer backend lacks"),
     record_without_spans: once("a call record from ICR schema 1 has no completion spans: re-record it"),
     not_found: once("a route, session or recorded call does not exist (HTTP 404)"),
     model_not_found: once("the request names a model the proxy does not serve (HTTP 404)"),

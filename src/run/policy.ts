@@ -48,7 +48,10 @@ export function engineOfConfig(e: RunConfig["engine"]): EngineSpec {
  */
 export function policyOfConfig(config: RunConfig): TrainedPolicy {
   const m = config.model;
-  const engine = engineOfConfig(config.engine);
+  const served = engineOfConfig(config.engine);
+  // LoRA policies reach vLLM / SGLang as adapters (a few MB per version) rather than full weight reloads; llama.cpp
+  // serves each version's merged weights.
+  const engine = m.lora && served.kind !== "llamacpp" ? { ...served, options: { ...served.options, lora: 1 } } : served;
   if ("preset" in m) {
     const codec = findPreset(m.preset)?.tokenizer === "qwen3" ? loadCodec(qwen3TokenizerFiles().dir) : defaultCodec();
     return { start: { preset: m.preset, seed: m.seed, ...(m.model_type ? { modelType: m.model_type } : {}) }, modelDir: null, codec, engine };

@@ -14,13 +14,36 @@ import { lrScheduleSchema } from "./lr-schedule.js";
  * errors (a typo must not silently fall back to a default), and each default is written once, on its field (sections
  * use `.prefault({})` so an absent section gets its fields' defaults).
  */
+/** The projections LoRA may adapt (HF module names); all of them by default. */
+export const LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"] as const;
+
+/**
+ * `model.lora`: train low-rank adapters on a frozen base instead of every weight (docs/training.md, LoRA). Each policy
+ * version is saved merged (what llama.cpp serves) with the adapter beside it in the PEFT layout (`adapter/`).
+ */
+const loraSchema = z.strictObject({
+  rank: z.number().int().positive().default(8),
+  /** The update is (alpha / rank) · B A. */
+  alpha: z.number().positive().default(16),
+  /** Dropout on the adapter branch while training (0: the trained policy is the sampled one, as RL wants). */
+  dropout: z.number().min(0).lt(1).default(0),
+  target_modules: z.array(z.enum(LORA_TARGETS)).min(1).default([...LORA_TARGETS]),
+  /**
+   * `lora`: the warm start trains the adapters too. `full`: the warm start fine-tunes every weight and the adapters
+   * start on its result (a preset made from scratch has nothing for a low-rank update to adapt).
+   */
+  warm_start: z.enum(["lora", "full"]).default("lora"),
+});
+
 const modelSchema = z.union([
-  z.strictObject({ preset: z.string().min(1), seed: z.number().int().default(0), model_type: z.enum(["qwen2", "qwen3"]).optional() }),
+  z.strictObject({ preset: z.string().min(1), seed: z.number().int().default(0), model_type: z.enum(["qwen2", "qwen3"]).optional(), lora: loraSchema.optional() }),
   /** A model directory: weights only, so training starts with a fresh optimizer (warm the lr up: `lr_schedule`). */
-  z.strictObject({ dir: z.string().min(1) }),
+  z.strictObject({ dir: z.string().min(1), lora: loraSchema.optional() }),
   /** Another run's trainer checkpoint (e.g. its warm start, `checkpoints/step-0000`): weights, optimizer, critic, RNG. */
-  z.strictObject({ checkpoint: z.string().min(1) }),
+  z.strictObject({ checkpoint: z.string().min(1), lora: loraSchema.optional() }),
 ]);
+
+export type LoraConfig = z.infer<typeof loraSchema>;
 
 /** How the policy is served during RL; the run context turns it into a structured engine spec (src/run/). */
 const engineSchema = z
@@ -216,6 +239,8 @@ export type RunConfig = z.infer<typeof runConfigSchema>;
 const checkedSchema = runConfigSchema.superRefine((c, ctx) => {
   if (c.mix === "single" && c.harnesses.length !== 1) ctx.addIssue({ code: "custom", path: ["harnesses"], message: "mix: single needs exactly one harness" });
   if (c.mix === "scheduled" && !c.scheduler) ctx.addIssue({ code: "custom", path: ["scheduler"], message: "mix: scheduled needs a scheduler section (name: round-robin | uniform | harness-bandit)" });
+  if (c.model.lora && c.capo?.enabled) ctx.addIssue({ code: "custom", path: ["capo"], message: "capo partitions full MLP weights; it cannot be combined with model.lora" });
+  if (c.model.lora && new Set(c.model.lora.target_modules).size !== c.model.lora.target_modules.length) ctx.addIssue({ code: "custom", path: ["model", "lora", "target_modules"], message: "target_modules lists a projection twice" });
   if (c.mix !== "scheduled" && c.scheduler) ctx.addIssue({ code: "custom", path: ["scheduler"], message: "a scheduler is only used with mix: scheduled" });
   // The bandit's probability floor is spent once per harness (src/schedule/harness-bandit.ts).
   if (c.scheduler?.name === "harness-bandit" && c.scheduler.p_min * c.harnesses.length > 1) ctx.addIssue({ code: "custom", path: ["scheduler", "p_min"], message: `${c.scheduler.p_min} is infeasible for ${c.harnesses.length} harnesses: K·p_min must be ≤ 1` });

@@ -118,21 +118,34 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     // critic of an uninterrupted one.
     let capoRestored = false;
     let criticReady = false;
+    // LoRA adapters travel in checkpoints too (on the base they recorded); otherwise they are attached below.
+    let loraReady = false;
     // Model: a checkpoint when resuming, else the latest policy, else the configured start (absolute paths).
     const start = ctx.policy.start;
-    if (state.checkpoint) ({ hasCapoMasks: capoRestored, hasCritic: criticReady } = await trainer.loadCheckpoint(state.checkpoint));
+    if (state.checkpoint) ({ hasCapoMasks: capoRestored, hasCritic: criticReady, hasLora: loraReady } = await trainer.loadCheckpoint(state.checkpoint));
     else if (existsSync(run.policyDir(state.policyVersion))) await trainer.load(run.policyDir(state.policyVersion));
     else if ("preset" in start) await trainer.init({ preset: start.preset, seed: start.seed, out: run.policyDir(0), ...(start.modelType ? { modelType: start.modelType } : {}) });
     else {
       if ("checkpoint" in start) {
         // Continue from another run's state, optimizer included: a fresh AdamW's first steps move every weight by
         // about the learning rate, which a warm-started policy may not survive at an RL rate tuned on continued moments.
-        ({ hasCapoMasks: capoRestored, hasCritic: criticReady } = await trainer.loadCheckpoint(start.checkpoint));
+        ({ hasCapoMasks: capoRestored, hasCritic: criticReady, hasLora: loraReady } = await trainer.loadCheckpoint(start.checkpoint));
       } else await trainer.load(start.dir);
       await trainer.save(run.policyDir(0), { policyVersion: 0 });
     }
     // The first commit: policy v0 is complete (a kill during its write leaves no state, so the next run starts afresh).
     if (!recovered) state = await run.commit(state, { written: [run.policyDir(0)], step: 0 });
+
+    // model.lora: fresh adapters on the weights now loaded, whose frozen base is the current policy version's directory
+    // (v0, or v1 after a full warm start: both are kept for the whole run, so checkpoints can always find their base).
+    const lora = config.model.lora;
+    const attachLora = async (): Promise<void> => {
+      if (!lora || loraReady) return;
+      const info = await requireCapability(trainer, "lora", "the config's model.lora").loraInit({ rank: lora.rank, alpha: lora.alpha, dropout: lora.dropout, targetModules: lora.target_modules, seed: config.seed, baseDir: run.policyDir(state.policyVersion) });
+      loraReady = true;
+      log(`LoRA: rank ${info.rank}, alpha ${info.alpha} on ${info.adapters} projections: ${info.trainableParameters} trainable parameters, ${info.baseParameters} frozen (base policy v${state.policyVersion})`);
+    };
+    if (lora?.warm_start !== "full" || !config.warm_start) await attachLora();
 
     // PPO's critic starts as a copy of the policy's trunk, after the warm start so that it inherits what SFT learned.
     const initCritic = async (): Promise<void> => {
@@ -156,6 +169,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       log(`warm start: ${report.steps}/${report.plannedSteps} SFT steps on ${report.trainableTokens} demonstration tokens, final NLL ${report.finalNll.toFixed(3)}`);
     }
 
+    await attachLora();
     await initCritic();
 
     stack = await RolloutStack.open(runStackOptions(ctx, runEngine(ctx, { policyDir: run.policyDir(state.policyVersion) }), ctx.stores.rollouts));

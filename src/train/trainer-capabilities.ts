@@ -15,6 +15,7 @@ export function trainerNeeds(config: RunConfig): CapabilityNeed[] {
   const needs: CapabilityNeed[] = [];
   if (advantageConfigOf(config).estimator === "ppo") needs.push({ capability: "critic", reason: 'advantage estimator "ppo"' });
   if (config.capo?.enabled) needs.push({ capability: "capo", reason: "capo.enabled" });
+  if (config.model.lora) needs.push({ capability: "lora", reason: "model.lora" });
   // The scheduler itself says whether it compares gradient sketches (HarnessBandit does); building one is cheap and pure.
   if (config.mix === "scheduled" && config.scheduler) {
     const scheduler = createScheduler(config.scheduler, config.harnesses, config.seed);

@@ -1,5 +1,5 @@
 import { UserError } from "../core/errors.js";
-import type { CapabilityTrainers, CapoTrainer, CriticTrainer, SketchTrainer, Trainer, TrainerCapability } from "./types.js";
+import type { CapabilityTrainers, CapoTrainer, CriticTrainer, LoraTrainer, SketchTrainer, Trainer, TrainerCapability } from "./types.js";
 
 /**
  * The methods each optional capability adds to the core contract. A backend has a capability when it lists it in
@@ -9,6 +9,7 @@ export const CAPABILITY_METHODS: { readonly [K in TrainerCapability]: readonly E
   critic: ["criticInit", "criticValues", "criticForwardBackward", "criticOptimStep", "criticSave", "criticLoad"],
   capo: ["capoProbe"],
   grad_sketch: ["gradSketch"],
+  lora: ["loraInit"],
 };
 
 export const TRAINER_CAPABILITIES = Object.keys(CAPABILITY_METHODS) as TrainerCapability[];
@@ -18,6 +19,7 @@ export const CAPABILITY_SUMMARIES: Readonly<Record<TrainerCapability, string>> =
   critic: "PPO critic (value model beside the policy)",
   capo: "CAPO parameter partitions and partition-routed updates",
   grad_sketch: "gradient sketches (HarnessBandit transferability)",
+  lora: "LoRA adapters on a frozen base",
 };
 
 export function hasCapability<K extends TrainerCapability>(trainer: Trainer, capability: K): trainer is CapabilityTrainers[K] {
@@ -36,6 +38,10 @@ export function hasCapo(trainer: Trainer): trainer is CapoTrainer {
 
 export function hasGradSketch(trainer: Trainer): trainer is SketchTrainer {
   return hasCapability(trainer, "grad_sketch");
+}
+
+export function hasLora(trainer: Trainer): trainer is LoraTrainer {
+  return hasCapability(trainer, "lora");
 }
 
 /** The capabilities a trainer really has (declared and implemented). */

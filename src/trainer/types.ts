@@ -10,8 +10,8 @@ import type { PackedBatch } from "../batch/types.js";
  * Callers narrow with the guards in capabilities.ts and a run checks what its config needs before it starts.
  */
 
-/** Optional additions to the core contract (CriticTrainer, CapoTrainer, SketchTrainer). */
-export type TrainerCapability = "critic" | "capo" | "grad_sketch";
+/** Optional additions to the core contract (CriticTrainer, CapoTrainer, SketchTrainer, LoraTrainer). */
+export type TrainerCapability = "critic" | "capo" | "grad_sketch" | "lora";
 
 export interface TrainerInfo {
   /** Adapter name, e.g. "torch". */
@@ -222,6 +222,8 @@ export interface CheckpointInfo {
   hasCritic: boolean;
   /** Whether the checkpoint holds CAPO partitions (restored with it, so a resumed run need not re-probe; false without "capo"). */
   hasCapoMasks: boolean;
+  /** Whether the checkpoint holds LoRA adapters (restored on their recorded base; false without "lora"). */
+  hasLora: boolean;
   /** The caller's JSON stored with the checkpoint (schedule position, data cursor, …). */
   extra: unknown;
 }
@@ -284,11 +286,53 @@ export interface SketchTrainer extends Trainer {
   gradSketch(options?: { dim?: number; seed?: number }): Promise<{ sketch: Float32Array; gradNorm: number }>;
 }
 
+/** LoRA adapters on the attention and MLP projections (worker/harnessrl_worker/lora.py). */
+export interface LoraOptions {
+  rank: number;
+  /** Scale numerator: the update is (alpha / rank) · B A. Default: rank. */
+  alpha?: number;
+  /** Dropout on the adapter branch's input while training. Default 0. */
+  dropout?: number;
+  /** HF projection names (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj). Default: all seven. */
+  targetModules?: readonly string[];
+  /** Seeds the adapters' A matrices (B starts at 0). Default 0. */
+  seed?: number;
+  /**
+   * A model directory holding exactly the weights now loaded (checked): the frozen base that checkpoints refer to and
+   * exported adapters apply to. It must outlive the checkpoints (a run's policy/v0000 or v0001).
+   */
+  baseDir: string;
+}
+
+export interface LoraInfo {
+  rank: number;
+  alpha: number;
+  dropout: number;
+  targetModules: string[];
+  scale: number;
+  /** Projections adapted (layers × targets). */
+  adapters: number;
+  trainableParameters: number;
+  baseParameters: number;
+  baseDir: string;
+}
+
+/** Capability "lora": train low-rank adapters on a frozen base instead of every weight. */
+export interface LoraTrainer extends Trainer {
+  /**
+   * Attaches fresh adapters (B = 0, so the policy is unchanged) to the loaded model; from then on only the adapters
+   * train and hold optimizer state, `save` writes merged weights plus `adapter/` (PEFT layout), and checkpoints hold
+   * the adapters, their optimizer state and the base reference.
+   */
+  loraInit(options: LoraOptions): Promise<LoraInfo>;
+}
+
 /** The interface each capability adds. */
 export interface CapabilityTrainers {
   critic: CriticTrainer;
   capo: CapoTrainer;
   grad_sketch: SketchTrainer;
+  lora: LoraTrainer;
 }
 
 /**

@@ -121,6 +121,12 @@ export const WORKER_OPS = {
     framesIn: { ...ROWS, action_mask: { dtype: "uint8", required: true }, args_mask: { dtype: "uint8", required: true } },
     framesOut: [],
   },
+  lora_init: {
+    capability: "lora",
+    args: z.strictObject({ rank: int, alpha: num.optional(), dropout: num.optional(), target_modules: str.optional(), seed: int.optional(), base_dir: str }),
+    framesIn: {},
+    framesOut: [],
+  },
 } as const satisfies Record<string, WorkerOpSpec>;
 
 export type WorkerOp = keyof typeof WORKER_OPS;

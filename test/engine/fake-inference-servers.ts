@@ -8,7 +8,8 @@ import { mulberry32 } from "../../src/core/random.js";
  * Local stand-ins for a vLLM and an SGLang server (no GPU server runs here). They reproduce the documented request
  * and response shapes of vLLM's `/v1/completions` (token-id prompts, `logprobs`, `return_token_ids` /
  * `return_tokens_as_token_ids`) and SGLang's `/generate` (`input_ids`, `sampling_params`, `return_logprob`,
- * `meta_info.output_token_logprobs`) and `/update_weights_from_disk`. A tiny seeded pseudo-model stands in for the
+ * `meta_info.output_token_logprobs`) and `/update_weights_from_disk`, and both servers' runtime LoRA adapter endpoints
+ * (vLLM `/v1/load_lora_adapter` answering plain text, SGLang `/load_lora_adapter` answering JSON). A tiny seeded pseudo-model stands in for the
  * weights: its next-token distribution depends on the last token and the weight version, and sampled tokens report
  * their true log-probability under the tempered distribution.
  */
@@ -27,6 +28,8 @@ export interface FakeServer {
   failures: ({ status: number; retryAfter?: number } | "drop")[];
   requests: { path: string; body: Record<string, unknown> }[];
   reloads: { model_path: string; version?: unknown }[];
+  /** LoRA adapters currently loaded, by name → path. */
+  adapters: Map<string, string>;
   weightVersion: number;
   close(): Promise<void>;
 }
@@ -110,7 +113,7 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
 }
 
 export async function startFakeServer(kind: "vllm" | "sglang", o: FakeServerOptions): Promise<FakeServer> {
-  const state: Omit<FakeServer, "url" | "close"> = { failures: [], requests: [], reloads: [], weightVersion: 0 };
+  const state: Omit<FakeServer, "url" | "close"> = { failures: [], requests: [], reloads: [], adapters: new Map(), weightVersion: 0 };
   const server: Server = createServer((req, res) => {
     void (async () => {
       const path = req.url ?? "/";
@@ -172,6 +175,19 @@ export async function startFakeServer(kind: "vllm" | "sglang", o: FakeServerOpti
         state.reloads.push({ model_path: mp, version: body.weight_version });
         state.weightVersion = Number(body.weight_version ?? state.weightVersion + 1);
         return send(res, 200, { success: true, message: "Succeeded to update model weights.", num_paused_requests: 0 });
+      }
+      const adapterPath = path === "/v1/load_lora_adapter" || path === "/load_lora_adapter";
+      if (adapterPath || path === "/v1/unload_lora_adapter" || path === "/unload_lora_adapter") {
+        if ((kind === "vllm") !== path.startsWith("/v1/")) return send(res, 404, { detail: "Not Found" });
+        const name = String(body.lora_name ?? "");
+        const ok = adapterPath ? typeof body.lora_path === "string" && existsSync(`${body.lora_path}/adapter_config.json`) && !state.adapters.has(name) : state.adapters.has(name);
+        if (ok && adapterPath) state.adapters.set(name, String(body.lora_path));
+        if (ok && !adapterPath) state.adapters.delete(name);
+        if (kind === "sglang") return send(res, 200, { success: ok, error_message: ok ? "" : `adapter ${name} failed`, loaded_adapters: Object.fromEntries(state.adapters) });
+        if (!ok) return send(res, 400, { object: "error", message: `adapter ${name} failed`, type: "BadRequestError", code: 400 });
+        res.writeHead(200, { "content-type": "text/plain" });
+        res.end(`Success: LoRA adapter '${name}' ${adapterPath ? "added" : "removed"} successfully.`);
+        return;
       }
       send(res, 404, { detail: "Not Found" });
     })().catch((e: unknown) => send(res, 500, { message: String(e) }));

@@ -7,6 +7,7 @@ import { isHotSwappable, DEFAULT_SAMPLING } from "../../src/engine/types.js";
 import { writeRandomModelDir, TINY_VOCAB } from "../../src/weights/random-model.js";
 import { runEngineContract } from "./engine-contract.js";
 import { startFakeServer, type FakeServer } from "./fake-inference-servers.js";
+import { adapterVersionDir } from "./lora-adapters-fixture.js";
 
 // No GPU server runs here: a local HTTP server reproduces SGLang's documented /generate and
 // /update_weights_from_disk shapes.
@@ -67,5 +68,25 @@ describe("sglang adapter", () => {
     const r = await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, maxTokens: 2 } });
     await swap;
     expect(r.policyVersion).toBe(30);
+  });
+});
+
+describe("sglang adapter with LoRA policies (?lora=1)", () => {
+  it("loads each version's adapter through /load_lora_adapter and names it as the request's lora_path", async () => {
+    const engine = await createEngine(`sglang:${server.url}?model_dir=${modelDir}&lora=1`);
+    if (!isHotSwappable(engine)) throw new Error("not hot-swappable");
+    const params = { ...DEFAULT_SAMPLING, maxTokens: 2 };
+    await engine.generate({ promptTokens: [257, 10], params });
+    expect(server.requests.at(-1)?.body.lora_path).toBeUndefined();
+    const v1 = adapterVersionDir(root, "lora-v1");
+    await engine.loadPolicy(v1, 1);
+    expect(server.adapters.get("policy-v1")).toBe(join(v1, "adapter"));
+    await engine.generate({ promptTokens: [257, 10], params });
+    expect(server.requests.at(-1)?.body.lora_path).toBe("policy-v1");
+    expect(server.reloads.filter((r) => r.model_path === v1)).toHaveLength(0); // no full weight reload
+    server.adapters.set("policy-v2", "taken");
+    await expect(engine.loadPolicy(adapterVersionDir(root, "lora-v2"), 2)).rejects.toThrow(/policy-v2 failed/);
+    expect(engine.policyVersion).toBe(1);
+    await engine.close();
   });
 });

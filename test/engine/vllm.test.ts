@@ -8,6 +8,7 @@ import { isHotSwappable, DEFAULT_SAMPLING } from "../../src/engine/types.js";
 import { writeRandomModelDir, TINY_VOCAB } from "../../src/weights/random-model.js";
 import { runEngineContract } from "./engine-contract.js";
 import { startFakeServer, type FakeServer } from "./fake-inference-servers.js";
+import { adapterVersionDir } from "./lora-adapters-fixture.js";
 
 // No GPU server runs here: a local HTTP server reproduces vLLM's documented /v1/completions shapes.
 const root = mkdtempSync(join(tmpdir(), "harnessrl-vllm-"));
@@ -115,5 +116,44 @@ describe("vllm adapter streaming", () => {
       expect(seen).toEqual(plain.tokens);
       await engine.close();
     }
+  });
+});
+
+describe("vllm adapter with LoRA policies (?lora=1)", () => {
+  it("loads each version's adapter through /v1/load_lora_adapter, names it in requests, keeps the previous one, unloads older ones", async () => {
+    const start = adapterVersionDir(root, "lora-v1");
+    const engine = await createEngine(`vllm:${server.url}?model_dir=${modelDir}&model=base&lora=1`);
+    if (!isHotSwappable(engine)) throw new Error("not hot-swappable");
+    const params = { ...DEFAULT_SAMPLING, maxTokens: 2 };
+    // The initial directory (the base) has no adapter: requests go to the served base model.
+    await engine.generate({ promptTokens: [257, 10], params });
+    expect(server.requests.at(-1)?.body.model).toBe("base");
+    await engine.loadPolicy(start, 1);
+    expect(server.adapters.get("policy-v1")).toBe(join(start, "adapter"));
+    const r = await engine.generate({ promptTokens: [257, 10], params });
+    expect([server.requests.at(-1)?.body.model, r.policyVersion]).toEqual(["policy-v1", 1]);
+    await engine.loadPolicy(adapterVersionDir(root, "lora-v2"), 2);
+    await engine.loadPolicy(adapterVersionDir(root, "lora-v3"), 3);
+    expect([...server.adapters.keys()]).toEqual(["policy-v2", "policy-v3"]);
+    await engine.generate({ promptTokens: [257, 10], params });
+    expect(server.requests.at(-1)?.body.model).toBe("policy-v3");
+    // A failed load leaves the engine on the version it had.
+    server.adapters.set("policy-v4", "taken");
+    await expect(engine.loadPolicy(adapterVersionDir(root, "lora-v4"), 4)).rejects.toThrow(/400/);
+    expect(engine.policyVersion).toBe(3);
+    await engine.close();
+  });
+
+  it("loads the adapter of the directory it starts on before the first request", async () => {
+    server.adapters.clear();
+    // A run resumed at version 5: the engine starts on that version's directory, which holds an adapter.
+    const dir = join(root, "lora-start");
+    writeRandomModelDir(dir, { modelType: "qwen3", hiddenSize: 16, numLayers: 1, numHeads: 2, numKvHeads: 1, intermediateSize: 32, seed: 1 });
+    adapterVersionDir(root, "lora-start");
+    const engine = await createEngine(`vllm:${server.url}?model_dir=${dir}&lora=1&version=5`);
+    await Promise.all([1, 2].map(() => engine.generate({ promptTokens: [257, 10], params: { ...DEFAULT_SAMPLING, maxTokens: 2 } })));
+    expect(server.requests.at(-1)?.body.model).toBe("policy-v5");
+    expect(server.requests.filter((r) => r.path === "/v1/load_lora_adapter")).toHaveLength(1 + 4); // once here (+ the test above)
+    await engine.close();
   });
 });

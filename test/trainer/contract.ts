@@ -1,10 +1,10 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineError, UserError } from "../../src/core/errors.js";
-import { TRAINER_CAPABILITIES, capabilitiesOf, hasCapo, hasCritic, hasGradSketch } from "../../src/trainer/capabilities.js";
-import type { CapoTrainer, CriticTrainer, SketchTrainer, Trainer, TrainerCapability } from "../../src/trainer/types.js";
+import { TRAINER_CAPABILITIES, capabilitiesOf, hasCapo, hasCritic, hasGradSketch, hasLora } from "../../src/trainer/capabilities.js";
+import type { CapoTrainer, CriticTrainer, LoraTrainer, SketchTrainer, Trainer, TrainerCapability } from "../../src/trainer/types.js";
 import { batch, branchingPaths, flatRow, makeRow, treeRow } from "./fixtures.js";
 
 function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
@@ -43,6 +43,7 @@ export function trainerContracts(name: string, create: () => Promise<Trainer>, c
     if (capabilities.includes("critic")) criticContract(shared);
     if (capabilities.includes("capo")) capoContract(shared);
     if (capabilities.includes("grad_sketch")) sketchContract(shared);
+    if (capabilities.includes("lora")) loraContract(shared);
   });
 }
 
@@ -316,6 +317,43 @@ function sketchContract(shared: Shared): void {
       const doubled = (await trainer.gradSketch({ dim: 64, seed: 1 })).sketch;
       doubled.forEach((v, i) => expect(v).toBeCloseTo(2 * (sketch[i] as number), 4));
       await trainer.zeroGrad();
+    });
+  });
+}
+
+/** Capability "lora". */
+function loraContract(shared: Shared): void {
+  describe("capability: lora", () => {
+    let trainer: LoraTrainer;
+    let dir: string;
+
+    beforeAll(async () => {
+      if (!hasLora(shared.trainer)) throw new Error("declared lora, but hasLora is false");
+      ({ trainer, dir } = { trainer: shared.trainer, dir: shared.dir });
+      await freshModel(shared, "lora-base", 24);
+    });
+
+    it("trains adapters on a frozen base: starts at the base, saves merged weights plus a PEFT adapter, checkpoints restore it", async () => {
+      const base = join(dir, "lora-base");
+      const row = await scoredRow(trainer);
+      const before = (await trainer.logprobs(batch([row]), { entropy: false })).logprobs[0] as Float32Array;
+      const info = await trainer.loraInit({ rank: 4, alpha: 8, baseDir: base });
+      expect([info.adapters, info.scale, info.targetModules.length]).toEqual([4 * 7, 2, 7]);
+      expect(info.trainableParameters).toBeLessThan(info.baseParameters / 5);
+      expect(Array.from((await trainer.logprobs(batch([row]), { entropy: false })).logprobs[0] ?? [])).toEqual(Array.from(before));
+      await trainer.forwardBackward(batch([row]));
+      expect((await trainer.optimStep({ lr: 0.05 })).skipped).toBe(false);
+      const trained = (await trainer.logprobs(batch([row]), { entropy: false })).logprobs[0] as Float32Array;
+      expect(maxAbsDiff(trained, before)).toBeGreaterThan(1e-3);
+      await trainer.save(join(dir, "lora-v1"), { policyVersion: 1 });
+      expect(existsSync(join(dir, "lora-v1", "adapter", "adapter_config.json"))).toBe(true);
+      expect((await trainer.saveCheckpoint(join(dir, "lora-ckpt"))).hasLora).toBe(true);
+      await expect(trainer.loraInit({ rank: 4, baseDir: base })).rejects.toMatchObject({ code: "invalid_trainer_request" });
+      // A plain load of the saved (merged) policy scores like the adapted model; the checkpoint brings the adapters back.
+      await trainer.load(join(dir, "lora-v1"));
+      expect(maxAbsDiff((await trainer.logprobs(batch([row]), { entropy: false })).logprobs[0] ?? [], trained)).toBeLessThan(1e-5);
+      expect((await trainer.loadCheckpoint(join(dir, "lora-ckpt"))).hasLora).toBe(true);
+      expect(Array.from((await trainer.logprobs(batch([row]), { entropy: false })).logprobs[0] ?? [])).toEqual(Array.from(trained));
     });
   });
 }

@@ -10,7 +10,7 @@ import { WorkerClient } from "../../src/trainer/worker-client.js";
 import { trainerContracts } from "./contract.js";
 import { batch, branchingPaths, flatRow, tokensFrom } from "./fixtures.js";
 
-trainerContracts("torch (real worker process)", () => createTrainer("torch", { threads: 1 }), ["critic", "capo", "grad_sketch"]);
+trainerContracts("torch (real worker process)", () => createTrainer("torch", { threads: 1 }), ["critic", "capo", "grad_sketch", "lora"]);
 
 describe("torch worker process", () => {
   it("answers concurrent requests, each with its own result", async () => {

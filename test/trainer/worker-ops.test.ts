@@ -118,10 +118,10 @@ describe("worker op table", () => {
 
   it("derives capabilities from a worker's op list: all of a capability's ops, or not that capability", () => {
     const all = Object.keys(table.ops);
-    expect(capabilitiesFromOps(all).sort()).toEqual(["capo", "critic", "grad_sketch"]);
+    expect(capabilitiesFromOps(all).sort()).toEqual(["capo", "critic", "grad_sketch", "lora"]);
     const coreOps = all.filter((o) => table.ops[o]?.capability === "core");
     expect(capabilitiesFromOps(coreOps)).toEqual([]);
-    expect(capabilitiesFromOps(all.filter((o) => o !== "critic_load")).sort()).toEqual(["capo", "grad_sketch"]);
+    expect(capabilitiesFromOps(all.filter((o) => o !== "critic_load")).sort()).toEqual(["capo", "grad_sketch", "lora"]);
   });
 
   it("is the op table docs/worker.md shows (every op documented, none stale)", () => {

@@ -7,9 +7,13 @@ Layout (all inside the checkpoint directory):
                            and, when CAPO partitions exist, `capo.action.<layer>` / `capo.args.<layer>` unit masks
                            (uint8 [intermediate_size]): a CAPO step is only reproducible with the same partitions
   trainer_state.json     — {"format": 2, "optimizer_steps", "param_groups": [...], "critic": {...} | null,
-                           "capo": {"top_fraction"} | null, "extra": <caller's JSON>, "files": {path: bytes}};
+                           "capo": {"top_fraction"} | null, "lora": {rank, alpha, dropout, target_modules,
+                           base_dir, base_fingerprint} | null, "extra": <caller's JSON>, "files": {path: bytes}};
                            written last (and removed first when a directory is overwritten), and the file list is
                            verified on load, so a partly written checkpoint is never loaded
+  adapter/               — with LoRA: the adapter (PEFT layout, lora.py); the weights above are then merged, and
+                           resume reads the frozen base from `lora.base_dir` instead (lora_checkpoint.py); the
+                           optimizer state covers the adapter parameters only
   critic/                — the PPO critic's weights when one exists (its AdamW state is in optimizer.safetensors
                            under `critic.<name>.<key>`)
 The caller's `extra` carries what only it knows (LR schedule position, data cursor, run step).
@@ -29,6 +33,7 @@ from . import safetensors as st
 from .capo import CapoMasks
 from .errors import invalid_model, not_found
 from .critic import Critic, load_critic, save_critic
+from .lora_checkpoint import load_adapted
 from .modeldir import LoadedModel, load_model_dir, save_model_dir
 
 FORMAT = 2
@@ -98,7 +103,7 @@ def save_checkpoint(loaded: LoadedModel, policy_opt: OptimizerSnapshot, out: Pat
         tensors.update(capo.to_tensors(CAPO_PREFIX))
         capo_state = {"top_fraction": capo.top_fraction}
     st.save_file(tensors, out / OPTIM_FILE)
-    state = {"format": FORMAT, "optimizer_steps": policy_opt.steps, "param_groups": groups, "critic": critic_state, "capo": capo_state, "extra": extra, "files": file_sizes(out)}
+    state = {"format": FORMAT, "optimizer_steps": policy_opt.steps, "param_groups": groups, "critic": critic_state, "capo": capo_state, "lora": None if loaded.lora is None else loaded.lora.to_json(), "extra": extra, "files": file_sizes(out)}
     tmp = out / f"{STATE_FILE}.tmp{os.getpid()}"
     tmp.write_text(json.dumps(state, indent=2) + "\n", "utf-8")
     os.replace(tmp, out / STATE_FILE)
@@ -152,7 +157,8 @@ class Restored:
 
 def load_checkpoint(directory: Path, device: torch.device, dtype_name: str = "float32") -> Restored:
     state = read_state(directory)
-    loaded = load_model_dir(directory, device, dtype_name)
+    lora = state.get("lora")
+    loaded = load_adapted(directory, lora, device, dtype_name) if isinstance(lora, dict) else load_model_dir(directory, device, dtype_name)
     tensors = st.load_file(directory / OPTIM_FILE)
     policy_opt = OptimizerSnapshot(restore_optimizer(loaded.model, state.get("param_groups") or [], tensors, ""), int(state.get("optimizer_steps", 0)))
     critic: Optional[Tuple[Critic, OptimizerSnapshot]] = None

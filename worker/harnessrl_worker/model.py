@@ -221,5 +221,11 @@ def init_weights(model: CausalLM, seed: int, std: float = 0.02) -> None:
 
 
 def hf_state_dict(model: CausalLM) -> Dict[str, torch.Tensor]:
-    """Tensors under HF names (no lm_head when tied, no rotary buffers)."""
-    return {k: v for k, v in model.state_dict().items() if not k.endswith("rotary_emb.inv_freq")}
+    """Tensors under HF names (no lm_head when tied, no rotary buffers). A LoRA-adapted projection (lora.py) gives its
+    merged weight W + (alpha / r) · B A and no adapter tensors: what is saved is the policy as engines serve it."""
+    out = {k: v for k, v in model.state_dict().items() if not k.endswith("rotary_emb.inv_freq") and ".lora_" not in k}
+    for name, module in model.named_modules():
+        merged = getattr(module, "merged_weight", None)
+        if callable(merged):
+            out[f"{name}.weight"] = merged()
+    return out

@@ -13,6 +13,7 @@ import torch
 from . import safetensors as st
 from .config import ModelConfig
 from .errors import invalid_model, not_found
+from .lora import ADAPTER_DIR, LoraState, save_adapter
 from .model import CausalLM, hf_state_dict, init_weights
 from .presets import IM_END_ID, PRESETS, QWEN3_ENDOFTEXT_ID, QWEN3_IM_END_ID, SPECIAL_TOKENS, ENDOFTEXT_ID, preset_config
 
@@ -36,6 +37,8 @@ class LoadedModel:
     directory: Optional[Path]
     # Saves write shards of at most this many bytes (None: one model.safetensors); a sharded directory stays sharded.
     max_shard_bytes: Optional[int] = None
+    # LoRA adapters attached to `model` (lora.py): saves then write merged weights plus `adapter/` in the PEFT layout.
+    lora: Optional[LoraState] = None
 
 
 def resolve_dtype(name: str, cfg: ModelConfig) -> torch.dtype:
@@ -205,6 +208,8 @@ def read_config(directory: Path) -> ModelConfig:
 
 def load_state(model: CausalLM, tensors: Dict[str, torch.Tensor]) -> None:
     """Copies checkpoint tensors into the model by HF name; every parameter must be present, nothing unknown allowed."""
+    if any(".lora_" in n for n, _ in model.named_parameters()):
+        raise RuntimeError("load_state needs a model without LoRA adapters (its weights would be merged copies)")
     expected = hf_state_dict(model)
     ignored: List[str] = []
     unexpected: List[str] = []
@@ -248,5 +253,11 @@ def save_model_dir(loaded: LoadedModel, out: Path, policy_version: Optional[int]
             if (src / name).exists():
                 shutil.copyfile(src / name, out / name)
     dtype = None if dtype_name is None else resolve_dtype(dtype_name, loaded.config)
+    # The adapter goes first (weights, then config.json last, stay the commit point of the directory); a stale one from
+    # an earlier adapted save would describe other weights.
+    if loaded.lora is not None:
+        save_adapter(loaded.model, loaded.lora, out)
+    elif (out / ADAPTER_DIR).is_dir():
+        shutil.rmtree(out / ADAPTER_DIR)
     save_weights(loaded.model, loaded.config, out, dtype, loaded.max_shard_bytes)
     loaded.directory = out

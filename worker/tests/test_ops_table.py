@@ -169,6 +169,7 @@ class OpsTableTest(unittest.TestCase):
             call("optim_step", {"lr": 0.01, "capo": True})
             call("checkpoint_save", {"dir": f"{tmp}/ckpt", "policy_version": 2, "extra": {"step": 1}})
             call("checkpoint_load", {"dir": f"{tmp}/ckpt", "dtype": "float32"})
+            call("lora_init", {"rank": 2, "alpha": 4.0, "dropout": 0.0, "target_modules": "q_proj,v_proj", "seed": 1, "base_dir": f"{tmp}/ckpt"})
             call("shutdown", {})
         self.assertEqual(sorted(called), sorted(TABLE))
 

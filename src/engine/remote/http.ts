@@ -93,6 +93,11 @@ export function postJson(url: string, body: unknown, policy: RetryPolicy, signal
   });
 }
 
+/** POST whose successful answer is plain text (vLLM's adapter endpoints); HTTP errors are raised as for postJson. */
+export function postText(url: string, body: unknown, policy: RetryPolicy, signal?: AbortSignal): Promise<string | undefined> {
+  return withRetries(url, body, policy, signal, (res) => res.text());
+}
+
 /**
  * POST answered with server-sent events (`data: {json}` … `data: [DONE]`); `onEvent` gets each parsed event as it
  * arrives. Resolves `true` at the end of the stream, `undefined` when the caller aborted.

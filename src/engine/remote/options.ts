@@ -8,8 +8,9 @@ import { DEFAULT_RETRY, type RetryPolicy } from "./http.js";
  * Options of `vllm:<url>` / `sglang:<url>`:
  * `?model_dir=/path` (tokenizer + chat template; else the factory's model dir, else the tiny byte tokenizer),
  * `&model=<served name>`, `&timeout_ms=`, `&retries=`, `&ctx=<context window>`, `&version=<initial policy version>`,
- * `&reload_url=<deployment hook>` (vLLM only: POSTed `{model_path, version}` by loadPolicy). Structured: the URL is
- * the target, `modelDir` the policy's model directory (or the `model_dir` option).
+ * `&reload_url=<deployment hook>` (vLLM only: POSTed `{model_path, version}` by loadPolicy), `&lora=1` (policy versions
+ * are LoRA adapters loaded through the server's runtime adapter endpoints: adapters.ts). Structured: the URL is the
+ * target, `modelDir` the policy's model directory (or the `model_dir` option).
  */
 export interface RemoteOptions {
   baseUrl: string;
@@ -19,6 +20,8 @@ export interface RemoteOptions {
   contextWindow: number | undefined;
   initialVersion: number;
   reloadUrl: string | undefined;
+  /** Serve each policy version's `adapter/` (LoRA) through the server's adapter endpoints instead of reloading weights. */
+  lora: boolean;
   /** The policy's codec, used when there is no `modelDir` (whose own codec wins); else the tiny byte codec. */
   codec?: Codec;
 }
@@ -33,6 +36,7 @@ const querySchema = z
     ctx: z.coerce.number().int().min(1).optional(),
     version: z.coerce.number().int().optional(),
     reload_url: z.url().optional(),
+    lora: z.enum(["0", "1", "true", "false"]).optional(),
   })
   .strict();
 
@@ -57,5 +61,6 @@ export function remoteOptions(spec: EngineSpec): RemoteOptions {
     contextWindow: o.ctx,
     initialVersion: o.version ?? 0,
     reloadUrl: o.reload_url,
+    lora: o.lora === "1" || o.lora === "true",
   };
 }

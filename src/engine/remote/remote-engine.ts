@@ -33,6 +33,8 @@ export abstract class RemoteEngine implements HotSwappableEngine {
   private swapping: Promise<void> | undefined;
   private closed = false;
   private readonly inflight = new Set<AbortController>();
+  /** `?lora=1`: the initial policy directory's adapter, loaded before the first request (once). */
+  private initialAdapter: Promise<void> | undefined;
 
   protected constructor(
     spec: string,
@@ -64,6 +66,8 @@ export abstract class RemoteEngine implements HotSwappableEngine {
 
   async loadPolicy(modelDir: string, version: number): Promise<void> {
     if (this.closed) throw new EngineError("engine_closed", "engine is closed");
+    // A swap before the first request supersedes the initial adapter.
+    this.initialAdapter ??= Promise.resolve();
     while (this.swapping) await this.swapping.catch(() => undefined);
     const run = (async () => {
       await this.reloadWeights(modelDir, version);
@@ -81,6 +85,10 @@ export abstract class RemoteEngine implements HotSwappableEngine {
     if (p.length === 0) throw new UserError("empty_prompt", "prompt has no tokens");
     if (p.some((t) => !Number.isInteger(t) || t < 0)) throw new UserError("invalid_token", "prompt tokens must be non-negative integers");
     if (!(params.temperature >= 0)) throw new UserError("invalid_sampling_params", `temperature must be ≥ 0, got ${params.temperature}`);
+    if (this.options.lora && this.options.modelDir) {
+      this.initialAdapter ??= this.loadPolicy(this.options.modelDir, this.version);
+      await this.initialAdapter;
+    }
     while (this.swapping) await this.swapping.catch(() => undefined);
     const version = this.version;
     if (params.maxTokens === 0) return { tokens: [], logprobs: [], finishReason: "length", policyVersion: version };

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { EngineError, UserError } from "../../core/errors.js";
 import type { FinishReason, GenerateRequest } from "../types.js";
-import { postJson, postSse } from "./http.js";
+import { AdapterSlots } from "./adapters.js";
+import { postJson, postSse, postText } from "./http.js";
 import type { RemoteOptions } from "./options.js";
 import { RemoteEngine, type Emit, type RemoteCompletion } from "./remote-engine.js";
 
@@ -10,7 +11,9 @@ import { RemoteEngine, type Emit, type RemoteCompletion } from "./remote-engine.
  * from `choices[0].token_ids` (`return_token_ids`, vLLM ≥ 0.10.2) or, on older servers, from the logprob tokens
  * rendered as "token_id:N" (`return_tokens_as_token_ids`). Start vLLM with `--logprobs-mode processed_logprobs` so
  * the logprobs are those of the distribution actually sampled (temperature applied), not the raw model's.
- * vLLM has no standard weight-reload endpoint: `loadPolicy` calls the deployment hook given as `?reload_url=`.
+ * vLLM has no standard weight-reload endpoint: `loadPolicy` calls the deployment hook given as `?reload_url=`; with
+ * `?lora=1` it loads the version's LoRA adapter instead (`POST /v1/load_lora_adapter`; the server needs
+ * `--enable-lora` and `VLLM_ALLOW_RUNTIME_LORA_UPDATING=True`) and requests name it as their `model`.
  * Requests with an `onToken` callback are streamed (server-sent events; each chunk carries its new token ids and
  * logprobs), so tokens reach the proxy as they are sampled.
  */
@@ -25,6 +28,8 @@ type Choice = z.infer<typeof choiceSchema>;
 const TOKEN_ID = /^token_id:(\d+)$/;
 
 export class VllmEngine extends RemoteEngine {
+  private readonly adapters = new AdapterSlots();
+
   constructor(spec: string, options: RemoteOptions) {
     super(spec, options);
   }
@@ -48,7 +53,8 @@ export class VllmEngine extends RemoteEngine {
       return_tokens_as_token_ids: true,
       stream,
     };
-    if (this.options.model) body.model = this.options.model;
+    const model = this.adapters.current ?? this.options.model;
+    if (model) body.model = model;
     if (p.seed !== undefined) body.seed = p.seed;
     let finish: string | null | undefined;
     const last: number[] = [];
@@ -82,6 +88,15 @@ export class VllmEngine extends RemoteEngine {
   }
 
   protected async reloadWeights(modelDir: string, version: number): Promise<void> {
+    if (this.options.lora) {
+      const base = this.options.baseUrl;
+      const once = { ...this.options.retry, retries: 0 };
+      // Both endpoints answer plain text on success; errors are HTTP statuses (raised by postText).
+      return this.adapters.swap(modelDir, version, {
+        load: async (name, path) => void (await postText(`${base}/v1/load_lora_adapter`, { lora_name: name, lora_path: path }, once)),
+        unload: async (name) => void (await postText(`${base}/v1/unload_lora_adapter`, { lora_name: name }, once)),
+      });
+    }
     if (!this.options.reloadUrl) {
       throw new UserError("unsupported_weight_reload", "vLLM has no standard weight-reload API: configure a deployment hook with ?reload_url=<url> (it receives POST {model_path, version})");
     }

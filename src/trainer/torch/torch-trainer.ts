@@ -18,6 +18,9 @@ import type {
   LoadOptions,
   LoadedModelInfo,
   LogprobsOptions,
+  LoraInfo,
+  LoraOptions,
+  LoraTrainer,
   OptimStepOptions,
   OptimStepResult,
   SaveOptions,
@@ -65,6 +68,18 @@ const forwardBackwardSchema = z.object({
   cuda_peak_mb: z.number().optional(),
 });
 
+const loraInfoSchema = z.object({
+  rank: z.number().int(),
+  alpha: z.number(),
+  dropout: z.number(),
+  target_modules: z.array(z.string()),
+  scale: z.number(),
+  adapters: z.number().int(),
+  trainable_parameters: z.number().int(),
+  base_parameters: z.number().int(),
+  base_dir: z.string(),
+});
+
 const criticInfoSchema = z.object({ parameters: z.number().int(), dtype: z.string(), optimizer_steps: z.number().int() });
 
 function criticInfo(reply: WorkerReply, op: string): CriticInfo {
@@ -103,16 +118,16 @@ function modelInfo(reply: WorkerReply, op: string): LoadedModelInfo {
 }
 
 function checkpointInfo(reply: WorkerReply, op: string): CheckpointInfo {
-  // `capo` is absent from workers that predate CAPO checkpoints: no partitions then.
-  const r = parseReply(z.object({ optimizer_steps: z.number().int(), critic: z.boolean(), capo: z.boolean().optional(), extra: z.unknown().optional() }).loose(), reply, op);
-  return { model: modelInfo(reply, op), optimizerSteps: r.optimizer_steps, hasCritic: r.critic, hasCapoMasks: r.capo ?? false, extra: r.extra ?? null };
+  // `capo` / `lora` are absent from workers that predate them: no partitions / adapters then.
+  const r = parseReply(z.object({ optimizer_steps: z.number().int(), critic: z.boolean(), capo: z.boolean().optional(), lora: z.boolean().optional(), extra: z.unknown().optional() }).loose(), reply, op);
+  return { model: modelInfo(reply, op), optimizerSteps: r.optimizer_steps, hasCritic: r.critic, hasCapoMasks: r.capo ?? false, hasLora: r.lora ?? false, extra: r.extra ?? null };
 }
 
 /**
  * The "torch" trainer: a local `python3 -m harnessrl_worker` process driven over the stdio protocol. It implements
  * the core contract and every capability whose ops its worker lists in `hello` (all of them, for this repo's worker).
  */
-export class TorchTrainer implements CriticTrainer, CapoTrainer, SketchTrainer {
+export class TorchTrainer implements CriticTrainer, CapoTrainer, SketchTrainer, LoraTrainer {
   private constructor(
     private readonly client: WorkerClient,
     readonly info: TrainerInfo,
@@ -277,6 +292,13 @@ export class TorchTrainer implements CriticTrainer, CapoTrainer, SketchTrainer {
     const reply = await this.client.request("capo_probe", { row_lengths: rowLengths, top_fraction: options.topFraction }, frames);
     const r = parseReply(z.object({ units_per_layer: z.number(), overlap_fraction: z.number() }).loose(), reply, "capo_probe");
     return { unitsPerLayer: r.units_per_layer, overlapFraction: r.overlap_fraction };
+  }
+
+  async loraInit(options: LoraOptions): Promise<LoraInfo> {
+    const targets = options.targetModules?.join(",");
+    const reply = await this.client.request("lora_init", { rank: options.rank, alpha: options.alpha, dropout: options.dropout, target_modules: targets, seed: options.seed, base_dir: options.baseDir });
+    const r = parseReply(loraInfoSchema, reply, "lora_init");
+    return { rank: r.rank, alpha: r.alpha, dropout: r.dropout, targetModules: r.target_modules, scale: r.scale, adapters: r.adapters, trainableParameters: r.trainable_parameters, baseParameters: r.base_parameters, baseDir: r.base_dir };
   }
 
   async saveCheckpoint(dir: string, options: { policyVersion?: number; extra?: unknown } = {}): Promise<CheckpointInfo> {

@@ -29,7 +29,7 @@ def checkpoint_save(state: WorkerState, args: Args, frames: Dict[str, torch.Tens
     critic = None if cs is None else (cs.critic, OptimizerSnapshot(None if cs.optim is None else cs.optim.optimizer, 0 if cs.optim is None else cs.optim.steps))
     capo: Optional[CapoMasks] = state.extensions.get("capo")
     save_checkpoint(loaded, policy, Path(args.req_str("dir")), args.raw.get("extra"), critic, capo)
-    return Reply({**describe(loaded), "optimizer_steps": policy.steps, "critic": cs is not None, "capo": capo is not None})
+    return Reply({**describe(loaded), "optimizer_steps": policy.steps, "critic": cs is not None, "capo": capo is not None, "lora": loaded.lora is not None})
 
 
 @op("checkpoint_load")
@@ -49,4 +49,4 @@ def checkpoint_load(state: WorkerState, args: Args, frames: Dict[str, torch.Tens
         module, snap = r.critic
         optim = None if snap.optimizer is None else OptimState(module, snap.optimizer, snap.steps)
         state.extensions["critic"] = CriticState(module.eval(), optim)
-    return Reply({**describe(r.loaded), "optimizer_steps": r.policy_opt.steps, "critic": r.critic is not None, "capo": r.capo is not None, "extra": r.extra})
+    return Reply({**describe(r.loaded), "optimizer_steps": r.policy_opt.steps, "critic": r.critic is not None, "capo": r.capo is not None, "lora": r.loaded.lora is not None, "extra": r.extra})

@@ -94,6 +94,8 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
     # CAPO: the loss restricted to action tokens and to args tokens get separate gradients, each masked to its partition.
     capo: Optional[CapoAccumulator] = None
     if args.opt_bool("capo", False):
+        if loaded.lora is not None:
+            raise bad_request("capo partitions full MLP weights; it does not apply to LoRA adapters")
         if objective != "pg":
             raise bad_request("capo applies to the pg objective")
         capo = CapoAccumulator.start(state, model, frame(frames, "action_mask", torch.uint8), frame(frames, "args_mask", torch.uint8), total)
@@ -197,7 +199,8 @@ def optimizer_for(state: WorkerState, betas: tuple[float, float], eps: float) ->
     model = state.require_model().model
     current: Optional[OptimState] = state.extensions.get("optim")
     if current is None or current.model is not model:
-        current = OptimState(model, torch.optim.AdamW(model.parameters(), lr=0.0, betas=betas, eps=eps, weight_decay=0.0))
+        # Frozen parameters (a LoRA base) get no optimizer state at all: that is LoRA's memory saving.
+        current = OptimState(model, torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=0.0, betas=betas, eps=eps, weight_decay=0.0))
         state.extensions["optim"] = current
     return current
 
