@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { InfraError, UserError, errorMessage } from "../core/errors.js";
 import { decodeFloat32, encodeFloat32, encodeInt32 } from "./blob.js";
+import { ingestedCredentialHash, nextLandedAt, parseRolloutBundle } from "./bundle.js";
 import { Checkpointer, WRITER_AUTOCHECKPOINT_PAGES } from "./checkpointer.js";
 import { hashCredential } from "./credentials.js";
 import { checkSchema, migrate } from "./migrations.js";
@@ -11,7 +12,7 @@ import { TokenHasher, deltaPrefix } from "./prompt-delta.js";
 import { RecentCalls } from "./recent-calls.js";
 import { textDelta, type TextDelta } from "./text-delta.js";
 import type { CallRecord, SessionInfo } from "../icr/records.js";
-import type { CallQuery, InsertHints, Store, StoredCall } from "./types.js";
+import type { CallQuery, IngestOutcome, InsertHints, LandedRollout, RolloutBundle, RolloutIngest, Store, StoredCall } from "./types.js";
 
 interface SessionRow {
   session_id: string;
@@ -22,6 +23,14 @@ interface SessionRow {
   spawned_by_call_id: string | null;
   created_at: number;
   metadata_json: string;
+}
+
+interface RolloutRow {
+  rollout_id: string;
+  attempt: number;
+  node_id: string;
+  result_json: string;
+  landed_at: number;
 }
 
 interface CallRow {
@@ -88,7 +97,7 @@ export interface SqliteStoreOptions {
  * before `insertCall` returns, so killing the process loses nothing it acknowledged (an OS crash or power loss may
  * lose the last transactions, which is the usual WAL/NORMAL trade-off for ~20x faster commits than FULL).
  */
-export class SqliteStore implements Store {
+export class SqliteStore implements Store, RolloutIngest {
   readonly kind = "sqlite";
   readonly path: string;
   private readonly db: Database.Database;
@@ -147,14 +156,22 @@ export class SqliteStore implements Store {
         raw_request_tail, tools_keep, tools_tail, spans_json)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       callById: db.prepare("SELECT * FROM calls WHERE call_id = ?"),
+      rolloutById: db.prepare("SELECT attempt FROM rollouts WHERE rollout_id = ?"),
+      lastLandedAt: db.prepare("SELECT MAX(landed_at) AS t FROM rollouts"),
+      insertRollout: db.prepare(`INSERT INTO rollouts (rollout_id, attempt, node_id, result_json, landed_at, session_count, call_count)
+        VALUES (?, ?, ?, ?, ?, ?, ?)`),
     };
   }
 
   createSession(session: SessionInfo, credential: string): void {
+    this.writeSession(session, hashCredential(credential));
+  }
+
+  private writeSession(session: SessionInfo, credentialHash: string): void {
     try {
       this.stmts.insertSession.run({
         session_id: session.sessionId,
-        credential_hash: hashCredential(credential),
+        credential_hash: credentialHash,
         rollout_id: session.rolloutId,
         harness: session.harness,
         agent_role: session.agentRole,
@@ -213,6 +230,42 @@ export class SqliteStore implements Store {
     // The digest of prompt + completion continues from the prefix the delta check hashed (if any).
     hasher.update(r.promptTokens, hasher.length);
     this.recent.set(r.callId, { tokens: hasher.update(r.completionTokens).digest(), messagesJson, rawRequestJson, toolsJson });
+  }
+
+  /**
+   * One IMMEDIATE transaction: the rollout row, its sessions and calls commit together or not at all, and a second
+   * writer (another process ingesting the same rollout) waits for the first and then sees it landed.
+   */
+  ingestRollout(input: RolloutBundle): IngestOutcome {
+    const bundle = parseRolloutBundle(input);
+    const written: string[] = [];
+    try {
+      return this.db
+        .transaction((): IngestOutcome => {
+          const first = this.stmts.rolloutById.get(bundle.rolloutId) as { attempt: number } | undefined;
+          if (first) return { status: "duplicate", landedAttempt: first.attempt };
+          for (const s of bundle.sessions) this.writeSession(s, ingestedCredentialHash(s.sessionId));
+          for (const c of bundle.calls) {
+            this.insertCall(c);
+            written.push(c.callId);
+          }
+          const landedAt = nextLandedAt((this.stmts.lastLandedAt.get() as { t: number | null }).t);
+          this.stmts.insertRollout.run(bundle.rolloutId, bundle.attempt, bundle.nodeId, JSON.stringify(bundle.result), landedAt, bundle.sessions.length, bundle.calls.length);
+          return { status: "inserted" };
+        })
+        .immediate();
+    } catch (e) {
+      // Rolled back: the calls written in it must not serve as delta bases of later inserts.
+      for (const id of written) this.recent.delete(id);
+      if (e instanceof UserError || e instanceof InfraError) throw e;
+      throw this.translate(e, `rollout ${bundle.rolloutId}`);
+    }
+  }
+
+  listLandedRollouts(filter: { afterLandedAt?: number; limit?: number } = {}): LandedRollout[] {
+    const limit = filter.limit === undefined ? "" : ` LIMIT ${Math.max(0, Math.floor(filter.limit))}`;
+    const rows = this.cached(`SELECT * FROM rollouts WHERE landed_at > ? ORDER BY landed_at${limit}`).all(filter.afterLandedAt ?? Number.MIN_SAFE_INTEGER) as RolloutRow[];
+    return rows.map((r) => ({ rolloutId: r.rollout_id, attempt: r.attempt, nodeId: r.node_id, result: JSON.parse(r.result_json) as Record<string, unknown>, landedAt: r.landed_at }));
   }
 
   getCall(callId: string): CallRecord | null {
