@@ -38,7 +38,15 @@ async function connection(): Promise<pg.Client> {
   try {
     await c.connect();
     if (data.schema !== null) {
-      await c.query(`CREATE SCHEMA IF NOT EXISTS "${data.schema}"`);
+      // Created only when missing: a role without CREATE on the database can still open an existing schema, and
+      // nodes opening a new one at once race harmlessly (the loser sees it exist).
+      const exists = await c.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [data.schema]);
+      if (exists.rowCount === 0) {
+        await c.query(`CREATE SCHEMA IF NOT EXISTS "${data.schema}"`).catch((e: unknown) => {
+          const code = (e as { code?: unknown }).code;
+          if (code !== "23505" && code !== "42P06") throw e;
+        });
+      }
       await c.query(`SET search_path TO "${data.schema}"`);
     }
   } catch (e) {

@@ -100,9 +100,8 @@ describe("PostgresStore specifics", () => {
     }
   });
 
-  it("lands a rollout once when two processes ship it at the same moment", async () => {
+  it("lands a rollout once when two processes open a fresh schema and ship the rollout at the same moment", async () => {
     const spec = freshSpec();
-    new PostgresStore(spec).close();
     const bundleFile = join(dir, "race.json");
     const b = makeBundle();
     const script = `
