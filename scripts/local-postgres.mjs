@@ -61,7 +61,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 export async function startLocalPostgres(options = {}) {
   const bin = postgresBinDir();
   const owner = serverUser();
-  const dir = options.dir ?? mkdtempSync(join(tmpdir(), "hrl-pg-"));
+  // As root the server runs as `postgres`, which must reach the directory: /tmp, not a TMPDIR under /root.
+  const dir = options.dir ?? mkdtempSync(join(owner ? "/tmp" : tmpdir(), "hrl-pg-"));
   const ownsDir = options.dir === undefined;
   const data = join(dir, "data");
   const sockets = join(dir, "sock");
