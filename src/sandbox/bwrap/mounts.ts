@@ -69,6 +69,8 @@ export interface SandboxMountInput {
 export function mountArgs(plan: MountPlan, s: SandboxMountInput): string[] {
   // Fresh /proc, /dev, /tmp first: explicit read-only binds below may lie under them (e.g. a harness under /tmp).
   const args = [...plan.systemArgs, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"];
+  // The host's /var/tmp is as public as /tmp (task suites, other tools' scratch files): an empty one instead.
+  if (plan.systemBound.includes("/var") && existsSync("/var/tmp")) args.push("--tmpfs", "/var/tmp");
   const visible = [...plan.systemBound];
   if (plan.nodePrefix) {
     args.push("--ro-bind", plan.nodePrefix, plan.nodePrefix);
