@@ -91,6 +91,9 @@ export interface SandboxPaths {
   home: string;
 }
 
+/** A host-side service's handler: one request text in, one answer text out (see {@link Sandbox.serve}). */
+export type ServiceHandler = (request: string) => Promise<string>;
+
 export interface Sandbox {
   readonly id: string;
   readonly backend: string;
@@ -107,6 +110,13 @@ export interface Sandbox {
   writeFile(path: string, data: string | Uint8Array, options?: FileOptions & { mode?: number }): Promise<void>;
   /** Regular files below `dir` (relative paths, sorted, symlinks not followed). */
   listFiles(dir?: string, options?: FileOptions & { maxEntries?: number }): Promise<string[]>;
+  /**
+   * Serves `handler` on the host through a unix socket the sandbox's commands can connect to; returns the socket's
+   * path as they see it. One request per connection: the client writes it and half-closes, the host answers and
+   * closes (bounded: 1 MiB per request, 8 handled at once). `name`: lower-case letters, digits and '-', not "proxy".
+   * Closed by destroy().
+   */
+  serve(name: string, handler: ServiceHandler): Promise<string>;
   /** Kills everything the sandbox runs and removes all its state. Idempotent. */
   destroy(): Promise<void>;
 }

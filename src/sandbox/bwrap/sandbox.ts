@@ -63,6 +63,10 @@ export class BwrapSandbox extends BaseSandbox {
     await this.cell.agent(); // a cold cell's agent has been starting meanwhile
   }
 
+  protected serviceDir(): { host: string; inside: string } {
+    return { host: this.cell.bridgeDir, inside: IN_SANDBOX.bridgeDir };
+  }
+
   private environment(extra: Record<string, string>, withProxy: boolean): Record<string, string> {
     const env: Record<string, string> = {
       PATH: sandboxPath(), HOME: IN_SANDBOX.home, USER: "sandbox", LOGNAME: "sandbox", LANG: "C.UTF-8", TMPDIR: "/tmp", TERM: "dumb",
