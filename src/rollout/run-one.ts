@@ -1,5 +1,6 @@
 import { HarnessError, errorMessage, isHarnessRLError } from "../core/errors.js";
 import type { HarnessDefinition } from "../harness/types.js";
+import { DEFAULT_DISK_BYTES } from "../sandbox/disk-usage.js";
 import type { Sandbox, SandboxBackend, SandboxLimits } from "../sandbox/types.js";
 import { verifierFilesOf, workspaceSeedOf } from "../tasks/materialize.js";
 import { VERIFIER_DIR, type Task } from "../tasks/task.js";
@@ -115,6 +116,8 @@ export async function runRollout(request: RolloutRequest, task: Task, harness: H
     result.stderr = run.stderr;
     const finished = harness.finished({ exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr });
     result.harnessDetail = finished.detail;
+    // Over the disk budget: the sandbox was killed and its disk is still full; the policy's failure, not ours.
+    if (run.diskLimitHit) throw new HarnessError("sandbox_disk_limit", `the harness wrote past the sandbox's disk budget of ${settings.limits.diskBytes ?? DEFAULT_DISK_BYTES} bytes`);
 
     const settled = await waitSettled({ status: () => proxy.rolloutStatus(request.rolloutId) }, settings.settle);
     result.timings.settledAt = Date.now();

@@ -13,6 +13,11 @@ export interface SandboxLimits {
   wallClockMs: number;
   /** Relative CPU weight (cgroup v1 cpu.shares scale, 1024 = default). */
   cpuShares?: number;
+  /**
+   * Disk budget of the workspace and HOME together (allocated bytes; default 1 GiB). bwrap: past it every process of
+   * the sandbox is killed and the exec reports `diskLimitHit`; each file is also capped at it. local-unsafe: ignored.
+   */
+  diskBytes?: number;
 }
 
 export interface ProxyAddress {
@@ -75,6 +80,8 @@ export interface ExecResult {
   oomKilled: boolean;
   /** A fork/clone failed because the pids limit was reached (undefined: the backend cannot tell). */
   pidsLimitHit?: boolean;
+  /** The sandbox went over its disk budget (`limits.diskBytes`) during the exec and was killed (bwrap only). */
+  diskLimitHit?: boolean;
   durationMs: number;
 }
 

@@ -13,7 +13,7 @@ import type { Task } from "../../src/tasks/task.js";
  * tools used to log, or where the verifier now reads them) or replaces the tool gets no process reward; a real call
  * through the workspace's ./calc (a stub forwarding to the host-side tool sandbox) does.
  */
-describe("host-side tool records", () => {
+describe("rewards and statuses a policy cannot forge", () => {
   let stack: RolloutStack;
   let arith: Task;
   let lookuprun: Task;
@@ -61,6 +61,18 @@ describe("host-side tool records", () => {
     const r = await rollout(arith, "honest", `grep -q 'tool service' calc && ./calc "1 + 1" && ./calc "${expr}" > answer.txt`);
     expect(r.status).toBe("ok");
     expect(r.verifier?.subscores).toEqual({ exact: 1, calc_used: 1, calc_calls: [0, 1] });
+  }, 60_000);
+
+  it("a policy that writes past the sandbox's disk budget ends as the harness's failure, not ours and not ok", async () => {
+    const harness = createCommandHarness({ name: "policy-disk", command: `echo ${arith.metadata.answer!} > answer.txt; i=0; while [ $i -lt 200 ]; do head -c 1048576 /dev/zero > f$i; i=$((i+1)); done; sleep 20` });
+    const settings = { ...DEFAULT_ROLLOUT_SETTINGS, limits: { ...DEFAULT_ROLLOUT_SETTINGS.limits, diskBytes: 16 * 1024 * 1024 } };
+    const started = Date.now();
+    const r = await runRollout({ rolloutId: "disk-fill", taskId: arith.id, harness: harness.name, sample: 0 }, arith, harness, stack.backend, stack.rolloutProxy, settings);
+    expect(r.status).toBe("harness_crash");
+    expect(r.error).toMatch(/^sandbox_disk_limit: /);
+    expect(r.stderr).toMatch(/over its disk budget of 16777216 bytes/);
+    expect(r.verifier).toBeNull();
+    expect(Date.now() - started).toBeLessThan(15_000);
   }, 60_000);
 
   it("a tool reading an argument file (./search --chain) gets the file's content and each hop is recorded", async () => {
