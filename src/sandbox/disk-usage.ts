@@ -1,5 +1,9 @@
+import { execFile } from "node:child_process";
 import { lstat, readdir } from "node:fs/promises";
 import { join } from "node:path";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
 
 /**
  * Disk budget of a sandbox's host directories (workspace and HOME): bwrap has no quota and those are plain host
@@ -11,21 +15,32 @@ import { join } from "node:path";
 
 /** Default budget when the caller's limits name none. */
 export const DEFAULT_DISK_BYTES = 1024 ** 3;
-/** Directory entries counted at most per measurement; more is over budget too (an inode flood). */
-export const MAX_DISK_ENTRIES = 200_000;
-/** How often a sandbox with a running exec is measured. */
+/** Shortest interval between two measurements of a sandbox with a running exec. */
 export const DISK_POLL_MS = 250;
+/** The next measurement waits at least this many times as long as the last took (caps its CPU share at ~1/5). */
+export const DISK_POLL_BACKOFF = 4;
 
-export interface DiskUsage {
-  bytes: number;
-  entries: number;
-  /** The walk stopped at MAX_DISK_ENTRIES. */
-  capped: boolean;
+/**
+ * Allocated bytes below `roots` (symlinks not followed), measured by GNU du in a child process: ~25 ms CPU for 5,000
+ * files where a walk with node's fs took ~1.5 s on the loaded test machine, and the event loop (the proxy) never
+ * blocks. Without du (or if it fails), node walks the tree itself.
+ */
+export async function diskUsage(roots: string[]): Promise<number> {
+  try {
+    const { stdout } = await run("du", ["-s", "-B1", "-c", "-P", ...roots], { timeout: 30_000, maxBuffer: 1 << 20 });
+    const total = /(\d+)\s+total\s*$/.exec(stdout.trim());
+    if (total) return Number(total[1]);
+  } catch (e) {
+    // du reports vanished entries with exit 1 but still prints the total.
+    const out = (e as { stdout?: string }).stdout ?? "";
+    const total = /(\d+)\s+total\s*$/.exec(out.trim());
+    if (total) return Number(total[1]);
+  }
+  return walkUsage(roots);
 }
 
-/** Allocated bytes and entries below `roots` (symlinks not followed; vanishing entries ignored). */
-export async function diskUsage(roots: string[], maxEntries = MAX_DISK_ENTRIES): Promise<DiskUsage> {
-  const usage: DiskUsage = { bytes: 0, entries: 0, capped: false };
+async function walkUsage(roots: string[]): Promise<number> {
+  let bytes = 0;
   const stack = [...roots];
   while (stack.length > 0) {
     const dir = stack.pop()!;
@@ -36,18 +51,14 @@ export async function diskUsage(roots: string[], maxEntries = MAX_DISK_ENTRIES):
       continue;
     }
     for (const name of names) {
-      if (++usage.entries > maxEntries) {
-        usage.capped = true;
-        return usage;
-      }
       const p = join(dir, name);
       const st = await lstat(p).catch(() => undefined);
       if (!st) continue;
-      usage.bytes += st.blocks * 512;
+      bytes += st.blocks * 512;
       if (st.isDirectory()) stack.push(p);
     }
   }
-  return usage;
+  return bytes;
 }
 
 /** argv prefix that caps every file the command (and its children) writes at `bytes` (RLIMIT_FSIZE, 512-byte units). */

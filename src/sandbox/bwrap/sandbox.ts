@@ -2,7 +2,7 @@ import { posix } from "node:path";
 import { InfraError, errorMessage } from "../../core/errors.js";
 import { BaseSandbox } from "../base-sandbox.js";
 import { BoundedOutput } from "../bounded-output.js";
-import { DEFAULT_DISK_BYTES, DISK_POLL_MS, diskUsage, fileSizeCapArgv } from "../disk-usage.js";
+import { DEFAULT_DISK_BYTES, DISK_POLL_BACKOFF, DISK_POLL_MS, diskUsage, fileSizeCapArgv } from "../disk-usage.js";
 import type { ResolvedExec } from "../options.js";
 import { chownTree, seedWorkspace } from "../workspace.js";
 import type { ExecResult, SandboxCreateOptions, SandboxPaths } from "../types.js";
@@ -61,11 +61,14 @@ export class BwrapSandbox extends BaseSandbox {
    */
   private watchDisk(): void {
     if (this.diskTimer) return;
+    let lastMs = 0;
     const tick = async (): Promise<void> => {
-      const u = await diskUsage([this.workspaceDir, this.homeDir]);
-      if ((u.bytes > this.diskBytes || u.capped) && this.running.size > 0 && !this.destroyed) {
+      const t = performance.now();
+      const bytes = await diskUsage([this.workspaceDir, this.homeDir]);
+      lastMs = performance.now() - t;
+      if (bytes > this.diskBytes && this.running.size > 0 && !this.destroyed) {
         this.diskHits++;
-        this.diskNote = u.capped ? `more than ${u.entries - 1} files` : `${u.bytes} bytes`;
+        this.diskNote = `${bytes} bytes`;
         await this.cell.killAll();
       }
     };
@@ -75,7 +78,7 @@ export class BwrapSandbox extends BaseSandbox {
           if (this.running.size > 0 && !this.destroyed) loop();
           else this.diskTimer = undefined;
         });
-      }, DISK_POLL_MS);
+      }, Math.max(DISK_POLL_MS, DISK_POLL_BACKOFF * lastMs));
     };
     loop();
   }
@@ -149,8 +152,7 @@ export class BwrapSandbox extends BaseSandbox {
     const diskHitsBefore = this.diskHits;
     // Once over budget, the sandbox stays refused while it is (its files remain until destroy): no agent start.
     if (this.diskHits > 0) {
-      const u = await diskUsage([this.workspaceDir, this.homeDir]);
-      if (u.bytes > this.diskBytes || u.capped) return this.diskLimitResult(undefined, started, false, false, undefined);
+      if ((await diskUsage([this.workspaceDir, this.homeDir])) > this.diskBytes) return this.diskLimitResult(undefined, started, false, false, undefined);
     }
     let r: AgentRun;
     let timedOut = false;
