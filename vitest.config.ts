@@ -63,6 +63,7 @@ const SLOW_TESTS = [
   "test/cli/**/*.test.ts",
   "test/rollout/explicit-registries.test.ts",
   "test/rollout/harness-fault.test.ts",
+  "test/rollout/policy-hardening.test.ts",
   "test/train/shipped-configs.test.ts",
   // Real rollouts in sandboxes and real torch steps through the run context, capabilities and the worker op table.
   "test/run/**/*.test.ts",

@@ -112,6 +112,7 @@ export const ERROR_CODES = {
     harness_install_failed: retry("installing the harness's pinned npm package failed"),
     harness_install_incomplete: once("the installed harness package lacks its native binary"),
     harness_unsettled: once("calls from the harness were still in flight long after it exited"),
+    sandbox_disk_limit: once("the rollout's sandbox wrote past its disk budget (limits.diskBytes) and was killed: the policy's failure"),
     request_aborted: once("the harness broke off while sending the request body"),
     client_closed: once("the harness closed the connection before the answer was complete (recorded, not thrown)"),
   },

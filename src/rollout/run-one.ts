@@ -1,10 +1,12 @@
 import { HarnessError, errorMessage, isHarnessRLError } from "../core/errors.js";
 import type { HarnessDefinition } from "../harness/types.js";
+import { DEFAULT_DISK_BYTES } from "../sandbox/disk-usage.js";
 import type { Sandbox, SandboxBackend, SandboxLimits } from "../sandbox/types.js";
 import { verifierFilesOf, workspaceSeedOf } from "../tasks/materialize.js";
 import { VERIFIER_DIR, type Task } from "../tasks/task.js";
 import { parseVerifierOutput, type VerifierResult } from "../tasks/verifier-result.js";
 import { DEFAULT_SETTLE, waitSettled, type SettleOptions } from "./settle.js";
+import { HostTools } from "./host-tools.js";
 import type { RolloutRequest, RolloutResult, RolloutStatus } from "../tasks/rollout-result.js";
 
 /** What a rollout needs from the capture proxy: credentials for its session and its sessions' call counts. */
@@ -76,6 +78,7 @@ export async function runRollout(request: RolloutRequest, task: Task, harness: H
     timings: { startedAt, sandboxReadyAt: null, harnessEndedAt: null, settledAt: null, verifiedAt: null, endedAt: startedAt },
   };
   let sandbox: Sandbox | null = null;
+  let tools: HostTools | null = null;
   try {
     const session = proxy.issueSession({ rolloutId: request.rolloutId, harness: harness.name, agentRole: "main", metadata: { taskId: task.id, sample: request.sample } });
     const wallClockMs = settings.harnessTimeoutMs + settings.verifierTimeoutMs + settings.settle.timeoutMs + 10_000;
@@ -89,6 +92,9 @@ export async function runRollout(request: RolloutRequest, task: Task, harness: H
       labels: { rollout: request.rolloutId, task: task.id, harness: harness.name },
     });
     for (const rel of seed.executables) await sandbox.writeFile(rel, seed.files[rel]!, { mode: 0o755 });
+    // Tools whose calls feed rewards run out of the agent's reach; its workspace gets stubs that forward to them.
+    tools = await HostTools.open(task, backend, { ...settings.limits, wallClockMs }, { rollout: request.rolloutId, task: task.id });
+    await tools?.attach(sandbox);
     const plan = harness.launch({
       prompt: task.prompt,
       proxyOrigin: sandbox.proxyUrl ?? `http://127.0.0.1:${proxy.port}`,
@@ -110,6 +116,8 @@ export async function runRollout(request: RolloutRequest, task: Task, harness: H
     result.stderr = run.stderr;
     const finished = harness.finished({ exitCode: run.exitCode, stdout: run.stdout, stderr: run.stderr });
     result.harnessDetail = finished.detail;
+    // Over the disk budget: the sandbox was killed and its disk is still full; the policy's failure, not ours.
+    if (run.diskLimitHit) throw new HarnessError("sandbox_disk_limit", `the harness wrote past the sandbox's disk budget of ${settings.limits.diskBytes ?? DEFAULT_DISK_BYTES} bytes`);
 
     const settled = await waitSettled({ status: () => proxy.rolloutStatus(request.rolloutId) }, settings.settle);
     result.timings.settledAt = Date.now();
@@ -121,6 +129,8 @@ export async function runRollout(request: RolloutRequest, task: Task, harness: H
     await sandbox.exec(["sh", "-c", CLEAR_VERIFIER_DIR], { proxy: false, timeoutMs: 10_000 });
     // Through the sandbox, never plain fs: the agent may have planted symlinks in the workspace.
     for (const [rel, data] of Object.entries(verifierFilesOf(task))) await sandbox.writeFile(rel, data);
+    // The host's record of the tool calls, never the workspace's logs (the agent can write those).
+    for (const [rel, data] of Object.entries((await tools?.records()) ?? {})) await sandbox.writeFile(rel, data);
     const verify = await sandbox.exec(task.verifier.command, { proxy: false, timeoutMs: task.verifier.timeoutMs ?? settings.verifierTimeoutMs, stdoutLimit: 64 * 1024 });
     result.timings.verifiedAt = Date.now();
     const verifier: VerifierResult = verify.timedOut ? { score: 0, subscores: {}, error: "verifier timed out" } : parseVerifierOutput(verify.stdout);
@@ -140,6 +150,7 @@ export async function runRollout(request: RolloutRequest, task: Task, harness: H
     result.error = isHarnessRLError(e) ? `${e.code}: ${e.message}` : errorMessage(e);
   } finally {
     if (sandbox) await sandbox.destroy().catch(() => undefined);
+    if (tools) await tools.destroy().catch(() => undefined);
     const s = proxy.rolloutStatus(request.rolloutId);
     result.sessionIds = s.sessionIds;
     result.calls = s.records;

@@ -1,10 +1,11 @@
 import { join } from "node:path";
 import { UserError } from "../core/errors.js";
 import { validateExec } from "./options.js";
+import { HostService } from "./service-host.js";
 import type { ResolvedExec } from "./options.js";
 import { listConfined, readConfined, writeConfined } from "./workspace.js";
 import type { Owner } from "./workspace.js";
-import type { ExecOptions, ExecResult, FileOptions, Sandbox, SandboxPaths } from "./types.js";
+import type { ExecOptions, ExecResult, FileOptions, Sandbox, SandboxPaths, ServiceHandler } from "./types.js";
 
 export interface SandboxDirs {
   /** The sandbox's state directory on the host (`<stateRoot>/<id>`). */
@@ -40,6 +41,7 @@ export abstract class BaseSandbox implements Sandbox {
   private destroying: Promise<void> | undefined;
   /** Host uid/gid of the sandboxed user when it differs from the control plane's: host-side writes are handed to it. */
   protected owner: Owner | undefined;
+  private readonly services = new Map<string, HostService>();
 
   constructor(
     readonly id: string,
@@ -72,6 +74,18 @@ export abstract class BaseSandbox implements Sandbox {
 
   protected abstract runExec(exec: ResolvedExec, timeoutMs: number): Promise<ExecResult>;
   protected abstract teardown(): Promise<void>;
+  /** Where service sockets go: a host directory and the same directory as the sandbox's commands see it. */
+  protected abstract serviceDir(): { host: string; inside: string };
+
+  async serve(name: string, handler: ServiceHandler): Promise<string> {
+    if (this.destroying) throw new UserError("sandbox_destroyed", `sandbox ${this.id} has been destroyed`);
+    if (!/^[a-z0-9-]{1,32}$/.test(name) || name === "proxy" || this.services.has(name)) {
+      throw new UserError("invalid_sandbox_options", `bad or duplicate service name "${name}" (lower-case letters, digits, '-'; not "proxy")`);
+    }
+    const dir = this.serviceDir();
+    this.services.set(name, await HostService.listen(join(dir.host, `${name}.sock`), handler, this.owner));
+    return `${dir.inside}/${name}.sock`;
+  }
 
   private root(options: FileOptions | undefined): string {
     return options?.root === "home" ? this.homeDir : this.workspaceDir;
@@ -90,7 +104,10 @@ export abstract class BaseSandbox implements Sandbox {
   }
 
   destroy(): Promise<void> {
-    this.destroying ??= this.teardown();
+    this.destroying ??= (async () => {
+      await Promise.all([...this.services.values()].map((s) => s.close()));
+      await this.teardown();
+    })();
     return this.destroying;
   }
 }

@@ -13,6 +13,7 @@ const CreateSchema = z.object({
     maxPids: z.number().int().min(4, "maxPids must be at least 4"),
     wallClockMs: z.number().int().positive(),
     cpuShares: z.number().int().min(2).max(262144).optional(),
+    diskBytes: z.number().int().min(1024 * 1024, "diskBytes must be at least 1 MiB").optional(),
   }),
   network: z
     .object({ proxy: z.object({ host: z.string().min(1), port: z.number().int().min(1).max(65535) }).optional() })

@@ -13,6 +13,11 @@ export interface SandboxLimits {
   wallClockMs: number;
   /** Relative CPU weight (cgroup v1 cpu.shares scale, 1024 = default). */
   cpuShares?: number;
+  /**
+   * Disk budget of the workspace and HOME together (allocated bytes; default 1 GiB). bwrap: past it every process of
+   * the sandbox is killed and the exec reports `diskLimitHit`; each file is also capped at it. local-unsafe: ignored.
+   */
+  diskBytes?: number;
 }
 
 export interface ProxyAddress {
@@ -75,6 +80,8 @@ export interface ExecResult {
   oomKilled: boolean;
   /** A fork/clone failed because the pids limit was reached (undefined: the backend cannot tell). */
   pidsLimitHit?: boolean;
+  /** The sandbox went over its disk budget (`limits.diskBytes`) during the exec and was killed (bwrap only). */
+  diskLimitHit?: boolean;
   durationMs: number;
 }
 
@@ -90,6 +97,9 @@ export interface SandboxPaths {
   workspace: string;
   home: string;
 }
+
+/** A host-side service's handler: one request text in, one answer text out (see {@link Sandbox.serve}). */
+export type ServiceHandler = (request: string) => Promise<string>;
 
 export interface Sandbox {
   readonly id: string;
@@ -107,6 +117,13 @@ export interface Sandbox {
   writeFile(path: string, data: string | Uint8Array, options?: FileOptions & { mode?: number }): Promise<void>;
   /** Regular files below `dir` (relative paths, sorted, symlinks not followed). */
   listFiles(dir?: string, options?: FileOptions & { maxEntries?: number }): Promise<string[]>;
+  /**
+   * Serves `handler` on the host through a unix socket the sandbox's commands can connect to; returns the socket's
+   * path as they see it. One request per connection: the client writes it and half-closes, the host answers and
+   * closes (bounded: 1 MiB per request, 8 handled at once). `name`: lower-case letters, digits and '-', not "proxy".
+   * Closed by destroy().
+   */
+  serve(name: string, handler: ServiceHandler): Promise<string>;
   /** Kills everything the sandbox runs and removes all its state. Idempotent. */
   destroy(): Promise<void>;
 }

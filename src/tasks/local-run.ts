@@ -1,7 +1,9 @@
 import { spawn } from "node:child_process";
 import { InfraError } from "../core/errors.js";
+import { copyFile, mkdir, readdir } from "node:fs/promises";
+import { join } from "node:path";
 import { installVerifier, writeFileMap } from "./materialize.js";
-import type { OracleStep, Task } from "./task.js";
+import { TOOL_LOG_DIR, VERIFIER_LOG_DIR, type OracleStep, type Task } from "./task.js";
 import { parseVerifierOutput, type VerifierResult } from "./verifier-result.js";
 
 /**
@@ -49,6 +51,11 @@ export function runProcess(argv: string[], cwd: string, timeoutMs = DEFAULT_TIME
 /** Installs the verifier into an already-used workspace, runs it locally and parses its result (never throws on bad output). */
 export async function verifyLocally(task: Task, workspace: string): Promise<VerifierResult & { process: ProcessResult }> {
   await installVerifier(task, workspace);
+  // Trusted local runs (tests, `tasks check`): the tools logged into the workspace, and that log is the record.
+  // Rollouts never do this; they install the host's record of the tool calls instead.
+  const logs = await readdir(join(workspace, TOOL_LOG_DIR)).catch(() => [] as string[]);
+  if (logs.length > 0) await mkdir(join(workspace, VERIFIER_LOG_DIR), { recursive: true });
+  for (const name of logs) if (name.endsWith(".jsonl")) await copyFile(join(workspace, TOOL_LOG_DIR, name), join(workspace, VERIFIER_LOG_DIR, name));
   const proc = await runProcess(task.verifier.command, workspace, task.verifier.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   const result = parseVerifierOutput(proc.stdout);
   if (proc.timedOut) return { score: 0, subscores: {}, error: "verifier timed out", process: proc };

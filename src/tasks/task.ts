@@ -8,8 +8,14 @@ import { z } from "zod";
 
 /** Workspace-relative folder the verifier files are installed into, hidden from the agent until verification. */
 export const VERIFIER_DIR = ".harnessrl/verifier";
-/** Workspace-relative folder where built-in tool programs (`calc`, `search`) log their calls (process signals). */
+/**
+ * Workspace-relative folder where built-in tool programs (`calc`, `search`) log their calls. In a rollout the tools
+ * listed in `metadata.hostTools` run in a separate sandbox out of the agent's reach, and that sandbox's log is what the
+ * verifier gets, under {@link VERIFIER_LOG_DIR}: the agent's own workspace log is never read, so it cannot forge it.
+ */
 export const TOOL_LOG_DIR = ".harnessrl/logs";
+/** Where the verifier finds the tool logs (installed with it, from the host's record of the tool calls). */
+export const VERIFIER_LOG_DIR = `${VERIFIER_DIR}/logs`;
 
 export const SPLITS = ["train", "test"] as const;
 export type Split = (typeof SPLITS)[number];
@@ -62,6 +68,11 @@ export const taskMetadataSchema = z.looseObject({
   oracle: oracleSchema.optional(),
   /** Name of the answer file for answer-style tasks (workspace-relative). */
   answerFile: relPathSchema.optional(),
+  /**
+   * Workspace programs whose calls feed rewards (`calc`, `search`): in a rollout each call runs on the host side, in
+   * a separate sandbox seeded with the task's files, and the agent's workspace gets a stub that forwards to it.
+   */
+  hostTools: z.array(relPathSchema).optional(),
 });
 export type TaskMetadata = z.infer<typeof taskMetadataSchema>;
 

@@ -205,7 +205,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const harnesses = choice ? [choice.harness] : config.harnesses;
       const startedAt = Date.now();
       return {
-        promise: runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}` }, { concurrency: config.rollout.concurrency, resultsFile: run.rolloutsPath, settings: ctx.rolloutSettings }),
+        promise: runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings }),
         cursor: take.cursor,
         startedAt,
         harness: choice?.harness ?? null,
@@ -290,7 +290,8 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       // One commit: the new policy version, its checkpoint and this metrics line become the run's state together; the
       // previous checkpoint and retired policy versions are deleted only after the switch.
       const next: RunState = { ...state, step, policyVersion: version, taskCursor: cursor, checkpoint, trainMs: Date.now() - trainStart, ...(scheduler ? { scheduler: scheduler.state() } : {}) };
-      state = await run.commit(next, { written: [run.policyDir(version), checkpoint], metrics: [row], step });
+      // rollouts.jsonl gets the step's results with its commit (not as they finish): a redone step never appears twice.
+      state = await run.commit(next, { written: [run.policyDir(version), checkpoint], metrics: [row], rollouts: results, step });
       if (evalDue(step)) await midEval(step);
       writeReport(run.root);
       progress.update(step, `reward ${row["reward/mean"].toFixed(3)} v${version}`);

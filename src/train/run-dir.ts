@@ -27,6 +27,8 @@ export interface RunState {
   metricsBytes?: number;
   /** The step whose mid-run evaluation (`eval.every`) is committed. */
   evalStep?: number;
+  /** Committed length of rollouts.jsonl in bytes: lines after it are rollouts of an uncommitted step (absent: older runs). */
+  rolloutsBytes?: number;
 }
 
 /** What one commit makes durable together with the new state. */
@@ -35,6 +37,11 @@ export interface CommitParts {
   written?: string[];
   /** Metrics rows of this state, appended before the switch. */
   metrics?: Record<string, unknown>[];
+  /**
+   * The step's rollout results (rollouts.jsonl lines), appended before the switch: written only here, so a step redone
+   * after a crash leaves its interrupted attempt's lines out (cut on resume) instead of appending them twice.
+   */
+  rollouts?: unknown[];
   /** The step the commit belongs to (fault points). */
   step: number;
 }
@@ -123,12 +130,13 @@ export class RunDir {
     for (const p of parts.written ?? []) await fsyncTree(p);
     for (const p of parts.written ?? []) fsyncPath(dirname(p));
     faultPoint("after-checkpoint-write", parts.step);
+    if (parts.rollouts?.length) appendFileSync(this.rolloutsPath, parts.rollouts.map((r) => `${JSON.stringify(r)}\n`).join(""));
     if (parts.metrics?.length) {
       appendFileSync(this.metricsPath, parts.metrics.map((r) => `${JSON.stringify(r)}\n`).join(""));
       faultPoint("after-metrics-append", parts.step);
     }
-    const committed: RunState = { ...state, metricsBytes: this.metricsSize() };
-    if (existsSync(this.metricsPath)) fsyncPath(this.metricsPath);
+    const committed: RunState = { ...state, metricsBytes: sizeOf(this.metricsPath), rolloutsBytes: sizeOf(this.rolloutsPath) };
+    for (const p of [this.metricsPath, this.rolloutsPath]) if (existsSync(p)) fsyncPath(p);
     this.writeState(committed);
     faultPoint("after-state-commit", parts.step);
     this.collect(committed, parts.step);
@@ -146,9 +154,11 @@ export class RunDir {
     if (!state) {
       for (const d of ["policy", "checkpoints"]) rmSync(join(this.root, d), { recursive: true, force: true });
       rmSync(this.metricsPath, { force: true });
+      rmSync(this.rolloutsPath, { force: true });
       return null;
     }
-    if (state.metricsBytes !== undefined && this.metricsSize() > state.metricsBytes) truncateSync(this.metricsPath, state.metricsBytes);
+    if (state.metricsBytes !== undefined && sizeOf(this.metricsPath) > state.metricsBytes) truncateSync(this.metricsPath, state.metricsBytes);
+    if (state.rolloutsBytes !== undefined && sizeOf(this.rolloutsPath) > state.rolloutsBytes) truncateSync(this.rolloutsPath, state.rolloutsBytes);
     this.collect(state, state.step);
     return state;
   }
@@ -175,10 +185,10 @@ export class RunDir {
       }
     }
   }
+}
 
-  private metricsSize(): number {
-    return existsSync(this.metricsPath) ? statSync(this.metricsPath).size : 0;
-  }
+function sizeOf(path: string): number {
+  return existsSync(path) ? statSync(path).size : 0;
 }
 
 /**

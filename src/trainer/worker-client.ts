@@ -148,6 +148,14 @@ export class WorkerClient {
       ...options.env,
     };
     this.child = spawn(python, args, { cwd, env, stdio: ["pipe", "pipe", "pipe"] });
+    // The control plane may exit in the middle of an op (SIGTERM → process.exit in the CLI): the worker would only see
+    // its stdin close once the op is done, minutes later for a large step. It must not outlive us.
+    const child = this.child;
+    const killOnExit = (): void => {
+      child.kill("SIGKILL");
+    };
+    process.on("exit", killOnExit);
+    child.once("close", () => process.off("exit", killOnExit));
     this.exited = new Promise((resolve) => {
       this.child.once("close", (code, signal) => {
         this.fail(new InfraError("worker_died", `trainer worker exited (${signal ?? `code ${code}`})${this.stderrSummary()}`, { retryable: true, details: { code, signal } }));

@@ -32,7 +32,7 @@ const lines = (): string[] =>
 describe("a training run killed at its commit boundaries resumes without losing a step (tiny preset, CLI)", () => {
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-  it("killed during the evaluation after step 1, then after the switch to step 2, it ends with every step once", async () => {
+  it("killed during the evaluation after step 1, before and after the switch to step 2, it ends with every step (and its rollouts) once", async () => {
     const suite = join(root, "suite");
     await writeNativeSuite([0, 1].map((i) => noiseTask(i, "train")), join(suite, "train"));
     await writeNativeSuite([0].map((i) => noiseTask(i, "test")), join(suite, "test"));
@@ -60,6 +60,12 @@ describe("a training run killed at its commit boundaries resumes without losing 
     expect(state()).toMatchObject({ step: 1, policyVersion: 1 });
     expect(lines()).toEqual(["rl1"]);
 
+    // Killed after step 2's rollouts and metrics line were appended but before state.json names step 2: the resume
+    // cuts both and redoes the step, whose rollouts then appear once.
+    const interrupted = train("after-metrics-append@2");
+    expect(interrupted.signal, interrupted.stderr).toBe("SIGKILL");
+    expect(state()).toMatchObject({ step: 1, evalStep: 1 });
+
     // Killed after state.json names step 2 but while the old checkpoint is being deleted: resumable.
     const second = train("during-cleanup@2");
     expect(second.signal, second.stderr).toBe("SIGKILL");
@@ -73,5 +79,10 @@ describe("a training run killed at its commit boundaries resumes without losing 
     expect(readdirSync(join(runDir, "checkpoints"))).toEqual(["step-0002"]);
     expect(readdirSync(join(runDir, "policy"))).toEqual(["v0000", "v0001", "v0002"]);
     expect(readdirSync(runDir).filter((e) => e.endsWith(".tmp"))).toEqual([]);
+    // 2 steps × 1 task × 2 samples, each step's rollouts once (step 2 ran twice).
+    const rollouts = readFileSync(join(runDir, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => (JSON.parse(l) as { rolloutId: string }).rolloutId);
+    expect(rollouts).toHaveLength(4);
+    expect(rollouts.filter((id) => id.startsWith("s1-"))).toHaveLength(2);
+    expect(rollouts.filter((id) => id.startsWith("s2-"))).toHaveLength(2);
   }, 900_000);
 });

@@ -38,7 +38,7 @@ async function train(root: string, steps: number): Promise<RunState> {
     const checkpoint = run.checkpointDir(step);
     mkdirSync(checkpoint, { recursive: true });
     writeFileSync(join(checkpoint, "trainer_state.json"), JSON.stringify({ step }));
-    state = await run.commit({ ...state, step, policyVersion: version, taskCursor: step * 2, checkpoint, referenceVersion: 0 }, { written: [run.policyDir(version), checkpoint], metrics: [{ phase: "rl", step }], step });
+    state = await run.commit({ ...state, step, policyVersion: version, taskCursor: step * 2, checkpoint, referenceVersion: 0 }, { written: [run.policyDir(version), checkpoint], metrics: [{ phase: "rl", step }], rollouts: [0, 1].map((i) => ({ rolloutId: `s${step}-${i}` })), step });
     if (evalDue(step)) await evaluate(step);
   }
   return state;
@@ -55,6 +55,9 @@ function expectFinished(root: string): void {
   expect(readdirSync(join(root, "checkpoints"))).toEqual(["step-0004"]);
   expect(readdirSync(join(root, "policy"))).toEqual(["v0000", "v0001", "v0003", "v0004"]);
   expect(readdirSync(root).filter((e) => e.endsWith(".tmp"))).toEqual([]);
+  // Every step's rollouts exactly once, also when a step was redone after a kill.
+  const rollouts = readFileSync(join(root, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => (JSON.parse(l) as { rolloutId: string }).rolloutId);
+  expect(rollouts).toEqual(["s1-0", "s1-1", "s2-0", "s2-1", "s3-0", "s3-1", "s4-0", "s4-1"]);
 }
 
 describe("a run commits state, metrics and checkpoints together", () => {
@@ -91,6 +94,7 @@ describe("a run commits state, metrics and checkpoints together", () => {
     const root = mkdtempSync(join(tmpdir(), "hrl-commit-"));
     await train(root, 2);
     appendFileSync(join(root, "metrics.jsonl"), '{"phase":"rl","st');
+    appendFileSync(join(root, "rollouts.jsonl"), '{"rolloutId":"s3-0"}\n{"rollo');
     writeFileSync(join(root, "state.json.tmp"), "{");
     mkdirSync(join(root, "checkpoints", "step-0003"), { recursive: true });
     mkdirSync(join(root, "policy", "v0003"), { recursive: true });
@@ -103,6 +107,7 @@ describe("a run commits state, metrics and checkpoints together", () => {
     mkdirSync(join(root, "policy", "v0000"), { recursive: true });
     writeFileSync(join(root, "policy", "v0000", "model.bin"), "torn");
     writeFileSync(join(root, "metrics.jsonl"), '{"phase":"rl","step":1}\n');
+    writeFileSync(join(root, "rollouts.jsonl"), '{"rolloutId":"s1-0"}\n');
     await train(root, 4);
     expectFinished(root);
     expect(readFileSync(join(root, "policy", "v0000", "model.bin"), "utf8")).toBe("v0");

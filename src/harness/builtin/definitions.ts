@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { InfraError } from "../../core/errors.js";
 import type { Protocol } from "../../icr/records.js";
 import { harnessrlEnv } from "../launch-env.js";
+import { builtinMountSet } from "./mount-set.js";
 import type { ExitInfo, HarnessDefinition, LaunchContext, LaunchPlan, OracleProfile } from "../types.js";
 
 /**
@@ -40,6 +41,7 @@ export function builtinResult(stdout: string): { status: string; turns: number }
 
 function builtin(name: string, summary: string, protocol: Protocol, oracle: OracleProfile): HarnessDefinition {
   const script = join(packageRoot, "dist", "harness", "builtin", `${name}.js`);
+  let mounts: string[] | null = null;
   return {
     name,
     summary,
@@ -48,7 +50,11 @@ function builtin(name: string, summary: string, protocol: Protocol, oracle: Orac
     async ensureInstalled() {
       if (!existsSync(script)) throw new InfraError("harness_not_built", `built-in harness ${name} is not compiled (${script}); run npm run build`);
     },
-    hostPaths: () => [join(packageRoot, "dist"), join(packageRoot, "node_modules"), join(packageRoot, "package.json")],
+    // Only the entry file, what it imports and package.json: never the rest of dist/ (task generators, answers, verifiers).
+    hostPaths: () => {
+      if (!mounts && existsSync(script)) mounts = builtinMountSet(packageRoot, script);
+      return mounts ?? [script, join(packageRoot, "package.json")];
+    },
     launch(ctx: LaunchContext): LaunchPlan {
       return {
         argv: [process.execPath, script],

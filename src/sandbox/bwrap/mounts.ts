@@ -1,4 +1,4 @@
-import { existsSync, lstatSync, readlinkSync } from "node:fs";
+import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
 import { dirname, sep } from "node:path";
 
 /**
@@ -18,6 +18,29 @@ export const IN_SANDBOX = {
 
 const SYSTEM_DIRS = ["usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt", "var", "sys"];
 
+/**
+ * Host details under the bound /sys that a sandbox has no business seeing, each covered by an empty tmpfs: the cgroup
+ * tree (every other sandbox's memory use and limits) and the network interfaces (the sandbox's own namespace has only
+ * `lo`; /sys shows the host's): /sys/class/net, and the `net` folder of every interface's device.
+ */
+export function sysMasks(): string[] {
+  const masks = new Set(["/sys/fs/cgroup", "/sys/class/net", "/sys/devices/virtual/net"]);
+  let names: string[] = [];
+  try {
+    names = readdirSync("/sys/class/net");
+  } catch {
+    // no sysfs network view
+  }
+  for (const name of names) {
+    try {
+      masks.add(dirname(realpathSync(`/sys/class/net/${name}`)));
+    } catch {
+      // vanished interface
+    }
+  }
+  return [...masks].filter((m) => existsSync(m)).sort();
+}
+
 /** System binds, computed once per backend (merged-/usr systems get symlinks, as on the host). */
 export function systemMountArgs(): { args: string[]; bound: string[] } {
   const args: string[] = [];
@@ -36,6 +59,7 @@ export function systemMountArgs(): { args: string[]; bound: string[] } {
       bound.push(host);
     }
   }
+  if (bound.includes("/sys")) for (const m of sysMasks()) args.push("--tmpfs", m, "--remount-ro", m);
   return { args, bound };
 }
 
@@ -69,6 +93,8 @@ export interface SandboxMountInput {
 export function mountArgs(plan: MountPlan, s: SandboxMountInput): string[] {
   // Fresh /proc, /dev, /tmp first: explicit read-only binds below may lie under them (e.g. a harness under /tmp).
   const args = [...plan.systemArgs, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"];
+  // The host's /var/tmp is as public as /tmp (task suites, other tools' scratch files): an empty one instead.
+  if (plan.systemBound.includes("/var") && existsSync("/var/tmp")) args.push("--tmpfs", "/var/tmp");
   const visible = [...plan.systemBound];
   if (plan.nodePrefix) {
     args.push("--ro-bind", plan.nodePrefix, plan.nodePrefix);

@@ -2,6 +2,7 @@ import { posix } from "node:path";
 import { InfraError, errorMessage } from "../../core/errors.js";
 import { BaseSandbox } from "../base-sandbox.js";
 import { BoundedOutput } from "../bounded-output.js";
+import { DEFAULT_DISK_BYTES, DISK_POLL_BACKOFF, DISK_POLL_MS, diskUsage, fileSizeCapArgv } from "../disk-usage.js";
 import type { ResolvedExec } from "../options.js";
 import { chownTree, seedWorkspace } from "../workspace.js";
 import type { ExecResult, SandboxCreateOptions, SandboxPaths } from "../types.js";
@@ -33,6 +34,12 @@ export class BwrapSandbox extends BaseSandbox {
   private readonly running = new Set<Promise<unknown>>();
   /** Running execs that use the proxy: the host bridge forwards only while there is one. */
   private proxyExecs = 0;
+  /** Times the disk budget was exceeded (execs compare before/after); the watcher runs while execs do. */
+  private diskHits = 0;
+  private diskTimer: NodeJS.Timeout | undefined;
+  private readonly diskBytes: number;
+  /** What the last over-budget measurement found, for the killed exec's stderr. */
+  private diskNote = "";
 
   constructor(
     readonly cell: Cell,
@@ -45,6 +52,35 @@ export class BwrapSandbox extends BaseSandbox {
     this.owner = cell.owner;
     const proxy = options.network?.proxy;
     this.proxyUrl = proxy ? `http://127.0.0.1:${proxy.port}` : undefined;
+    this.diskBytes = options.limits.diskBytes ?? DEFAULT_DISK_BYTES;
+  }
+
+  /**
+   * Measures workspace + HOME every DISK_POLL_MS while an exec runs; past the budget, every process of the sandbox is
+   * killed (the running execs end with `diskLimitHit`). What was written stays until destroy() removes it.
+   */
+  private watchDisk(): void {
+    if (this.diskTimer) return;
+    let lastMs = 0;
+    const tick = async (): Promise<void> => {
+      const t = performance.now();
+      const bytes = await diskUsage([this.workspaceDir, this.homeDir]);
+      lastMs = performance.now() - t;
+      if (bytes > this.diskBytes && this.running.size > 0 && !this.destroyed) {
+        this.diskHits++;
+        this.diskNote = `${bytes} bytes`;
+        await this.cell.killAll();
+      }
+    };
+    const loop = (): void => {
+      this.diskTimer = setTimeout(() => {
+        void tick().finally(() => {
+          if (this.running.size > 0 && !this.destroyed) loop();
+          else this.diskTimer = undefined;
+        });
+      }, Math.max(DISK_POLL_MS, DISK_POLL_BACKOFF * lastMs));
+    };
+    loop();
   }
 
   async start(): Promise<void> {
@@ -61,6 +97,10 @@ export class BwrapSandbox extends BaseSandbox {
     const proxy = this.options.network?.proxy;
     if (proxy) this.cell.setProxyPort(proxy.port);
     await this.cell.agent(); // a cold cell's agent has been starting meanwhile
+  }
+
+  protected serviceDir(): { host: string; inside: string } {
+    return { host: this.cell.bridgeDir, inside: IN_SANDBOX.bridgeDir };
   }
 
   private environment(extra: Record<string, string>, withProxy: boolean): Record<string, string> {
@@ -81,6 +121,7 @@ export class BwrapSandbox extends BaseSandbox {
     }
     const run = this.execOnce(exec, timeoutMs, proxy !== undefined);
     this.running.add(run);
+    this.watchDisk();
     try {
       return await run;
     } finally {
@@ -98,10 +139,21 @@ export class BwrapSandbox extends BaseSandbox {
     };
   }
 
+  private diskLimitResult(run: AgentRun | undefined, started: number, timedOut: boolean, oomKilled: boolean, pidsLimitHit: boolean | undefined): ExecResult {
+    const r = this.killedResult(run, started, timedOut, oomKilled, pidsLimitHit);
+    const note = `harnessrl-sandbox: the sandbox's workspace and HOME held ${this.diskNote}, over its disk budget of ${this.diskBytes} bytes; every process of the sandbox was killed\n`;
+    return { ...r, stderr: `${r.stderr}${r.stderr ? "\n" : ""}${note}`, diskLimitHit: true };
+  }
+
   private async execOnce(exec: ResolvedExec, timeoutMs: number, withProxy: boolean): Promise<ExecResult> {
     const started = performance.now();
     const cgroup = this.cell.cgroup;
     const before = cgroup.counters();
+    const diskHitsBefore = this.diskHits;
+    // Once over budget, the sandbox stays refused while it is (its files remain until destroy): no agent start.
+    if (this.diskHits > 0) {
+      if ((await diskUsage([this.workspaceDir, this.homeDir])) > this.diskBytes) return this.diskLimitResult(undefined, started, false, false, undefined);
+    }
     let r: AgentRun;
     let timedOut = false;
     // Twice at most: an agent that died (killed from outside) before it started the command gets one successor.
@@ -111,10 +163,11 @@ export class BwrapSandbox extends BaseSandbox {
         agent = await this.cell.agent(); // starts a new agent if the last one died
       } catch (e) {
         if (this.destroyed) return this.killedResult(undefined, started, false, false, undefined);
+        if (this.diskHits > diskHitsBefore) return this.diskLimitResult(undefined, started, false, false, undefined);
         throw e;
       }
       const handle = agent.exec(
-        { argv: exec.argv, cwd: posix.resolve(IN_SANDBOX.workspace, exec.cwd ?? "."), env: this.environment(exec.env, withProxy), proxy: withProxy },
+        { argv: fileSizeCapArgv(this.diskBytes, exec.argv), cwd: posix.resolve(IN_SANDBOX.workspace, exec.cwd ?? "."), env: this.environment(exec.env, withProxy), proxy: withProxy },
         exec.stdin,
         { stdout: exec.stdoutLimit, stderr: exec.stderrLimit },
       );
@@ -133,6 +186,7 @@ export class BwrapSandbox extends BaseSandbox {
     const oomKilled = after.oomKills > before.oomKills;
     const pidsLimitHit = cgroup.paths.pids ? after.pidsMaxHits > before.pidsMaxHits : undefined;
     if (r.error) throw new InfraError("sandbox_bridge", `harnessrl-sandbox: ${r.error.message}`, { retryable: true });
+    if (this.diskHits > diskHitsBefore) return this.diskLimitResult(r, started, timedOut, oomKilled, pidsLimitHit);
     if (!r.exit) {
       // The agent's process ended during the exec, and every process of the sandbox with it.
       const died = r.agentExit;

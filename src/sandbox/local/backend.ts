@@ -55,9 +55,15 @@ class LocalSandbox extends BaseSandbox {
     await mkdir(this.workspaceDir, { recursive: true });
     await mkdir(this.homeDir, { recursive: true });
     await mkdir(join(this.stateDir, "tmp"), { recursive: true });
+    await mkdir(join(this.stateDir, "services"), { recursive: true });
     await writeState(this.stateDir, { id: this.id, backend: this.backend, ...ownerIdentity(), createdAt: new Date().toISOString(), cgroups: {}, labels: this.options.labels ?? {} });
     this.unregisterExit = onExitCleanup(() => this.teardownSync());
     await seedWorkspace(this.workspaceDir, this.options.workspaceFiles);
+  }
+
+  protected serviceDir(): { host: string; inside: string } {
+    const dir = join(this.stateDir, "services");
+    return { host: dir, inside: dir };
   }
 
   protected async runExec(exec: ResolvedExec, timeoutMs: number): Promise<ExecResult> {

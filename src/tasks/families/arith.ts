@@ -59,6 +59,7 @@ function generate(split: Split, seed: number, index: number): Task {
     files: { calc: CALC_FILE },
     verifier: arithVerifier(answer, ANSWER_FILE),
     metadata: {
+      hostTools: ["calc"],
       template,
       shape: shape.name,
       difficulty: shape.difficulty,

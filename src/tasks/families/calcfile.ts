@@ -86,6 +86,7 @@ function generator(family: string, outputs: readonly string[]): (split: Split, s
       files: { calc: CALC_FILE, [input]: `${expr}\n` },
       verifier: arithVerifier(answer, output),
       metadata: {
+        hostTools: ["calc"],
         template,
         shape: shape.name,
         difficulty: 1,

@@ -203,6 +203,7 @@ function generate(split: Split, seed: number, index: number): Task {
     files,
     verifier,
     metadata: {
+      hostTools: ["search"],
       template,
       question: qtypeName,
       difficulty: q.path.length,

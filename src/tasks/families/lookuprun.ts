@@ -55,6 +55,7 @@ function generate(split: Split, seed: number, index: number): Task {
     files: { ...files, [LOOKUPRUN_QUESTION_FILE]: `${lines.join("\n")}\n` },
     verifier,
     metadata: {
+      hostTools: ["search"],
       template,
       question: qtypeName,
       difficulty: 0,

@@ -32,9 +32,10 @@ function exists(rel) {
 function isDir(rel) {
   try { return fs.statSync(path.join(WS, rel)).isDirectory(); } catch (e) { return false; }
 }
+// Tool logs come with the verifier (the host's record of the calls), never from the agent's workspace.
 function readLog(name) {
-  const text = readText(".harnessrl/logs/" + name);
-  if (text === null) return [];
+  let text = null;
+  try { text = fs.readFileSync(path.join(__dirname, "logs", name), "utf8"); } catch (e) { return []; }
   const out = [];
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
