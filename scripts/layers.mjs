@@ -32,6 +32,7 @@ export const LAYERS = {
   report: { layer: 5 },
   proxy: { layer: 6 },
   rollout: { layer: 6, uses: ["proxy"] },
+  cluster: { layer: 6, uses: ["rollout", "proxy"] },
   // The run context is built from train's config schema and handed to train's orchestrator.
   train: { layer: 7, uses: ["run"] },
   run: { layer: 7, uses: ["train"] },

@@ -12,6 +12,7 @@ import { treesCommand } from "./trees.js";
 import { tasksCommand } from "./tasks.js";
 import { harnessCommand } from "./harness.js";
 import { reportCommand } from "./report.js";
+import { nodeCommand } from "./node.js";
 
 /** Every CLI subcommand, in the order `harnessrl --help` lists them. Add one import + one entry per command. */
-export const commands: Command[] = [quickstartCommand, listCommand, proxyCommand, rolloutCommand, evalCommand, trainCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand, harnessCommand, reportCommand];
+export const commands: Command[] = [quickstartCommand, listCommand, proxyCommand, rolloutCommand, evalCommand, trainCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand, harnessCommand, reportCommand, nodeCommand];
