@@ -94,6 +94,7 @@ export const ERROR_CODES = {
     store_not_harnessrl: once("the database is not a harnessrl call record store"),
     store_schema_old: once("a read-only store needs migrating first"),
     store_schema_too_new: once("the store was written by a newer harnessrl"),
+    invalid_rollout_bundle: once("a rollout bundle a node shipped does not validate (shape, ids, references outside its rollout)"),
     unauthorized: once("a missing or wrong API key (HTTP 401)"),
     method_not_allowed: once("an HTTP method the route does not accept (HTTP 405)"),
     payload_too_large: once("a request body over the size limit (HTTP 413)"),

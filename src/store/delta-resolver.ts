@@ -6,8 +6,8 @@ import { applyTextDelta } from "./text-delta.js";
 /** The columns of a stored call that deltas touch (schema 3). */
 export interface DeltaRow {
   call_id: string;
-  prompt_tokens: Buffer;
-  completion_tokens: Buffer;
+  prompt_tokens: Uint8Array;
+  completion_tokens: Uint8Array;
   prompt_base_call_id: string | null;
   prompt_base_len: number;
   messages_json: string;

@@ -1,13 +1,14 @@
 import { UserError } from "../core/errors.js";
+import { nextLandedAt, parseRolloutBundle } from "./bundle.js";
 import { hashCredential } from "./credentials.js";
 import type { CallRecord, SessionInfo } from "../icr/records.js";
-import type { CallQuery, Store, StoredCall } from "./types.js";
+import type { CallQuery, IngestOutcome, LandedRollout, RolloutBundle, RolloutIngest, Store, StoredCall } from "./types.js";
 
 /**
  * In-process store for tests and throwaway runs. It follows the SQLite store's contract exactly, including copying
  * records in and out (no aliasing) and keeping logprobs at float32 precision as the SQLite BLOBs do.
  */
-export class MemoryStore implements Store {
+export class MemoryStore implements Store, RolloutIngest {
   readonly kind = "memory";
   private readonly sessions = new Map<string, SessionInfo>();
   private readonly credentialHashes = new Map<string, string>();
@@ -17,6 +18,8 @@ export class MemoryStore implements Store {
   private readonly callsBySession = new Map<string, StoredCall[]>();
   private readonly callsByRollout = new Map<string, StoredCall[]>();
   private readonly sessionsByRollout = new Map<string | null, SessionInfo[]>();
+  private readonly landed = new Map<string, LandedRollout>();
+  private lastLandedAt: number | null = null;
   private nextSeq = 1;
   private closed = false;
 
@@ -26,9 +29,14 @@ export class MemoryStore implements Store {
     if (this.sessions.has(session.sessionId) || this.credentialHashes.has(hash)) {
       throw new UserError("store_duplicate", `session ${session.sessionId} conflicts with an existing session or credential`);
     }
+    this.addSession(session);
+    this.credentialHashes.set(hash, session.sessionId);
+  }
+
+  /** A session without a credential: nothing can authenticate as it. */
+  private addSession(session: SessionInfo): void {
     const copy = structuredClone({ ...session, metadata: session.metadata ?? {} });
     this.sessions.set(session.sessionId, copy);
-    this.credentialHashes.set(hash, session.sessionId);
     push(this.sessionsByRollout, copy.rolloutId, copy);
   }
 
@@ -75,6 +83,33 @@ export class MemoryStore implements Store {
 
   countCalls(query: { sessionId?: string; rolloutId?: string } = {}): number {
     return this.select(query).length;
+  }
+
+  ingestRollout(input: RolloutBundle): IngestOutcome {
+    this.assertOpen();
+    const bundle = parseRolloutBundle(input);
+    const first = this.landed.get(bundle.rolloutId);
+    if (first) return { status: "duplicate", landedAttempt: first.attempt };
+    // All checks before any change: the bundle lands whole or not at all.
+    const clash = bundle.sessions.find((s) => this.sessions.has(s.sessionId))?.sessionId ?? bundle.calls.find((c) => this.callIndex.has(c.callId))?.callId;
+    if (clash !== undefined) throw new UserError("store_duplicate", `rollout ${bundle.rolloutId}: ${clash} conflicts with an existing row`);
+    for (const s of bundle.sessions) this.addSession(s);
+    for (const c of bundle.calls) this.insertCall(c);
+    const landedAt = nextLandedAt(this.lastLandedAt);
+    this.lastLandedAt = landedAt;
+    this.landed.set(bundle.rolloutId, { rolloutId: bundle.rolloutId, attempt: bundle.attempt, nodeId: bundle.nodeId, result: structuredClone(bundle.result), landedAt });
+    return { status: "inserted" };
+  }
+
+  listLandedRollouts(filter: { afterLandedAt?: number; limit?: number } = {}): LandedRollout[] {
+    const out: LandedRollout[] = [];
+    // Map order is landing order, and landedAt strictly increases with it.
+    for (const r of this.landed.values()) {
+      if (filter.afterLandedAt !== undefined && r.landedAt <= filter.afterLandedAt) continue;
+      if (filter.limit !== undefined && out.length >= filter.limit) break;
+      out.push(structuredClone(r));
+    }
+    return out;
   }
 
   close(): void {

@@ -135,6 +135,23 @@ export const MIGRATIONS: readonly Migration[] = [
     // Rows written before stay NULL: their spans are unknown (records.ts `spans: null`), never guessed.
     sql: `ALTER TABLE calls ADD COLUMN spans_json TEXT;`,
   },
+  {
+    version: 5,
+    description: "rollouts landed whole from rollout nodes (types.ts RolloutIngest): one row per rollout id, first attempt wins",
+    // Sessions that came in a bundle keep credential_hash NOT NULL UNIQUE with a value no credential hashes to
+    // (bundle.ts ingestedCredentialHash), so the sessions table needs no rebuild.
+    sql: `
+      CREATE TABLE rollouts (
+        rollout_id TEXT PRIMARY KEY,
+        attempt INTEGER NOT NULL,
+        node_id TEXT NOT NULL,
+        result_json TEXT NOT NULL,
+        landed_at INTEGER NOT NULL UNIQUE,
+        session_count INTEGER NOT NULL,
+        call_count INTEGER NOT NULL
+      );
+    `,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.reduce((m, x) => Math.max(m, x.version), 0);

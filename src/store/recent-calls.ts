@@ -29,10 +29,10 @@ export class RecentCalls {
   }
 
   set(callId: string, call: RecentCall): void {
-    this.drop(callId);
+    this.delete(callId);
     this.map.set(callId, call);
     this.textChars += textSize(call);
-    if (this.map.size > this.capacity) this.drop(this.map.keys().next().value as string);
+    if (this.map.size > this.capacity) this.delete(this.map.keys().next().value as string);
     if (this.textChars > this.textBudget) {
       for (const old of this.map.values()) {
         if (this.textChars <= this.textBudget / 2) break;
@@ -44,7 +44,8 @@ export class RecentCalls {
     }
   }
 
-  private drop(callId: string): void {
+  /** Forgets a call (its insert was rolled back: it must not become a delta base). */
+  delete(callId: string): void {
     const old = this.map.get(callId);
     if (!old) return;
     this.textChars -= textSize(old);

@@ -2,79 +2,15 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { InfraError, UserError, errorMessage } from "../core/errors.js";
-import { decodeFloat32, encodeFloat32, encodeInt32 } from "./blob.js";
+import { ingestedCredentialHash, nextLandedAt, parseRolloutBundle } from "./bundle.js";
 import { Checkpointer, WRITER_AUTOCHECKPOINT_PAGES } from "./checkpointer.js";
 import { hashCredential } from "./credentials.js";
 import { checkSchema, migrate } from "./migrations.js";
-import { DeltaResolver, type ResolvedCall } from "./delta-resolver.js";
-import { TokenHasher, deltaPrefix } from "./prompt-delta.js";
+import { callFromRow, encodeCall, sessionFromRow, type CallRow, type RolloutRow, type SessionRow } from "./call-row.js";
+import { DeltaResolver } from "./delta-resolver.js";
 import { RecentCalls } from "./recent-calls.js";
-import { textDelta, type TextDelta } from "./text-delta.js";
 import type { CallRecord, SessionInfo } from "../icr/records.js";
-import type { CallQuery, InsertHints, Store, StoredCall } from "./types.js";
-
-interface SessionRow {
-  session_id: string;
-  rollout_id: string | null;
-  harness: string | null;
-  agent_role: string | null;
-  parent_session_id: string | null;
-  spawned_by_call_id: string | null;
-  created_at: number;
-  metadata_json: string;
-}
-
-interface CallRow {
-  seq: number;
-  call_id: string;
-  session_id: string;
-  rollout_id: string | null;
-  record_version: number;
-  harness: string | null;
-  agent_role: string | null;
-  agent_id: string | null;
-  protocol: CallRecord["protocol"];
-  stream: number;
-  status: CallRecord["status"];
-  finish_reason: CallRecord["finishReason"];
-  policy_version: number | null;
-  parent_call_id: string | null;
-  reused_prefix_tokens: number;
-  spawned_by_call_id: string | null;
-  /** Prompt stored as a delta: `prompt_tokens` holds what follows this many tokens of the base's prompt + completion. */
-  prompt_base_call_id: string | null;
-  prompt_base_len: number;
-  /** Messages / raw request / tools stored as text deltas (text-delta.ts) of this call's: the middle, with these kept. */
-  text_base_call_id: string | null;
-  messages_keep: number;
-  messages_tail: number;
-  raw_request_keep: number;
-  raw_request_tail: number;
-  tools_keep: number;
-  tools_tail: number;
-  prompt_tokens: Buffer;
-  completion_tokens: Buffer;
-  logprobs: Buffer;
-  messages_json: string;
-  tools_json: string;
-  response_json: string | null;
-  raw_request_json: string | null;
-  raw_response_json: string | null;
-  meta_json: string;
-  /** NULL for records written before ICR schema 2. */
-  spans_json: string | null;
-}
-
-/** The parts of a record without a column of their own. */
-interface CallMeta {
-  error: CallRecord["error"];
-  samplingRequested: CallRecord["samplingRequested"];
-  samplingUsed: CallRecord["samplingUsed"];
-  timings: CallRecord["timings"];
-  break: CallRecord["break"];
-  realigned?: CallRecord["realigned"];
-  omittedTools?: CallRecord["omittedTools"];
-}
+import type { CallQuery, IngestOutcome, InsertHints, LandedRollout, RolloutBundle, RolloutIngest, Store, StoredCall } from "./types.js";
 
 export interface SqliteStoreOptions {
   /** How long a writer waits for another process's lock before failing (ms). */
@@ -88,7 +24,7 @@ export interface SqliteStoreOptions {
  * before `insertCall` returns, so killing the process loses nothing it acknowledged (an OS crash or power loss may
  * lose the last transactions, which is the usual WAL/NORMAL trade-off for ~20x faster commits than FULL).
  */
-export class SqliteStore implements Store {
+export class SqliteStore implements Store, RolloutIngest {
   readonly kind = "sqlite";
   readonly path: string;
   private readonly db: Database.Database;
@@ -147,14 +83,22 @@ export class SqliteStore implements Store {
         raw_request_tail, tools_keep, tools_tail, spans_json)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       callById: db.prepare("SELECT * FROM calls WHERE call_id = ?"),
+      rolloutById: db.prepare("SELECT attempt FROM rollouts WHERE rollout_id = ?"),
+      lastLandedAt: db.prepare("SELECT MAX(landed_at) AS t FROM rollouts"),
+      insertRollout: db.prepare(`INSERT INTO rollouts (rollout_id, attempt, node_id, result_json, landed_at, session_count, call_count)
+        VALUES (?, ?, ?, ?, ?, ?, ?)`),
     };
   }
 
   createSession(session: SessionInfo, credential: string): void {
+    this.writeSession(session, hashCredential(credential));
+  }
+
+  private writeSession(session: SessionInfo, credentialHash: string): void {
     try {
       this.stmts.insertSession.run({
         session_id: session.sessionId,
-        credential_hash: hashCredential(credential),
+        credential_hash: credentialHash,
         rollout_id: session.rolloutId,
         harness: session.harness,
         agent_role: session.agentRole,
@@ -185,34 +129,49 @@ export class SqliteStore implements Store {
 
   insertCall(r: CallRecord, hints: InsertHints = {}): void {
     if (this.checkpointer === undefined) this.startCheckpointer();
-    const meta: CallMeta = { error: r.error, samplingRequested: r.samplingRequested, samplingUsed: r.samplingUsed, timings: r.timings, break: r.break, ...(r.realigned && r.realigned.length > 0 ? { realigned: r.realigned } : {}), ...(r.omittedTools && r.omittedTools.length > 0 ? { omittedTools: r.omittedTools } : {}) };
-    const base = r.parentCallId === null ? undefined : this.recent.get(r.parentCallId);
-    const hasher = new TokenHasher();
-    const baseLen = deltaPrefix(r.promptTokens, r.reusedPrefixTokens, base?.tokens, hasher);
-    const messagesJson = JSON.stringify(r.messages);
-    const rawRequestJson = r.rawRequest === undefined ? null : (hints.rawRequestJson ?? JSON.stringify(r.rawRequest));
-    const toolsJson = JSON.stringify(r.tools);
-    const messagesDelta = base?.messagesJson ? textDelta(base.messagesJson, messagesJson) : null;
-    const rawDelta = base?.rawRequestJson && rawRequestJson !== null ? textDelta(base.rawRequestJson, rawRequestJson) : null;
-    const toolsDelta = base?.toolsJson ? textDelta(base.toolsJson, toolsJson) : null;
-    const textBase = messagesDelta || rawDelta || toolsDelta ? r.parentCallId : null;
+    const call = encodeCall(r, hints, this.recent);
     try {
-      this.stmts.insertCall.run(
-        r.callId, r.sessionId, r.rolloutId, r.schemaVersion, r.harness, r.agentRole, r.agentId, r.protocol, r.stream ? 1 : 0,
-        r.status, r.finishReason, r.policyVersion, r.parentCallId, r.reusedPrefixTokens, r.break?.kind ?? null,
-        r.spawnedByCallId, r.timings.receivedAt, r.timings.recordedAt, r.promptTokens.length, r.completionTokens.length,
-        encodeInt32(r.promptTokens, baseLen), encodeInt32(r.completionTokens), encodeFloat32(r.logprobs),
-        middleOf(messagesDelta, messagesJson), middleOf(toolsDelta, toolsJson), r.response === null ? null : JSON.stringify(r.response),
-        rawRequestJson === null ? null : middleOf(rawDelta, rawRequestJson), jsonOrNull(r.rawResponse), JSON.stringify(meta),
-        baseLen > 0 ? r.parentCallId : null, baseLen, textBase, messagesDelta?.keep ?? 0, messagesDelta?.tail ?? 0, rawDelta?.keep ?? 0,
-        rawDelta?.tail ?? 0, toolsDelta?.keep ?? 0, toolsDelta?.tail ?? 0, r.spans === null ? null : JSON.stringify(r.spans),
-      );
+      this.stmts.insertCall.run(...call.values);
     } catch (e) {
       throw this.translate(e, `call ${r.callId}`);
     }
-    // The digest of prompt + completion continues from the prefix the delta check hashed (if any).
-    hasher.update(r.promptTokens, hasher.length);
-    this.recent.set(r.callId, { tokens: hasher.update(r.completionTokens).digest(), messagesJson, rawRequestJson, toolsJson });
+    call.remember();
+  }
+
+  /**
+   * One IMMEDIATE transaction: the rollout row, its sessions and calls commit together or not at all, and a second
+   * writer (another process ingesting the same rollout) waits for the first and then sees it landed.
+   */
+  ingestRollout(input: RolloutBundle): IngestOutcome {
+    const bundle = parseRolloutBundle(input);
+    const written: string[] = [];
+    try {
+      return this.db
+        .transaction((): IngestOutcome => {
+          const first = this.stmts.rolloutById.get(bundle.rolloutId) as { attempt: number } | undefined;
+          if (first) return { status: "duplicate", landedAttempt: first.attempt };
+          for (const s of bundle.sessions) this.writeSession(s, ingestedCredentialHash(s.sessionId));
+          for (const c of bundle.calls) {
+            this.insertCall(c);
+            written.push(c.callId);
+          }
+          const landedAt = nextLandedAt((this.stmts.lastLandedAt.get() as { t: number | null }).t);
+          this.stmts.insertRollout.run(bundle.rolloutId, bundle.attempt, bundle.nodeId, JSON.stringify(bundle.result), landedAt, bundle.sessions.length, bundle.calls.length);
+          return { status: "inserted" };
+        })
+        .immediate();
+    } catch (e) {
+      // Rolled back: the calls written in it must not serve as delta bases of later inserts.
+      for (const id of written) this.recent.delete(id);
+      if (e instanceof UserError || e instanceof InfraError) throw e;
+      throw this.translate(e, `rollout ${bundle.rolloutId}`);
+    }
+  }
+
+  listLandedRollouts(filter: { afterLandedAt?: number; limit?: number } = {}): LandedRollout[] {
+    const limit = filter.limit === undefined ? "" : ` LIMIT ${Math.max(0, Math.floor(filter.limit))}`;
+    const rows = this.cached(`SELECT * FROM rollouts WHERE landed_at > ? ORDER BY landed_at${limit}`).all(filter.afterLandedAt ?? Number.MIN_SAFE_INTEGER) as RolloutRow[];
+    return rows.map((r) => ({ rolloutId: r.rollout_id, attempt: r.attempt, nodeId: r.node_id, result: JSON.parse(r.result_json) as Record<string, unknown>, landedAt: r.landed_at }));
   }
 
   getCall(callId: string): CallRecord | null {
@@ -305,65 +264,3 @@ function whereClause(query: CallQuery): { where: string; params: (string | numbe
   return { where: conds.length ? ` WHERE ${conds.join(" AND ")}` : "", params };
 }
 
-function jsonOrNull(v: unknown): string | null {
-  return v === undefined ? null : JSON.stringify(v);
-}
-
-function parseJson<T>(text: string | null, fallback: T): T {
-  return text === null ? fallback : (JSON.parse(text) as T);
-}
-
-function sessionFromRow(row: SessionRow): SessionInfo {
-  return {
-    sessionId: row.session_id,
-    rolloutId: row.rollout_id,
-    harness: row.harness,
-    agentRole: row.agent_role,
-    parentSessionId: row.parent_session_id,
-    spawnedByCallId: row.spawned_by_call_id,
-    createdAt: row.created_at,
-    metadata: parseJson<Record<string, unknown>>(row.metadata_json, {}),
-  };
-}
-
-/** The stored text: the middle of a delta, or the whole text. */
-function middleOf(delta: TextDelta | null, whole: string): string {
-  return delta ? delta.middle : whole;
-}
-
-function callFromRow(row: CallRow, resolved: ResolvedCall): CallRecord {
-  const meta = JSON.parse(row.meta_json) as CallMeta;
-  return {
-    schemaVersion: row.record_version,
-    callId: row.call_id,
-    sessionId: row.session_id,
-    rolloutId: row.rollout_id,
-    harness: row.harness,
-    agentRole: row.agent_role,
-    agentId: row.agent_id,
-    protocol: row.protocol,
-    stream: row.stream === 1,
-    status: row.status,
-    error: meta.error,
-    rawRequest: parseJson<unknown>(resolved.rawRequestJson, undefined),
-    rawResponse: parseJson<unknown>(row.raw_response_json, undefined),
-    messages: JSON.parse(resolved.messagesJson) as CallRecord["messages"],
-    tools: JSON.parse(resolved.toolsJson) as CallRecord["tools"],
-    response: parseJson<CallRecord["response"]>(row.response_json, null),
-    promptTokens: resolved.prompt,
-    completionTokens: resolved.completion,
-    logprobs: decodeFloat32(row.logprobs),
-    spans: parseJson<CallRecord["spans"]>(row.spans_json, null),
-    policyVersion: row.policy_version,
-    samplingRequested: meta.samplingRequested,
-    samplingUsed: meta.samplingUsed,
-    finishReason: row.finish_reason,
-    timings: meta.timings,
-    parentCallId: row.parent_call_id,
-    reusedPrefixTokens: row.reused_prefix_tokens,
-    break: meta.break,
-    ...(meta.realigned ? { realigned: meta.realigned } : {}),
-    ...(meta.omittedTools ? { omittedTools: meta.omittedTools } : {}),
-    spawnedByCallId: row.spawned_by_call_id,
-  };
-}

@@ -1,6 +1,7 @@
 import type { ChatMessage } from "../../src/chat/types.js";
 import { newId } from "../../src/core/ids.js";
 import { ICR_SCHEMA_VERSION, type CallRecord, type SessionInfo } from "../../src/icr/records.js";
+import type { RolloutBundle } from "../../src/store/types.js";
 
 /** A realistic call record: `promptLength` prompt tokens, a tool call in the response, logprobs per completion token. */
 export function makeRecord(overrides: Partial<CallRecord> = {}, promptLength = 64): CallRecord {
@@ -60,4 +61,24 @@ export function makeSession(overrides: Partial<SessionInfo> = {}): SessionInfo {
 /** What a store must give back for `r`: the same record with logprobs at float32 precision. */
 export function asStored(r: CallRecord): CallRecord {
   return { ...r, logprobs: r.logprobs.map((x) => Math.fround(x)) };
+}
+
+/**
+ * A finished rollout as a node ships it: a main session with two turns (the second extends the first token for
+ * token, so stores that keep deltas use them) and a sub-agent session spawned by the first turn.
+ */
+export function makeBundle(rolloutId = newId("rol"), overrides: Partial<RolloutBundle> = {}): RolloutBundle {
+  const main = makeSession({ rolloutId, createdAt: 1_000 });
+  const first = makeRecord({ rolloutId, sessionId: main.sessionId });
+  const second = makeRecord({
+    rolloutId,
+    sessionId: main.sessionId,
+    parentCallId: first.callId,
+    promptTokens: [...first.promptTokens, ...first.completionTokens, 7, 8, 9],
+    reusedPrefixTokens: first.promptTokens.length + first.completionTokens.length,
+    messages: [...first.messages, { role: "assistant", content: "", toolCalls: [{ id: "toolu_1", name: "ls", arguments: "{}" }] }, { role: "tool", content: "a.txt", toolCallId: "toolu_1" }],
+  });
+  const sub = makeSession({ rolloutId, createdAt: 1_001, agentRole: "subagent", parentSessionId: main.sessionId, spawnedByCallId: first.callId });
+  const subCall = makeRecord({ rolloutId, sessionId: sub.sessionId, agentRole: "subagent", spawnedByCallId: first.callId, policyVersion: 4 });
+  return { bundleVersion: 1, rolloutId, attempt: 1, nodeId: "node-a", sessions: [main, sub], calls: [first, second, subCall], result: { rolloutId, reward: 0.5, status: "ok", tags: ["x"] }, ...overrides };
 }
