@@ -169,7 +169,8 @@ export class RolloutNode {
 
   private async process(bullJob: Job, token: string | undefined): Promise<RolloutJobReturn> {
     const job = parseRolloutJob(bullJob.data);
-    const attempt = bullJob.attemptsMade + 1;
+    // Started attempts count stalls too (a node that died mid-attempt), so every attempt has its own number.
+    const attempt = Math.max(1, bullJob.attemptsStarted, bullJob.attemptsMade + 1);
     this.active++;
     try {
       const stack = await this.stackFor(job);

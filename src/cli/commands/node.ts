@@ -13,7 +13,7 @@ record store. When the store cannot be reached, finished rollouts wait in <dir>/
 Nodes may join and leave while a run goes on. SIGTERM/SIGINT stop it: running attempts go back to the queue.
 
 Options:
-  --cluster URL     the queue: redis://:<password>@<host>:<port>
+  --cluster URL     the queue: redis://:<password>@<host>:<port> (or set HARNESSRL_CLUSTER)
   --store SPEC      the central record store (postgres://…, sqlite:<path>); default: the store each job names
   --capacity N      rollouts at once (default 4)
   --node-id ID      this node's name in heartbeats and records (default <hostname>-<pid>)
@@ -42,13 +42,15 @@ export const nodeCommand: Command = {
       },
       usage,
     );
-    if (!values.cluster) {
+    // The URL holds the queue's password: HARNESSRL_CLUSTER keeps it out of the process list.
+    const cluster = values.cluster ?? process.env.HARNESSRL_CLUSTER;
+    if (!cluster) {
       console.error(usage);
       return 2;
     }
     const nodeId = values["node-id"] ?? `${hostname()}-${process.pid}`;
     const node = new RolloutNode({
-      cluster: values.cluster,
+      cluster,
       ...(values.store ? { store: values.store } : {}),
       capacity: intOption("capacity", values.capacity, 4, 1),
       nodeId,
@@ -67,7 +69,7 @@ export const nodeCommand: Command = {
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
     await node.start();
-    console.error(`harnessrl node ${nodeId}: pulling from ${redact(values.cluster)}`);
+    console.error(`harnessrl node ${nodeId}: pulling from ${redact(cluster)}`);
     await stopped;
     await node.drain();
     return 0;
