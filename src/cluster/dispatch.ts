@@ -7,7 +7,15 @@ import { ROLLOUT_QUEUE, jobIdOf, rolloutJobReturnSchema, type RolloutJob, type R
 import { HEARTBEAT_PREFIX, type NodeHeartbeat } from "./node.js";
 
 /** How a dispatched rollout ended: completed on some node, or in the failed set (the dead-letter place) with why. */
-export type GatheredRollout = { rolloutId: string; outcome: "completed"; ret: RolloutJobReturn } | { rolloutId: string; outcome: "failed"; reason: string; attempts: number };
+export type GatheredRollout = { rolloutId: string; outcome: "completed"; ret: RolloutJobReturn; times: JobTimes } | { rolloutId: string; outcome: "failed"; reason: string; attempts: number };
+
+/** Queue timestamps of a completed job (ms since the epoch) and when the control plane learnt of its end. */
+export interface JobTimes {
+  addedAt: number;
+  processedOn: number;
+  finishedOn: number;
+  gatheredAt: number;
+}
 
 export interface DispatchOptions {
   /** Attempts per job before it goes to the failed set (default 3). */
@@ -96,7 +104,8 @@ export class ClusterDispatcher {
       const rolloutId = jobs[idOf.get(id)!]!.rolloutId;
       if (state === "completed") {
         const ret = rolloutJobReturnSchema.safeParse(job.returnvalue);
-        if (ret.success) finish(id, { rolloutId, outcome: "completed", ret: ret.data });
+        const times = { addedAt: job.timestamp, processedOn: job.processedOn ?? 0, finishedOn: job.finishedOn ?? 0, gatheredAt: Date.now() };
+        if (ret.success) finish(id, { rolloutId, outcome: "completed", ret: ret.data, times });
         else finish(id, { rolloutId, outcome: "failed", reason: `node answered a malformed result: ${ret.error.issues[0]?.message ?? ""}`, attempts: job.attemptsMade });
       } else if (state === "failed") {
         finish(id, { rolloutId, outcome: "failed", reason: job.failedReason || "failed", attempts: job.attemptsMade });

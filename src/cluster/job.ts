@@ -43,6 +43,8 @@ export const rolloutJobReturnSchema = z.strictObject({
   delivery: z.enum(["landed", "duplicate", "spooled"]),
   attempt: z.number().int().min(1),
   nodeId: z.string(),
+  /** Where the node's time went: the rollout itself, shipping the bundle, the whole job (for the cluster benchmark). */
+  timing: z.strictObject({ rolloutMs: z.number(), shipMs: z.number(), jobMs: z.number() }).optional(),
 });
 export type RolloutJobReturn = z.infer<typeof rolloutJobReturnSchema>;
 

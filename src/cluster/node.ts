@@ -172,6 +172,7 @@ export class RolloutNode {
     // Started attempts count stalls too (a node that died mid-attempt), so every attempt has its own number.
     const attempt = Math.max(1, bullJob.attemptsStarted, bullJob.attemptsMade + 1);
     this.active++;
+    const t0 = performance.now();
     try {
       const stack = await this.stackFor(job);
       const before = new Set(stack.store.listSessions({ rolloutId: job.rolloutId }).map((s) => s.sessionId));
@@ -186,6 +187,7 @@ export class RolloutNode {
         timer = setTimeout(() => reject(new InfraError("cluster_rollout_wedged", `rollout ${job.rolloutId} did not end within ${budget} ms on node ${this.o.nodeId}`)), budget);
       });
       let result: RolloutResult;
+      const r0 = performance.now();
       try {
         result = await Promise.race([runRollout({ rolloutId: job.rolloutId, taskId: job.task.id, harness: job.harness, sample: job.sample }, job.task, def, stack.backend, stack.rolloutProxy, settings), wedged]);
       } catch (e) {
@@ -194,6 +196,7 @@ export class RolloutNode {
       } finally {
         clearTimeout(timer);
       }
+      const rolloutMs = performance.now() - r0;
       // Stopped mid-rollout (SIGTERM kills a node's sandboxes at once): whatever the attempt recorded is not a whole
       // rollout; hand the job back to the queue instead of shipping it.
       if (this.draining) throw new InfraError("cluster_node_draining", `node ${this.o.nodeId} stopped during ${job.rolloutId}; attempt ${attempt} is not shipped`);
@@ -211,9 +214,11 @@ export class RolloutNode {
       const bundle: RolloutBundle = { bundleVersion: 1, rolloutId: job.rolloutId, attempt, nodeId: this.o.nodeId, sessions, calls, result: result as unknown as Record<string, unknown> };
       // Ship only while we still hold the job: a node cut off past its lock lost the job to another node.
       if (token && (await bullJob.extendLock(token, this.lockMs)) === 0) throw new InfraError("cluster_lock_lost", `node ${this.o.nodeId} lost the lock of ${job.rolloutId}; not shipping attempt ${attempt}`);
+      const s0 = performance.now();
       const delivery = await this.ship(bundle, this.o.store ?? job.store);
+      const shipMs = performance.now() - s0;
       this.completed++;
-      return { result: result as unknown as Record<string, unknown>, delivery, attempt, nodeId: this.o.nodeId };
+      return { result: result as unknown as Record<string, unknown>, delivery, attempt, nodeId: this.o.nodeId, timing: { rolloutMs, shipMs, jobMs: performance.now() - t0 } };
     } finally {
       this.active--;
     }

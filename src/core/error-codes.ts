@@ -102,6 +102,7 @@ export const ERROR_CODES = {
     listen_failed: once("the proxy cannot listen on the given host and port (in use, not permitted, unknown host)"),
     invalid_cluster_job: once("a rollout job taken from the cluster queue does not validate (nodes never trust payloads)"),
     invalid_cluster_url: once("a cluster (Redis) URL is malformed"),
+    unsupported_cluster_run: once("a run config's cluster: section asks for something the cluster cannot run yet"),
   },
   harness: {
     invalid_json: once("the harness sent a request body that is not JSON"),

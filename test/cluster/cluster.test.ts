@@ -71,8 +71,8 @@ describe.skipIf(!netnsAvailable())("a cluster of three namespace nodes", () => {
     await cluster!.kill(0, "SIGKILL");
     const r = await run;
     expect(r.code, r.stderr).toBe(0);
-    const { counts } = parseJson(r.stdout);
-    expect(counts.ok).toBe(6);
+    const { counts, results } = parseJson(r.stdout);
+    expect(counts.ok, JSON.stringify(results.filter((x) => x.status !== "ok").map((x) => [x.rolloutId, x.status, x.error]))).toBe(6);
     const rows = landed(join(out, "records.sqlite"));
     expect(rows).toHaveLength(6);
     const again = rows.find((x) => x.rolloutId === killedRollout)!;
