@@ -98,9 +98,12 @@ export class ClusterDispatcher {
       options.onGathered?.(g, done, jobs.length);
     };
     const look = async (id: string): Promise<void> => {
+      // State first, then the job's hash: a job read while active and found completed a moment later would have no
+      // return value yet (the move to completed writes both at once).
+      const state = await this.queue.getJobState(id);
+      if (state !== "completed" && state !== "failed") return;
       const job = await Job.fromId(this.queue, id);
       if (!job) return;
-      const state = await job.getState();
       const rolloutId = jobs[idOf.get(id)!]!.rolloutId;
       if (state === "completed") {
         const ret = rolloutJobReturnSchema.safeParse(job.returnvalue);

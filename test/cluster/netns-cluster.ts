@@ -122,7 +122,12 @@ export function localSessions(nodeDir: string): Map<string, string[]> {
   const out = new Map<string, string[]>();
   if (!existsSync(nodeDir)) return out;
   for (const f of readdirSync(nodeDir).filter((n) => /^records-.*\.sqlite$/.test(n))) {
-    const s = new SqliteStore(join(nodeDir, f), { readonly: true });
+    let s: SqliteStore;
+    try {
+      s = new SqliteStore(join(nodeDir, f), { readonly: true });
+    } catch {
+      continue; // still being created by the node
+    }
     try {
       for (const info of s.listSessions()) {
         if (!info.rolloutId) continue;
