@@ -43,8 +43,11 @@ export const rolloutJobReturnSchema = z.strictObject({
   delivery: z.enum(["landed", "duplicate", "spooled"]),
   attempt: z.number().int().min(1),
   nodeId: z.string(),
-  /** Where the node's time went: the rollout itself, shipping the bundle, the whole job (for the cluster benchmark). */
-  timing: z.strictObject({ rolloutMs: z.number(), shipMs: z.number(), jobMs: z.number() }).optional(),
+  /**
+   * Where the node's time went (for the cluster benchmark): the rollout itself, shipping the bundle, the whole job,
+   * and of that the one-off setup a node pays on its first job per engine (stack open, harness install check).
+   */
+  timing: z.strictObject({ rolloutMs: z.number(), shipMs: z.number(), jobMs: z.number(), setupMs: z.number() }).optional(),
 });
 export type RolloutJobReturn = z.infer<typeof rolloutJobReturnSchema>;
 

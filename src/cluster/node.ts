@@ -179,6 +179,7 @@ export class RolloutNode {
       stack.assign(job.rolloutId, job.task);
       const def = getHarness(job.harness);
       await def.ensureInstalled();
+      const setupMs = performance.now() - t0;
       const settings: RolloutSettings = { ...DEFAULT_ROLLOUT_SETTINGS, ...job.settings };
       // A wedged sandbox host would hold the job (its lock renewed) forever: bound the attempt as a whole.
       const budget = settings.harnessTimeoutMs + settings.verifierTimeoutMs + settings.settle.timeoutMs + 30_000;
@@ -218,7 +219,7 @@ export class RolloutNode {
       const delivery = await this.ship(bundle, this.o.store ?? job.store);
       const shipMs = performance.now() - s0;
       this.completed++;
-      return { result: result as unknown as Record<string, unknown>, delivery, attempt, nodeId: this.o.nodeId, timing: { rolloutMs, shipMs, jobMs: performance.now() - t0 } };
+      return { result: result as unknown as Record<string, unknown>, delivery, attempt, nodeId: this.o.nodeId, timing: { rolloutMs, shipMs, jobMs: performance.now() - t0, setupMs } };
     } finally {
       this.active--;
     }

@@ -90,6 +90,23 @@ describe.skipIf(!netnsAvailable())("a cluster of three namespace nodes", () => {
     cluster!.startNode(0);
   }, 300_000);
 
+  it("survives a Redis restart mid-run: every rollout completes and lands once", async () => {
+    const out = join(root, "out-redis");
+    const run = cluster!.cli(["rollout", "--cluster", cluster!.url, "--tasks", "arith:test?n=6", "--out", out, "--json"]);
+    // Restart once the first rollout has landed (jobs are then queued, active and finished at once).
+    const deadline = Date.now() + 120_000;
+    while (landed(join(out, "records.sqlite")).length === 0 && Date.now() < deadline) await sleep(100);
+    expect(landed(join(out, "records.sqlite")).length).toBeGreaterThan(0);
+    await cluster!.redis.restart();
+    const r = await run;
+    expect(r.code, r.stderr).toBe(0);
+    const { counts, results } = parseJson(r.stdout);
+    expect(counts.ok, JSON.stringify(results.filter((x) => x.status !== "ok").map((x) => [x.rolloutId, x.status, x.error]))).toBe(6);
+    const rows = landed(join(out, "records.sqlite"));
+    expect(rows).toHaveLength(6);
+    expect(new Set(rows.map((x) => x.rolloutId)).size).toBe(6);
+  }, 300_000);
+
   it("moves a poison job (fails on every node) to the failed set with its reason; the others complete", async () => {
     const suiteDir = join(root, "poison-suite");
     const tasks = (await loadSuite("arith:test?n=2")).tasks.map((t) => ({ ...t }));
