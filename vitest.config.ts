@@ -53,6 +53,8 @@ const SLOW_TESTS = [
   "test/proxy/qwen3-fidelity.test.ts",
   "test/store/durability.test.ts",
   "test/store/sqlite.test.ts",
+  // A real Postgres server (scripts/local-postgres.mjs) and the compiled store worker.
+  "test/store/postgres.test.ts",
   // The CLI in a child process, fresh processes on dist/, the compiled sandbox control plane.
   "test/cli/**/*.test.ts",
   "test/rollout/explicit-registries.test.ts",

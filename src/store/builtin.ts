@@ -1,5 +1,6 @@
 import { UserError } from "../core/errors.js";
 import { MemoryStore } from "./memory.js";
+import { PostgresStore } from "./postgres.js";
 import type { StoreAdapter } from "./registry.js";
 import { SqliteStore } from "./sqlite.js";
 
@@ -21,5 +22,15 @@ const sqliteStore: StoreAdapter = {
   },
 };
 
+/** `postgres://…` and `postgresql://…`: the spec's `arg` is what follows the scheme's colon. */
+const postgresStore = (name: "postgres" | "postgresql"): StoreAdapter => ({
+  name,
+  summary: `Postgres, the run's central record store that rollout nodes ship into: ${name}://user:password@host:port/database[?schema=<name>]`,
+  open: (arg) => {
+    if (!arg.startsWith("//")) throw new UserError("invalid_store_spec", `${name}: needs a URL, e.g. ${name}://harnessrl:secret@127.0.0.1:5432/runs`);
+    return new PostgresStore(`${name}:${arg}`);
+  },
+});
+
 /** The built-in store adapters (registered by src/builtins.ts). */
-export const builtinStores: readonly StoreAdapter[] = [memoryStore, sqliteStore];
+export const builtinStores: readonly StoreAdapter[] = [memoryStore, sqliteStore, postgresStore("postgres"), postgresStore("postgresql")];

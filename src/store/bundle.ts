@@ -162,3 +162,11 @@ export function nextLandedAt(previous: number | null): number {
   return Math.max(Date.now(), (previous ?? 0) + 1);
 }
 
+
+/**
+ * A node's finished rollout as a bundle, read from its local store: the rollout's sessions (no credentials: stores
+ * never return them) and calls in insertion order, so parents come before the calls that extend them.
+ */
+export function collectRolloutBundle(store: Store, rolloutId: string, ship: { attempt: number; nodeId: string; result: Record<string, unknown> }): RolloutBundle {
+  return { bundleVersion: 1, rolloutId, attempt: ship.attempt, nodeId: ship.nodeId, sessions: store.listSessions({ rolloutId }), calls: store.listCalls({ rolloutId }), result: ship.result };
+}

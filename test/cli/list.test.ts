@@ -15,7 +15,7 @@ describe("harnessrl list", () => {
     expect(names("harnesses")).toEqual(expect.arrayContaining(["chat-agent", "central-agent", "claude-code", "codex", "command"]));
     expect(names("suites")).toEqual(expect.arrayContaining(["arith", "lookuprun", "mix", "dir"]));
     expect(names("engines")).toEqual(expect.arrayContaining(["scripted", "llamacpp", "vllm", "sglang", "oracle"]));
-    expect(names("stores")).toEqual(["memory", "sqlite"]);
+    expect(names("stores")).toEqual(["memory", "sqlite", "postgres", "postgresql"]);
     expect(names("sandboxes")).toEqual(["bwrap", "local-unsafe"]);
     expect(names("trainers")).toEqual(["torch"]);
     expect(names("schedulers")).toEqual(["round-robin", "uniform", "harness-bandit"]);

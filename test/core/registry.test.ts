@@ -110,7 +110,7 @@ describe("the built-in registries", () => {
   it("hold every kind after registerBuiltins(), which is idempotent", () => {
     registerBuiltins(); // the vitest setup file already called it: a second call must not throw duplicates
     expect(listEngines().map((e) => e.name)).toEqual(expect.arrayContaining(["scripted", "llamacpp", "vllm", "sglang", "oracle"]));
-    expect(listStores().map((s) => s.name)).toEqual(["memory", "sqlite"]);
+    expect(listStores().map((s) => s.name)).toEqual(["memory", "sqlite", "postgres", "postgresql"]);
     expect(listSandboxBackends().map((s) => s.name)).toEqual(["bwrap", "local-unsafe"]);
     expect(listTrainers().map((t) => t.name)).toEqual(["torch"]);
     expect(listSchedulers().map((s) => s.name)).toEqual(["round-robin", "uniform", "harness-bandit"]);

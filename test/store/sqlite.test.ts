@@ -405,7 +405,7 @@ describe("openStore", () => {
   });
 
   it("rejects unknown or malformed specs with UserErrors naming the options", () => {
-    expect(() => openStore("postgres://x")).toThrow(/unknown store "postgres:\/\/x".*memory, sqlite/);
+    expect(() => openStore("mysql://x")).toThrow(/unknown store "mysql:\/\/x".*memory, postgres, postgresql, sqlite/);
     expect(() => openStore("sqlite:")).toThrow(UserError);
     expect(() => openStore("")).toThrow(UserError);
     expect(() => openStore("memory:x")).toThrow(UserError);

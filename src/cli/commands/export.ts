@@ -15,7 +15,8 @@ and duckdb (token ids and logprobs as list columns), plus manifest.json with the
   tree_calls.parquet  each call's verified parent, segment, label and inserted context span
 
 Options:
-  --db FILE      call record store: a .sqlite path, sqlite:<path>, or a run directory (its records.sqlite)
+  --db FILE      call record store: a .sqlite path, sqlite:<path>, a run directory (its records.sqlite), or a
+                 Postgres URL (postgres://user:password@host:port/db[?schema=NAME])
   --out DIR      output directory (created; existing files of the same names are replaced)
   --rollout ID   only this rollout
   --json         print the manifest as JSON`;

@@ -14,7 +14,8 @@ block per segment (main / sub-agent / compaction / rewrite / side), retries, his
 inserted tool output or user turn, completion, trainable) and parent disagreements.
 
 Options:
-  --db FILE       call record store: a .sqlite path, sqlite:<path>, or a run directory (its records.sqlite)
+  --db FILE       call record store: a .sqlite path, sqlite:<path>, a run directory (its records.sqlite), or a
+                  Postgres URL (postgres://user:password@host:port/db[?schema=NAME])
   --session ID    one session
   --rollout ID    every session of one rollout (sub-agents linked to the calls that spawned them)
   --nodes         also list the radix nodes (token runs with role and owning call)
