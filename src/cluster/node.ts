@@ -227,7 +227,7 @@ export class RolloutNode {
 
   /** Lands a bundle in the central store, or spools it when the store is unreachable for now. */
   private async ship(bundle: RolloutBundle, storeSpec: string | null): Promise<RolloutJobReturn["delivery"]> {
-    if (!storeSpec) throw new InfraError("cluster_store_missing", "neither the node (--store) nor the job names the central store");
+    if (!storeSpec) throw new InfraError("cluster_store_not_found", "neither the node (--store) nor the job names the central store");
     try {
       const outcome = await Promise.resolve(this.storeFor(storeSpec).ingestRollout(bundle));
       return outcome.status === "inserted" ? "landed" : "duplicate";

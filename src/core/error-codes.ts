@@ -180,14 +180,12 @@ export const ERROR_CODES = {
     bench_check_failed: once("a benchmark's own sanity check failed"),
     redis_start_failed: once("a private redis-server (tests, benchmarks) did not start"),
     cluster_unreachable: retry("the cluster queue (Redis) cannot be reached"),
-    cluster_store_missing: once("a rollout node has no central store to ship to (neither --store nor the job names one)"),
+    cluster_store_not_found: once("a rollout node has no central store to ship to (neither --store nor the job names one)"),
     cluster_store_no_ingest: once("the central store named for a cluster cannot take shipped rollouts"),
     cluster_rollout_infra: retry("a rollout attempt on a node ended in an infra error; the queue retries the job"),
     cluster_rollout_wedged: retry("a rollout attempt on a node did not end within its budget (wedged sandbox host)"),
     cluster_node_draining: retry("a node stopped while it ran a rollout attempt; the attempt is handed back to the queue"),
     cluster_lock_lost: retry("a node lost a job's lock (cut off too long) and did not ship its attempt"),
-    cluster_job_failed: once("a rollout job failed on every attempt and is in the queue's failed set"),
-    cluster_timeout: retry("the control plane waited too long for a rollout job"),
   },
 } as const satisfies Record<Fault, Record<string, CodeInfo>>;
 
