@@ -56,7 +56,7 @@ async function single(plan: RolloutPlan, dir: string): Promise<Row> {
     const t0 = performance.now();
     const results = await runRollouts(stack, plan, { concurrency: capacity, settings: { maxTurns: 8, maxTokens: 256, harnessTimeoutMs: 120_000 } });
     const wallS = (performance.now() - t0) / 1000;
-    return { variant: `single machine (concurrency ${capacity})`, rollouts: results.length, ok: results.filter((r) => r.status === "ok").length, wallS: round(wallS), rolloutsPerS: round((results.length / wallS) * 100) / 100, rolloutMsP50: round(latencySummary(results.map((r) => r.timings.endedAt - r.timings.startedAt)).p50) };
+    return { variant: `single machine (concurrency ${capacity})`, rollouts: results.length, ok: results.filter((r) => r.status === "ok").length, wallS: round(wallS), rolloutsPerS: Math.round((results.length / wallS) * 1000) / 1000, rolloutMsP50: round(latencySummary(results.map((r) => r.timings.endedAt - r.timings.startedAt)).p50) };
   } finally {
     await stack.close();
   }
@@ -93,7 +93,7 @@ async function cluster(plan: RolloutPlan, dir: string, url: string, nodes: numbe
       rollouts: done.length,
       ok: done.filter((g) => g.ret.result.status === "ok").length,
       wallS: round(wallS),
-      rolloutsPerS: round((done.length / wallS) * 100) / 100,
+      rolloutsPerS: Math.round((done.length / wallS) * 1000) / 1000,
       rolloutMsP50: p50(done.map((g) => g.ret.timing?.rolloutMs ?? NaN)),
       pickupMsP50: pickup,
       nodeMsP50: node,

@@ -107,6 +107,27 @@ describe.skipIf(!netnsAvailable())("a cluster of three namespace nodes", () => {
     expect(new Set(rows.map((x) => x.rolloutId)).size).toBe(6);
   }, 300_000);
 
+  it("resumes after the control plane is killed: the rerun gathers the same jobs, nothing lost or counted twice", async () => {
+    const out = join(root, "out-cp");
+    const args = ["rollout", "--cluster", cluster!.url, "--tasks", "arith:test?n=6", "--out", out, "--json"];
+    const first = cluster!.cli(args, 240_000);
+    const deadline = Date.now() + 120_000;
+    while (landed(join(out, "records.sqlite")).length === 0 && Date.now() < deadline) await sleep(100);
+    expect(landed(join(out, "records.sqlite")).length).toBeGreaterThan(0);
+    // `ip netns exec` execs node: killing the child kills the control plane itself.
+    cluster!.killCli();
+    expect((await first).code).not.toBe(0);
+    const r = await cluster!.cli(args);
+    expect(r.code, r.stderr).toBe(0);
+    const { counts, results } = parseJson(r.stdout);
+    expect(results).toHaveLength(6);
+    expect(counts.ok).toBe(6);
+    const rows = landed(join(out, "records.sqlite"));
+    expect(rows).toHaveLength(6);
+    expect(rows.every((x) => x.attempt === 1)).toBe(true);
+    expect(readFileSync(join(out, "rollouts.jsonl"), "utf8").trim().split("\n")).toHaveLength(6);
+  }, 300_000);
+
   it("moves a poison job (fails on every node) to the failed set with its reason; the others complete", async () => {
     const suiteDir = join(root, "poison-suite");
     const tasks = (await loadSuite("arith:test?n=2")).tasks.map((t) => ({ ...t }));

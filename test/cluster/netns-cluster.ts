@@ -28,6 +28,8 @@ export interface NetnsCluster {
   kill(i: number, signal?: NodeJS.Signals): Promise<void>;
   /** Runs the CLI inside the control plane's namespace; bounded by `timeoutMs`. */
   cli(args: string[], timeoutMs?: number): Promise<CliResult>;
+  /** SIGKILLs the CLI commands running now (the control plane dies mid-run). */
+  killCli(): void;
   close(): Promise<void>;
 }
 
@@ -67,10 +69,12 @@ export async function startNetnsCluster(root: string, n: number, nodeArgs: strin
       p.kill(signal);
       await Promise.race([exited(p), sleep(20_000)]);
     };
+    const running = new Set<ChildProcess>();
     const cli = (args: string[], timeoutMs = 240_000): Promise<CliResult> =>
       new Promise((resolve, reject) => {
         const argv = [...topo.exec(topo.cp), process.execPath, CLI, ...args];
         const child = spawn(argv[0]!, argv.slice(1), { cwd: REPO_ROOT, env: process.env });
+        running.add(child);
         let stdout = "";
         let stderr = "";
         child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -78,6 +82,7 @@ export async function startNetnsCluster(root: string, n: number, nodeArgs: strin
         const t = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
         child.on("error", reject);
         child.on("close", (code) => {
+          running.delete(child);
           clearTimeout(t);
           resolve({ code, stdout, stderr });
         });
@@ -91,7 +96,11 @@ export async function startNetnsCluster(root: string, n: number, nodeArgs: strin
       startNode,
       kill,
       cli,
+      killCli: () => {
+        for (const c of running) c.kill("SIGKILL");
+      },
       close: async () => {
+        for (const c of running) c.kill("SIGKILL");
         for (let i = 0; i < nodes.length; i++) await kill(i, "SIGKILL");
         for (const c of cleanups) await c();
         await r.kill();
