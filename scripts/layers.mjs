@@ -32,6 +32,7 @@ export const LAYERS = {
   report: { layer: 5 },
   proxy: { layer: 6 },
   rollout: { layer: 6, uses: ["proxy"] },
+  cluster: { layer: 6, uses: ["rollout", "proxy"] },
   // Reads runs through store, trees, advantage and report (all layer 5); nothing below imports it.
   dashboard: { layer: 6 },
   // The run context is built from train's config schema and handed to train's orchestrator.

@@ -8,7 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const DEBIAN_PACKAGES = ["bubblewrap", "python3-torch", "libopenblas0-pthread", "chromium", "postgresql"];
+const DEBIAN_PACKAGES = ["bubblewrap", "python3-torch", "libopenblas0-pthread", "chromium", "postgresql", "redis-server"];
 
 function log(msg) {
   process.stderr.write(`[setup] ${msg}\n`);

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Progress } from "../core/progress.js";
 import { RolloutStack } from "../rollout/stack.js";
@@ -7,6 +7,10 @@ import { buildRolloutJobContext } from "../run/context.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import { loadSuite } from "../tasks/registry.js";
 import { intOption, listOption, numberOption } from "./args.js";
+import { ClusterDispatcher } from "../cluster/dispatch.js";
+import { jobsOfPlan, resultOfGathered, runIdOf } from "../cluster/plan.js";
+import type { RolloutPlan } from "../rollout/runner.js";
+import { openStore } from "../store/registry.js";
 
 /** Options shared by `harnessrl rollout` and `harnessrl eval`. */
 export const rolloutOptions = {
@@ -22,6 +26,8 @@ export const rolloutOptions = {
   "max-turns": { type: "string" },
   "timeout-s": { type: "string" },
   "model-dir": { type: "string" },
+  cluster: { type: "string" },
+  store: { type: "string" },
   json: { type: "boolean" },
 } as const;
 
@@ -38,6 +44,9 @@ export const rolloutUsage = `  --engine <spec>     sampling engine: oracle, scri
   --timeout-s S       harness wall-clock budget per rollout (default 120)
   --model-dir DIR     the policy's model directory: its tokenizer and chat template for every engine (the oracle and
                       scripted engines render with them), and the weights of engines that take one
+  --cluster URL       run the rollouts as jobs on a cluster's rollout nodes (harnessrl node) through its queue,
+                      redis://:<password>@<host>:<port>; the engine spec must be reachable from the nodes
+  --store SPEC        with --cluster: the central record store nodes ship to (default sqlite:<out>/records.sqlite)
   --json              print the machine-readable result on stdout`;
 
 export interface RolloutJobResult {
@@ -56,6 +65,7 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
   const samples = intOption("samples", values.samples, 1, 1);
   const concurrency = intOption("concurrency", values.concurrency, 8, 1);
   const maxTokens = intOption("max-tokens", values["max-tokens"], 256, 1);
+  if (values.cluster) return runOnCluster(values.cluster, outDir, values, { tasks: suite.tasks, harnesses, samples, idPrefix: command }, command);
   const ctx = buildRolloutJobContext({
     engine: values.engine ?? "oracle",
     ...(values["model-dir"] ? { modelDir: values["model-dir"] } : {}),
@@ -87,5 +97,49 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
     return { outDir, results };
   } finally {
     await stack.close();
+  }
+}
+
+/**
+ * The same rollouts as jobs on a cluster: enqueued under ids derived from the run directory (running the command
+ * again with the same --out resumes: finished jobs are gathered, not rerun) and gathered from whichever node ran them.
+ */
+async function runOnCluster(cluster: string, outDir: string, values: Values, plan: RolloutPlan, command: string): Promise<RolloutJobResult> {
+  const store = values.store ?? `sqlite:${join(outDir, "records.sqlite")}`;
+  // Created (and migrated) once here, before nodes open it concurrently.
+  openStore(store).close();
+  const maxTokens = intOption("max-tokens", values["max-tokens"], 256, 1);
+  const jobs = jobsOfPlan(plan, {
+    runId: runIdOf(outDir),
+    engine: values.engine ?? "oracle",
+    store,
+    policyVersion: null,
+    sampling: { temperature: numberOption("temperature", values.temperature, 1), maxTokens },
+    settings: { maxTurns: intOption("max-turns", values["max-turns"], 8, 1), maxTokens, harnessTimeoutMs: 1000 * intOption("timeout-s", values["timeout-s"], 120, 1) },
+  });
+  const byId = new Map(jobs.map((j) => [j.rolloutId, j]));
+  const dispatcher = await ClusterDispatcher.open(cluster);
+  try {
+    const progress = new Progress(command, jobs.length);
+    let passed = 0;
+    const resultsFile = join(outDir, "rollouts.jsonl");
+    // Rewritten from the gathered ends: a resumed control plane gathers every job again, so appending would count twice.
+    writeFileSync(resultsFile, "");
+    const gathered = await dispatcher.run(jobs, {
+      onGathered: (g, done) => {
+        const job = byId.get(g.rolloutId)!;
+        const r = resultOfGathered(job, g);
+        appendFileSync(resultsFile, `${JSON.stringify(r)}\n`);
+        if (r.status === "ok") passed++;
+        progress.update(done, `passed ${passed}`);
+      },
+    });
+    const results = gathered.map((g, i) => resultOfGathered(jobs[i]!, g));
+    const dropped = gathered.filter((g) => g.outcome === "failed");
+    if (dropped.length > 0) console.error(`${command}: ${dropped.length} rollout job(s) failed on every attempt and were dropped (queue's failed set): ${dropped.slice(0, 5).map((g) => `${g.rolloutId}: ${g.outcome === "failed" ? g.reason.slice(0, 200) : ""}`).join("; ")}`);
+    writeFileSync(join(outDir, "rollouts.json"), `${JSON.stringify(results, null, 1)}\n`);
+    return { outDir, results };
+  } finally {
+    await dispatcher.close();
   }
 }

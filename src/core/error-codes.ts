@@ -103,6 +103,9 @@ export const ERROR_CODES = {
     listen_failed: once("the proxy or the dashboard cannot listen on the given host and port (in use, not permitted, unknown host)"),
     dashboard_token_required: once("the dashboard is asked to listen beyond loopback without a --token"),
     invalid_dashboard_token: once("the dashboard token is too short to guess-proof the server"),
+    invalid_cluster_job: once("a rollout job taken from the cluster queue does not validate (nodes never trust payloads)"),
+    invalid_cluster_url: once("a cluster (Redis) URL is malformed"),
+    unsupported_cluster_run: once("a run config's cluster: section asks for something the cluster cannot run yet"),
   },
   harness: {
     invalid_json: once("the harness sent a request body that is not JSON"),
@@ -180,6 +183,14 @@ export const ERROR_CODES = {
     install_lock_timeout: retry("another process held a harness install lock too long"),
     harness_not_built: once("a built-in harness is not compiled (run npm run build)"),
     bench_check_failed: once("a benchmark's own sanity check failed"),
+    redis_start_failed: once("a private redis-server (tests, benchmarks) did not start"),
+    cluster_unreachable: retry("the cluster queue (Redis) cannot be reached"),
+    cluster_store_not_found: once("a rollout node has no central store to ship to (neither --store nor the job names one)"),
+    cluster_store_no_ingest: once("the central store named for a cluster cannot take shipped rollouts"),
+    cluster_rollout_infra: retry("a rollout attempt on a node ended in an infra error; the queue retries the job"),
+    cluster_rollout_wedged: retry("a rollout attempt on a node did not end within its budget (wedged sandbox host)"),
+    cluster_node_draining: retry("a node stopped while it ran a rollout attempt; the attempt is handed back to the queue"),
+    cluster_lock_lost: retry("a node lost a job's lock (cut off too long) and did not ship its attempt"),
   },
 } as const satisfies Record<Fault, Record<string, CodeInfo>>;
 

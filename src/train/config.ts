@@ -116,6 +116,21 @@ const rolloutSchema = z
   })
   .prefault({});
 
+/**
+ * Rollouts on a cluster of rollout nodes (`harnessrl node`, docs/cluster.md): the queue they pull from, the central
+ * store they ship records to, and the engine endpoints they sample from. Absent: everything runs in this process.
+ */
+const clusterSchema = z.strictObject({
+  /** The queue's Redis: redis://:<password>@<host>:<port>. */
+  queue: z.string().min(1),
+  /** The central record store nodes ship finished rollouts to (postgres://… for machines that share no disk). */
+  store: z.string().min(1),
+  /** Engine specs the nodes sample from (e.g. vllm:http://10.0.0.5:8000); jobs are spread over them round-robin. */
+  engines: z.array(z.string().min(1)).min(1).optional(),
+  /** Attempts per rollout job before it goes to the failed set and its step proceeds without it. */
+  attempts: z.number().int().min(1).max(20).default(3),
+});
+
 const warmStartSchema = z.strictObject({
   /** Oracle demonstrations: a task suite spec solved by the oracle engine through every training harness. */
   demos: z.string().min(1),
@@ -232,6 +247,7 @@ export const runConfigSchema = z.strictObject({
   max_staleness: z.number().int().min(0).default(1),
   budget: budgetSchema,
   eval: evalSchema.optional(),
+  cluster: clusterSchema.optional(),
 });
 
 export type RunConfig = z.infer<typeof runConfigSchema>;

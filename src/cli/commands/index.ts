@@ -13,6 +13,7 @@ import { tasksCommand } from "./tasks.js";
 import { harnessCommand } from "./harness.js";
 import { reportCommand } from "./report.js";
 import { dashboardCommand } from "./dashboard.js";
+import { nodeCommand } from "./node.js";
 
 /** Every CLI subcommand, in the order `harnessrl --help` lists them. Add one import + one entry per command. */
-export const commands: Command[] = [quickstartCommand, listCommand, proxyCommand, rolloutCommand, evalCommand, trainCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand, harnessCommand, reportCommand, dashboardCommand];
+export const commands: Command[] = [quickstartCommand, listCommand, proxyCommand, rolloutCommand, evalCommand, trainCommand, modelCommand, doctorCommand, treesCommand, exportCommand, tasksCommand, harnessCommand, reportCommand, dashboardCommand, nodeCommand];

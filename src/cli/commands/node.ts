@@ -1,0 +1,77 @@
+import { hostname } from "node:os";
+import { resolve } from "node:path";
+import { RolloutNode } from "../../cluster/node.js";
+import { redact } from "../../cluster/connection.js";
+import { intOption, parseOptions } from "../args.js";
+import type { Command } from "../command.js";
+
+const usage = `Usage: harnessrl node --cluster <redis url> [options]
+
+Runs a rollout node: pulls rollout jobs from the cluster's queue, runs each in its own sandbox through its own
+capture proxy (records on local SQLite in --dir), and ships every finished rollout whole to the run's central
+record store. When the store cannot be reached, finished rollouts wait in <dir>/spool and are shipped later.
+Nodes may join and leave while a run goes on. SIGTERM/SIGINT stop it: running attempts go back to the queue.
+
+Options:
+  --cluster URL     the queue: redis://:<password>@<host>:<port> (or set HARNESSRL_CLUSTER)
+  --store SPEC      the central record store (postgres://…, sqlite:<path>); default: the store each job names
+  --capacity N      rollouts at once (default 4)
+  --node-id ID      this node's name in heartbeats and records (default <hostname>-<pid>)
+  --dir DIR         local records and spool (default .harnessrl-node/<node id>)
+  --sandbox NAME    bwrap (default) or local-unsafe
+  --lock-ms MS      job lock: a dead node's jobs are retried about this long after it died (default 10000)
+  --heartbeat-ms MS heartbeat period (default 2000; the key expires after three)`;
+
+export const nodeCommand: Command = {
+  name: "node",
+  summary: "run a rollout node that pulls rollout jobs from a cluster queue (Redis) and ships records to the run's store",
+  usage,
+  handlesSignals: true,
+  async run(argv) {
+    const values = parseOptions(
+      argv,
+      {
+        cluster: { type: "string" },
+        store: { type: "string" },
+        capacity: { type: "string" },
+        "node-id": { type: "string" },
+        dir: { type: "string" },
+        sandbox: { type: "string" },
+        "lock-ms": { type: "string" },
+        "heartbeat-ms": { type: "string" },
+      },
+      usage,
+    );
+    // The URL holds the queue's password: HARNESSRL_CLUSTER keeps it out of the process list.
+    const cluster = values.cluster ?? process.env.HARNESSRL_CLUSTER;
+    if (!cluster) {
+      console.error(usage);
+      return 2;
+    }
+    const nodeId = values["node-id"] ?? `${hostname()}-${process.pid}`;
+    const node = new RolloutNode({
+      cluster,
+      ...(values.store ? { store: values.store } : {}),
+      capacity: intOption("capacity", values.capacity, 4, 1),
+      nodeId,
+      workDir: resolve(values.dir ?? `.harnessrl-node/${nodeId}`),
+      sandbox: values.sandbox ?? "bwrap",
+      lockMs: intOption("lock-ms", values["lock-ms"], 10_000, 1000),
+      heartbeatMs: intOption("heartbeat-ms", values["heartbeat-ms"], 2000, 100),
+    });
+    let stop: (() => void) | null = null;
+    const stopped = new Promise<void>((done) => (stop = done));
+    const onSignal = (sig: NodeJS.Signals): void => {
+      node.stopping();
+      console.error(`harnessrl node ${nodeId}: ${sig}, draining`);
+      stop?.();
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    await node.start();
+    console.error(`harnessrl node ${nodeId}: pulling from ${redact(cluster)}`);
+    await stopped;
+    await node.drain();
+    return 0;
+  },
+};

@@ -1,0 +1,70 @@
+import { z } from "zod";
+import { UserError } from "../core/errors.js";
+import { taskSchema, type Task } from "../tasks/task.js";
+
+/**
+ * A rollout job as it crosses the queue: everything a node needs to run one rollout attempt, and nothing it must
+ * trust. Nodes parse every payload with {@link parseRolloutJob} (anyone with the queue's password can enqueue).
+ */
+export const ROLLOUT_JOB_VERSION = 1;
+
+/** The BullMQ queue every rollout node pulls from. */
+export const ROLLOUT_QUEUE = "harnessrl-rollouts";
+
+const idSchema = z.string().min(1).max(200).regex(/^[A-Za-z0-9._:-]+$/, "must use only letters, digits, '.', '_', ':' and '-'");
+
+export const rolloutJobSchema = z.strictObject({
+  v: z.literal(ROLLOUT_JOB_VERSION),
+  runId: idSchema,
+  rolloutId: idSchema,
+  /** The whole task (files, prompt, verifier): nodes need no task suite of their own. */
+  task: taskSchema,
+  harness: z.string().min(1).max(100).regex(/^[A-Za-z0-9._-]+$/),
+  sample: z.number().int().min(0).max(1_000_000),
+  /** The policy version the engine must serve for this rollout (null: whatever it serves, e.g. `rollout`/`eval`). */
+  policyVersion: z.number().int().min(0).nullable(),
+  /** The engine spec the node samples with, e.g. `vllm:http://10.0.0.1:8000`, `oracle`, `scripted:<module>`. */
+  engine: z.string().min(1).max(2000),
+  /** The central record store the node ships the finished rollout to, unless the node was given its own (--store). */
+  store: z.string().min(1).max(2000).nullable(),
+  sampling: z.strictObject({ temperature: z.number().min(0).max(10), maxTokens: z.number().int().min(1).max(1_000_000) }),
+  settings: z.strictObject({
+    maxTurns: z.number().int().min(1).max(10_000),
+    maxTokens: z.number().int().min(1).max(1_000_000),
+    harnessTimeoutMs: z.number().int().min(1).max(24 * 3600_000),
+  }),
+});
+export type RolloutJob = z.infer<typeof rolloutJobSchema>;
+
+/** What a node answers for a job it completed: the result line, and whether its records landed or wait in a spool. */
+export const rolloutJobReturnSchema = z.strictObject({
+  result: z.record(z.string(), z.unknown()),
+  /** `landed`: in the central store now; `duplicate`: an earlier attempt had landed; `spooled`: kept on the node. */
+  delivery: z.enum(["landed", "duplicate", "spooled"]),
+  attempt: z.number().int().min(1),
+  nodeId: z.string(),
+  /**
+   * Where the node's time went (for the cluster benchmark): the rollout itself, shipping the bundle, the whole job,
+   * and of that the one-off setup a node pays on its first job per engine (stack open, harness install check).
+   */
+  timing: z.strictObject({ rolloutMs: z.number(), shipMs: z.number(), jobMs: z.number(), setupMs: z.number() }).optional(),
+});
+export type RolloutJobReturn = z.infer<typeof rolloutJobReturnSchema>;
+
+/** Validates an untrusted job payload. */
+export function parseRolloutJob(data: unknown): RolloutJob {
+  const r = rolloutJobSchema.safeParse(data);
+  if (!r.success) {
+    const first = r.error.issues[0];
+    throw new UserError("invalid_cluster_job", `rollout job does not validate: ${first ? `${first.path.join(".") || "(root)"}: ${first.message}` : "unknown"} (${r.error.issues.length} issue(s))`);
+  }
+  return r.data;
+}
+
+/** The queue's job id of a rollout: the same rollout enqueued twice (a restarted control plane) is one job. */
+export function jobIdOf(runId: string, rolloutId: string): string {
+  // BullMQ job ids must not contain ':' in custom ids (its key separator); swap it.
+  return `${runId}.${rolloutId}`.replace(/:/g, "_");
+}
+
+export type { Task };

@@ -1,0 +1,287 @@
+import { createHash } from "node:crypto";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { Worker, type Job } from "bullmq";
+import { Redis } from "ioredis";
+import { InfraError, errorMessage, isHarnessRLError } from "../core/errors.js";
+import { getHarness } from "../harness/registry.js";
+import { DEFAULT_ROLLOUT_SETTINGS, runRollout, type RolloutSettings } from "../rollout/run-one.js";
+import { RolloutStack } from "../rollout/stack.js";
+import { openStore } from "../store/registry.js";
+import type { RolloutBundle, RolloutIngest, Store } from "../store/types.js";
+import type { RolloutResult } from "../tasks/rollout-result.js";
+import { redisOptionsOf } from "./connection.js";
+import { ROLLOUT_QUEUE, parseRolloutJob, type RolloutJob, type RolloutJobReturn } from "./job.js";
+import { BundleSpool } from "./spool.js";
+
+export interface NodeOptions {
+  /** The queue's Redis URL (with its password). */
+  cluster: string;
+  /** The central store (overrides the store the jobs name). */
+  store?: string;
+  /** Rollouts run at once. */
+  capacity: number;
+  nodeId: string;
+  /** Local SQLite records (the capture proxy's hot path) and the spool of bundles waiting to ship. */
+  workDir: string;
+  sandbox: string;
+  /** How long a job's lock lasts without renewal: a killed node's jobs are retried about this long after it died. */
+  lockMs?: number;
+  heartbeatMs?: number;
+  /** How often spooled bundles are tried again. */
+  spoolRetryMs?: number;
+  /** Infra errors in a row that mark the node unhealthy (it stops pulling jobs for `cooldownMs`). */
+  unhealthyAfter?: number;
+  cooldownMs?: number;
+  log?: (line: string) => void;
+}
+
+/** The heartbeat a node keeps in Redis (`harnessrl:node:<id>`, expiring unless renewed). */
+export interface NodeHeartbeat {
+  nodeId: string;
+  host: string;
+  capacity: number;
+  active: number;
+  healthy: boolean;
+  spooled: number;
+  completed: number;
+  startedAt: number;
+  at: number;
+}
+
+export const HEARTBEAT_PREFIX = "harnessrl:node:";
+
+function hasIngest(store: Store): store is Store & RolloutIngest {
+  return typeof (store as Partial<RolloutIngest>).ingestRollout === "function";
+}
+
+/**
+ * A rollout node: pulls rollout jobs from the queue, runs each in its own sandbox through its own capture proxy
+ * (records on local SQLite), and ships the finished attempt whole to the central store. A job completes only once
+ * its bundle has landed or sits safely in the local spool; infra failures throw, so the queue retries the job
+ * (elsewhere, after backoff) and finally moves it to the failed set with the reason.
+ */
+export class RolloutNode {
+  private readonly stacks = new Map<string, Promise<RolloutStack>>();
+  private readonly stores = new Map<string, Store & RolloutIngest>();
+  private readonly spool: BundleSpool;
+  private readonly heartbeatClient: Redis;
+  private worker: Worker | null = null;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private spoolTimer: NodeJS.Timeout | null = null;
+  private active = 0;
+  private completed = 0;
+  private infraInARow = 0;
+  private unhealthyUntil = 0;
+  private flushing = false;
+  private readonly startedAt = Date.now();
+  private readonly log: (line: string) => void;
+
+  constructor(private readonly o: NodeOptions) {
+    this.spool = new BundleSpool(join(o.workDir, "spool"));
+    this.heartbeatClient = new Redis(redisOptionsOf(o.cluster));
+    this.heartbeatClient.on("error", () => undefined);
+    this.log = o.log ?? ((line) => process.stderr.write(`[node ${o.nodeId}] ${line}\n`));
+  }
+
+  get lockMs(): number {
+    return this.o.lockMs ?? 10_000;
+  }
+
+  /** Starts pulling jobs, the heartbeat and the spool's retry loop. */
+  async start(): Promise<void> {
+    const worker = new Worker(ROLLOUT_QUEUE, (job, token) => this.process(job, token), {
+      connection: redisOptionsOf(this.o.cluster, "worker"),
+      concurrency: this.o.capacity,
+      name: this.o.nodeId,
+      lockDuration: this.lockMs,
+      // Stalled jobs (their node died: the lock expired) go back to wait; twice and the job fails for good.
+      stalledInterval: this.lockMs,
+      maxStalledCount: 2,
+      autorun: false,
+    });
+    worker.on("error", (e) => this.log(`queue: ${errorMessage(e)}`));
+    this.worker = worker;
+    void worker.run();
+    await worker.waitUntilReady();
+    await this.beat();
+    const hb = this.o.heartbeatMs ?? 2000;
+    this.heartbeatTimer = setInterval(() => void this.beat(), hb);
+    this.spoolTimer = setInterval(() => void this.flushSpool(), this.o.spoolRetryMs ?? 5000);
+    this.log(`ready: capacity ${this.o.capacity}, queue ${ROLLOUT_QUEUE}`);
+  }
+
+  private healthy(): boolean {
+    return Date.now() >= this.unhealthyUntil;
+  }
+
+  private async beat(): Promise<void> {
+    const hb: NodeHeartbeat = { nodeId: this.o.nodeId, host: hostname(), capacity: this.o.capacity, active: this.active, healthy: this.healthy(), spooled: this.spool.size, completed: this.completed, startedAt: this.startedAt, at: Date.now() };
+    const ttl = 3 * (this.o.heartbeatMs ?? 2000);
+    await this.heartbeatClient.set(`${HEARTBEAT_PREFIX}${this.o.nodeId}`, JSON.stringify(hb), "PX", ttl).catch(() => undefined);
+  }
+
+  private stackFor(job: RolloutJob): Promise<RolloutStack> {
+    const key = createHash("sha256").update(JSON.stringify([job.engine, job.sampling])).digest("hex").slice(0, 16);
+    let s = this.stacks.get(key);
+    if (!s) {
+      s = RolloutStack.open({ engine: job.engine, store: `sqlite:${join(this.o.workDir, `records-${key}.sqlite`)}`, sandbox: this.o.sandbox, sampling: job.sampling, sandboxPool: this.o.capacity, hidePaths: [this.o.workDir] });
+      s.catch(() => this.stacks.delete(key));
+      this.stacks.set(key, s);
+    }
+    return s;
+  }
+
+  private storeFor(spec: string): Store & RolloutIngest {
+    let s = this.stores.get(spec);
+    if (!s) {
+      const opened = openStore(spec);
+      if (!hasIngest(opened)) {
+        opened.close();
+        throw new InfraError("cluster_store_no_ingest", `store ${opened.kind} cannot take shipped rollouts (use the run's central store: postgres or sqlite)`);
+      }
+      s = opened;
+      this.stores.set(spec, s);
+    }
+    return s;
+  }
+
+  private noteInfra(wedged: boolean): void {
+    this.infraInARow++;
+    if (wedged || this.infraInARow >= (this.o.unhealthyAfter ?? 3)) {
+      const cooldown = this.o.cooldownMs ?? 30_000;
+      this.unhealthyUntil = Date.now() + cooldown;
+      this.log(`unhealthy for ${cooldown} ms (${wedged ? "a rollout wedged" : `${this.infraInARow} infra errors in a row`}): not pulling jobs`);
+      const w = this.worker;
+      if (w) {
+        // Stop fetching (jobs in flight go on); resume when the cooldown is over.
+        w.pause(true).catch(() => undefined);
+        setTimeout(() => {
+          if (!this.draining) w.resume();
+          void this.beat();
+        }, cooldown).unref();
+      }
+      void this.beat();
+    }
+  }
+
+  private draining = false;
+
+  private async process(bullJob: Job, token: string | undefined): Promise<RolloutJobReturn> {
+    const job = parseRolloutJob(bullJob.data);
+    // Started attempts count stalls too (a node that died mid-attempt), so every attempt has its own number.
+    const attempt = Math.max(1, bullJob.attemptsStarted, bullJob.attemptsMade + 1);
+    this.active++;
+    const t0 = performance.now();
+    try {
+      const stack = await this.stackFor(job);
+      const before = new Set(stack.store.listSessions({ rolloutId: job.rolloutId }).map((s) => s.sessionId));
+      stack.assign(job.rolloutId, job.task);
+      const def = getHarness(job.harness);
+      await def.ensureInstalled();
+      const setupMs = performance.now() - t0;
+      const settings: RolloutSettings = { ...DEFAULT_ROLLOUT_SETTINGS, ...job.settings };
+      // A wedged sandbox host would hold the job (its lock renewed) forever: bound the attempt as a whole.
+      const budget = settings.harnessTimeoutMs + settings.verifierTimeoutMs + settings.settle.timeoutMs + 30_000;
+      let timer: NodeJS.Timeout | undefined;
+      const wedged = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new InfraError("cluster_rollout_wedged", `rollout ${job.rolloutId} did not end within ${budget} ms on node ${this.o.nodeId}`)), budget);
+      });
+      let result: RolloutResult;
+      const r0 = performance.now();
+      try {
+        result = await Promise.race([runRollout({ rolloutId: job.rolloutId, taskId: job.task.id, harness: job.harness, sample: job.sample }, job.task, def, stack.backend, stack.rolloutProxy, settings), wedged]);
+      } catch (e) {
+        this.noteInfra(true);
+        throw e;
+      } finally {
+        clearTimeout(timer);
+      }
+      const rolloutMs = performance.now() - r0;
+      // Stopped mid-rollout (SIGTERM kills a node's sandboxes at once): whatever the attempt recorded is not a whole
+      // rollout; hand the job back to the queue instead of shipping it.
+      if (this.draining) throw new InfraError("cluster_node_draining", `node ${this.o.nodeId} stopped during ${job.rolloutId}; attempt ${attempt} is not shipped`);
+      if (result.status === "infra_error") {
+        this.noteInfra(false);
+        throw new InfraError("cluster_rollout_infra", `rollout ${job.rolloutId} on node ${this.o.nodeId}: ${result.error ?? "infra error"}`);
+      }
+      this.infraInARow = 0;
+      // Only this attempt's sessions: an earlier attempt on this node recorded under the same rollout id.
+      const sessions = stack.store.listSessions({ rolloutId: job.rolloutId }).filter((s) => !before.has(s.sessionId));
+      const ids = new Set(sessions.map((s) => s.sessionId));
+      const calls = stack.store.listCalls({ rolloutId: job.rolloutId }).filter((c) => ids.has(c.sessionId));
+      result.sessionIds = sessions.map((s) => s.sessionId);
+      result.calls = calls.length;
+      const bundle: RolloutBundle = { bundleVersion: 1, rolloutId: job.rolloutId, attempt, nodeId: this.o.nodeId, sessions, calls, result: result as unknown as Record<string, unknown> };
+      // Ship only while we still hold the job: a node cut off past its lock lost the job to another node.
+      if (token && (await bullJob.extendLock(token, this.lockMs)) === 0) throw new InfraError("cluster_lock_lost", `node ${this.o.nodeId} lost the lock of ${job.rolloutId}; not shipping attempt ${attempt}`);
+      const s0 = performance.now();
+      const delivery = await this.ship(bundle, this.o.store ?? job.store);
+      const shipMs = performance.now() - s0;
+      this.completed++;
+      return { result: result as unknown as Record<string, unknown>, delivery, attempt, nodeId: this.o.nodeId, timing: { rolloutMs, shipMs, jobMs: performance.now() - t0, setupMs } };
+    } finally {
+      this.active--;
+    }
+  }
+
+  /** Lands a bundle in the central store, or spools it when the store is unreachable for now. */
+  private async ship(bundle: RolloutBundle, storeSpec: string | null): Promise<RolloutJobReturn["delivery"]> {
+    if (!storeSpec) throw new InfraError("cluster_store_not_found", "neither the node (--store) nor the job names the central store");
+    try {
+      const outcome = await Promise.resolve(this.storeFor(storeSpec).ingestRollout(bundle));
+      return outcome.status === "inserted" ? "landed" : "duplicate";
+    } catch (e) {
+      if (!isHarnessRLError(e) || !e.retryable) throw e;
+      this.spool.put(bundle, storeSpec);
+      this.log(`store unreachable (${e.code}); spooled ${bundle.rolloutId} attempt ${bundle.attempt}`);
+      return "spooled";
+    }
+  }
+
+  /** Tries every spooled bundle once; keeps those the store still cannot take. */
+  async flushSpool(): Promise<number> {
+    if (this.flushing) return 0;
+    this.flushing = true;
+    let shipped = 0;
+    try {
+      for (const { file, store: spec, bundle } of this.spool.list()) {
+        if (!bundle || !spec) continue;
+        try {
+          await Promise.resolve(this.storeFor(spec).ingestRollout(bundle));
+          this.spool.remove(file);
+          shipped++;
+        } catch (e) {
+          if (isHarnessRLError(e) && e.retryable) break;
+          this.log(`spooled ${bundle.rolloutId} cannot be shipped: ${errorMessage(e)}`);
+          break;
+        }
+      }
+      if (shipped > 0) this.log(`shipped ${shipped} spooled rollout(s)`);
+    } finally {
+      this.flushing = false;
+    }
+    return shipped;
+  }
+
+  /**
+   * Marks the node as stopping: attempts that end from now on are handed back to the queue, not shipped (a signal
+   * has already killed their sandboxes). Synchronous, so a signal handler can call it before anything else runs.
+   */
+  stopping(): void {
+    this.draining = true;
+  }
+
+  /** Stops pulling jobs, waits for the running ones, ships what it can from the spool, and closes everything. */
+  async drain(): Promise<void> {
+    this.draining = true;
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    if (this.spoolTimer) clearInterval(this.spoolTimer);
+    await this.worker?.close();
+    await this.flushSpool();
+    await this.heartbeatClient.del(`${HEARTBEAT_PREFIX}${this.o.nodeId}`).catch(() => undefined);
+    this.heartbeatClient.disconnect();
+    for (const s of this.stacks.values()) await (await s.catch(() => null))?.close();
+    for (const s of this.stores.values()) s.close();
+  }
+}

@@ -1,0 +1,148 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { registerBuiltins } from "../../src/builtins.js";
+import { netnsAvailable } from "../../src/cluster/netns.js";
+import type { RolloutResult } from "../../src/tasks/rollout-result.js";
+import { loadSuite } from "../../src/tasks/registry.js";
+import { writeNativeSuite } from "../../src/tasks/layout-native.js";
+import { landed, localSessions, startNetnsCluster, type NetnsCluster } from "./netns-cluster.js";
+
+// Three rollout nodes, each in its own network namespace, pulling from Redis in the control plane's namespace; the
+// `rollout` command dispatches from there. Real sandboxes, real capture proxies, the oracle policy.
+process.env.HARNESSRL_HARNESS_CACHE ??= join(process.cwd(), ".cache", "harnesses");
+
+const root = mkdtempSync(join(tmpdir(), "hrl-cluster-"));
+let cluster: NetnsCluster | undefined;
+
+function parseJson(stdout: string): { counts: Record<string, number>; results: RolloutResult[] } {
+  return JSON.parse(stdout.trim().split("\n").at(-1)!) as { counts: Record<string, number>; results: RolloutResult[] };
+}
+
+describe.skipIf(!netnsAvailable())("a cluster of three namespace nodes", () => {
+  beforeAll(async () => {
+    registerBuiltins();
+    cluster = await startNetnsCluster(root, 3);
+  }, 60_000);
+
+  afterAll(async () => {
+    await cluster?.close();
+    rmSync(root, { recursive: true, force: true });
+  }, 60_000);
+
+  it("runs a rollout command's jobs across the nodes; every rollout lands once, GRPO groups whole", async () => {
+    const out = join(root, "out-basic");
+    const r = await cluster!.cli(["rollout", "--cluster", cluster!.url, "--tasks", "arith:test?n=4", "--samples", "3", "--out", out, "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    const { counts, results } = parseJson(r.stdout);
+    expect(results).toHaveLength(12);
+    expect(counts.ok).toBe(12);
+    const rows = landed(join(out, "records.sqlite"));
+    expect(new Set(rows.map((x) => x.rolloutId)).size).toBe(12);
+    expect(rows).toHaveLength(12);
+    // More than one node did work (the queue spreads 12 jobs over 3 × 2 slots).
+    expect(new Set(rows.map((x) => x.nodeId)).size).toBeGreaterThan(1);
+    // Each (task) group of 3 samples is complete in the gathered results, in plan order.
+    for (let t = 0; t < 4; t++) expect(results.slice(3 * t, 3 * t + 3).map((x) => x.sample)).toEqual([0, 1, 2]);
+  }, 300_000);
+
+  it("retries the job of a node killed mid-rollout on another node; the dead attempt's records never land", async () => {
+    const out = join(root, "out-kill");
+    const run = cluster!.cli(["rollout", "--cluster", cluster!.url, "--tasks", "arith:test?n=6", "--out", out, "--json"]);
+    // Kill node 0 as soon as it holds a rollout that has records locally but has not landed.
+    const victim = cluster!.nodes[0]!;
+    let killedRollout: string | undefined;
+    let deadSessions: string[] = [];
+    const deadline = Date.now() + 120_000;
+    while (!killedRollout && Date.now() < deadline) {
+      const landedIds = new Set(landed(join(out, "records.sqlite")).map((x) => x.rolloutId));
+      for (const [rolloutId, sessions] of localSessions(victim.dir)) {
+        if (rolloutId.startsWith("rollout-") && !landedIds.has(rolloutId)) {
+          killedRollout = rolloutId;
+          deadSessions = sessions;
+          break;
+        }
+      }
+      if (!killedRollout) await sleep(50);
+    }
+    expect(killedRollout, "node 0 never ran a rollout").toBeDefined();
+    await cluster!.kill(0, "SIGKILL");
+    const r = await run;
+    expect(r.code, r.stderr).toBe(0);
+    const { counts, results } = parseJson(r.stdout);
+    expect(counts.ok, JSON.stringify(results.filter((x) => x.status !== "ok").map((x) => [x.rolloutId, x.status, x.error]))).toBe(6);
+    const rows = landed(join(out, "records.sqlite"));
+    expect(rows).toHaveLength(6);
+    const again = rows.find((x) => x.rolloutId === killedRollout)!;
+    expect(again.nodeId).not.toBe("node0");
+    // The dead attempt's sessions are nowhere in the central store.
+    const { SqliteStore } = await import("../../src/store/sqlite.js");
+    const central = new SqliteStore(join(out, "records.sqlite"), { readonly: true });
+    try {
+      const ids = new Set(central.listSessions({ rolloutId: killedRollout! }).map((s) => s.sessionId));
+      expect(ids.size).toBeGreaterThan(0);
+      for (const s of deadSessions) expect(ids.has(s)).toBe(false);
+    } finally {
+      central.close();
+    }
+    cluster!.startNode(0);
+  }, 300_000);
+
+  it("survives a Redis restart mid-run: every rollout completes and lands once", async () => {
+    const out = join(root, "out-redis");
+    const run = cluster!.cli(["rollout", "--cluster", cluster!.url, "--tasks", "arith:test?n=6", "--out", out, "--json"]);
+    // Restart once the first rollout has landed (jobs are then queued, active and finished at once).
+    const deadline = Date.now() + 120_000;
+    while (landed(join(out, "records.sqlite")).length === 0 && Date.now() < deadline) await sleep(100);
+    expect(landed(join(out, "records.sqlite")).length).toBeGreaterThan(0);
+    await cluster!.redis.restart();
+    const r = await run;
+    expect(r.code, r.stderr).toBe(0);
+    const { counts, results } = parseJson(r.stdout);
+    expect(counts.ok, JSON.stringify(results.filter((x) => x.status !== "ok").map((x) => [x.rolloutId, x.status, x.error]))).toBe(6);
+    const rows = landed(join(out, "records.sqlite"));
+    expect(rows).toHaveLength(6);
+    expect(new Set(rows.map((x) => x.rolloutId)).size).toBe(6);
+  }, 300_000);
+
+  it("resumes after the control plane is killed: the rerun gathers the same jobs, nothing lost or counted twice", async () => {
+    const out = join(root, "out-cp");
+    const args = ["rollout", "--cluster", cluster!.url, "--tasks", "arith:test?n=6", "--out", out, "--json"];
+    const first = cluster!.cli(args, 240_000);
+    const deadline = Date.now() + 120_000;
+    while (landed(join(out, "records.sqlite")).length === 0 && Date.now() < deadline) await sleep(100);
+    expect(landed(join(out, "records.sqlite")).length).toBeGreaterThan(0);
+    // `ip netns exec` execs node: killing the child kills the control plane itself.
+    cluster!.killCli();
+    expect((await first).code).not.toBe(0);
+    const r = await cluster!.cli(args);
+    expect(r.code, r.stderr).toBe(0);
+    const { counts, results } = parseJson(r.stdout);
+    expect(results).toHaveLength(6);
+    expect(counts.ok).toBe(6);
+    const rows = landed(join(out, "records.sqlite"));
+    expect(rows).toHaveLength(6);
+    expect(rows.every((x) => x.attempt === 1)).toBe(true);
+    expect(readFileSync(join(out, "rollouts.jsonl"), "utf8").trim().split("\n")).toHaveLength(6);
+  }, 300_000);
+
+  it("moves a poison job (fails on every node) to the failed set with its reason; the others complete", async () => {
+    const suiteDir = join(root, "poison-suite");
+    const tasks = (await loadSuite("arith:test?n=2")).tasks.map((t) => ({ ...t }));
+    const poison = { ...tasks[0]!, id: "poison-0", verifier: { ...tasks[0]!.verifier, command: ["sh", "-c", "echo verifier machinery broken >&2; exit 3"] } };
+    await writeNativeSuite([...tasks, poison], suiteDir);
+    const out = join(root, "out-poison");
+    const r = await cluster!.cli(["rollout", "--cluster", cluster!.url, "--tasks", `dir:${suiteDir}`, "--out", out, "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    const { results } = parseJson(r.stdout);
+    const p = results.find((x) => x.taskId === "poison-0")!;
+    expect(p.status).toBe("infra_error");
+    expect(p.error).toMatch(/cluster_job_failed: dropped after 3 attempt\(s\).*verifier failed/);
+    expect(results.filter((x) => x.status === "ok")).toHaveLength(2);
+    expect(r.stderr).toMatch(/1 rollout job\(s\) failed on every attempt and were dropped/);
+    expect(landed(join(out, "records.sqlite")).map((x) => x.rolloutId)).not.toContain(p.rolloutId);
+    expect(readFileSync(join(out, "rollouts.jsonl"), "utf8").trim().split("\n")).toHaveLength(3);
+  }, 300_000);
+});
