@@ -8,7 +8,7 @@ import { WorkerClient } from "../../src/trainer/worker-client.js";
 import { trainerContracts } from "./contract.js";
 
 // The whole trainer contract (core and every capability) against rank 0 of two gloo ranks, one thread each.
-trainerContracts("torch, 2 gloo ranks", () => createTrainer("torch", { threads: 1, distributed: { worldSize: 2 } }), ["critic", "capo", "grad_sketch"]);
+trainerContracts("torch, 2 gloo ranks", () => createTrainer("torch", { threads: 1, distributed: { worldSize: 2 } }), ["critic", "capo", "grad_sketch", "lora"]);
 
 function childrenOf(pid: number): number[] {
   return readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
