@@ -56,14 +56,20 @@ describe.skipIf(!netnsAvailable())("a cluster of three namespace nodes", () => {
     let killedRollout: string | undefined;
     let deadSessions: string[] = [];
     const deadline = Date.now() + 120_000;
+    // The node's local store still holds the earlier tests' rollouts (same ids in other runs): only sessions this run
+    // created count.
+    const earlier = new Set([...localSessions(victim.dir).values()].flat());
     while (!killedRollout && Date.now() < deadline) {
-      const landedIds = new Set(landed(join(out, "records.sqlite")).map((x) => x.rolloutId));
-      for (const [rolloutId, sessions] of localSessions(victim.dir)) {
-        if (rolloutId.startsWith("rollout-") && !landedIds.has(rolloutId)) {
-          killedRollout = rolloutId;
-          deadSessions = sessions;
-          break;
-        }
+      const pending = [...localSessions(victim.dir)]
+        .map(([id, sessions]): [string, string[]] => [id, sessions.filter((s) => !earlier.has(s))])
+        .filter(([id, sessions]) => id.startsWith("rollout-") && sessions.length > 0);
+      if (pending.length > 0) {
+        // Freeze the node before deciding: a rollout seen unlanded could otherwise land between the check and the kill.
+        victim.proc.kill("SIGSTOP");
+        const landedIds = new Set(landed(join(out, "records.sqlite")).map((x) => x.rolloutId));
+        const hit = pending.find(([id]) => !landedIds.has(id));
+        if (hit) [killedRollout, deadSessions] = hit;
+        else victim.proc.kill("SIGCONT");
       }
       if (!killedRollout) await sleep(50);
     }
