@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { UserError, errorMessage } from "../../core/errors.js";
 import { startDashboard } from "../../dashboard/index.js";
 import type { Command } from "../command.js";
+import { untilStopped } from "../until-stopped.js";
 
 const usage = `Usage:
   harnessrl dashboard [--runs DIR] [--port P] [--host H] [--token T]
@@ -35,15 +36,7 @@ async function run(argv: string[]): Promise<number> {
   const token = values.token ?? process.env.HARNESSRL_DASHBOARD_TOKEN;
   const dash = await startDashboard({ runs: values.runs ?? "runs", port, ...(values.host !== undefined ? { host: values.host } : {}), ...(token ? { token } : {}) });
   console.log(`harnessrl dashboard: ${dash.url}${token ? "?token=<your token>" : ""}  (runs: ${values.runs ?? "runs"}; Ctrl-C stops)`);
-  await new Promise<void>((done) => {
-    const stop = (): void => {
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
-      done();
-    };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
-  });
+  await untilStopped();
   await dash.close();
   return 0;
 }

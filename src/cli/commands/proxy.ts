@@ -7,6 +7,7 @@ import { ProxyServer, callLogLine } from "../../proxy/index.js";
 import { policyOfEngine } from "../../run/policy.js";
 import { openStore } from "../../store/registry.js";
 import type { Command } from "../command.js";
+import { untilStopped } from "../until-stopped.js";
 
 const usage = `Usage:
   harnessrl proxy --engine <spec> [--port N] [--host H] [--db FILE] [--open] [--temperature T] [--max-tokens N]
@@ -108,15 +109,7 @@ async function run(argv: string[]): Promise<number> {
     ].join("\n"),
   );
 
-  await new Promise<void>((done) => {
-    const stop = (): void => {
-      process.off("SIGINT", stop);
-      process.off("SIGTERM", stop);
-      done();
-    };
-    process.on("SIGINT", stop);
-    process.on("SIGTERM", stop);
-  });
+  await untilStopped();
   await server.close();
   await engine.close();
   store.close();
