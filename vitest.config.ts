@@ -22,6 +22,7 @@ const SLOW_TESTS = [
   "test/rollout/random-policy.test.ts",
   // Redis, rollout nodes in network namespaces (root), the compiled CLI.
   "test/cluster/**/*.test.ts",
+  "test/dashboard/cluster.test.ts",
   // Real task programs and verifier processes, run over many generated tasks.
   "test/tasks/baselines.test.ts",
   "test/tasks/verifiers.test.ts",

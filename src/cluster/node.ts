@@ -51,6 +51,11 @@ export interface NodeHeartbeat {
 
 export const HEARTBEAT_PREFIX = "harnessrl:node:";
 
+/** Writes a node's heartbeat, gone after `ttlMs` unless written again (the dashboard and tests read it back). */
+export async function writeHeartbeat(client: Redis, hb: NodeHeartbeat, ttlMs: number): Promise<void> {
+  await client.set(`${HEARTBEAT_PREFIX}${hb.nodeId}`, JSON.stringify(hb), "PX", ttlMs);
+}
+
 function hasIngest(store: Store): store is Store & RolloutIngest {
   return typeof (store as Partial<RolloutIngest>).ingestRollout === "function";
 }
@@ -117,8 +122,7 @@ export class RolloutNode {
 
   private async beat(): Promise<void> {
     const hb: NodeHeartbeat = { nodeId: this.o.nodeId, host: hostname(), capacity: this.o.capacity, active: this.active, healthy: this.healthy(), spooled: this.spool.size, completed: this.completed, startedAt: this.startedAt, at: Date.now() };
-    const ttl = 3 * (this.o.heartbeatMs ?? 2000);
-    await this.heartbeatClient.set(`${HEARTBEAT_PREFIX}${this.o.nodeId}`, JSON.stringify(hb), "PX", ttl).catch(() => undefined);
+    await writeHeartbeat(this.heartbeatClient, hb, 3 * (this.o.heartbeatMs ?? 2000)).catch(() => undefined);
   }
 
   private stackFor(job: RolloutJob): Promise<RolloutStack> {

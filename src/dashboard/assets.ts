@@ -23,6 +23,7 @@ const TABLE: Record<string, { file: () => string; type: string }> = {
   "/assets/app.js": { file: () => staticDir("app.js"), type: "text/javascript; charset=utf-8" },
   "/assets/pages.js": { file: () => staticDir("pages.js"), type: "text/javascript; charset=utf-8" },
   "/assets/rollout.js": { file: () => staticDir("rollout.js"), type: "text/javascript; charset=utf-8" },
+  "/assets/cluster.js": { file: () => staticDir("cluster.js"), type: "text/javascript; charset=utf-8" },
   "/assets/charts.js": { file: () => staticDir("charts.js"), type: "text/javascript; charset=utf-8" },
   "/assets/app.css": { file: () => staticDir("app.css"), type: "text/css; charset=utf-8" },
   "/assets/uplot.js": { file: () => require.resolve("uplot/dist/uPlot.iife.min.js"), type: "text/javascript; charset=utf-8" },

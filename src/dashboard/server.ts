@@ -17,7 +17,7 @@ export interface DashboardOptions {
   port?: number;
   /** Required unless `host` is a loopback address; every request must then present it. */
   token?: string;
-  /** Rollout nodes' state, when a cluster exists (none yet: the page stays hidden). */
+  /** Rollout nodes' state and the rollout queue, when a cluster exists (without one the cluster page stays hidden). */
   cluster?: ClusterSource;
 }
 
@@ -98,7 +98,12 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       if (parts[1] === "config" && parts.length === 2) return sendJson(res, 200, { cluster: options.cluster !== undefined });
       if (parts[1] === "cluster" && parts.length === 2) {
         if (!options.cluster) return sendJson(res, 404, { error: "no cluster source (rollout nodes) configured" });
-        return sendJson(res, 200, await options.cluster.snapshot());
+        try {
+          return sendJson(res, 200, await options.cluster.snapshot());
+        } catch (e) {
+          // Redis down or restarting: the page says so and polls again.
+          return sendJson(res, 503, { error: errorMessage(e) });
+        }
       }
       const a = answer(catalog, parts.slice(1), url.searchParams);
       return sendJson(res, a.status, a.body);

@@ -1,5 +1,6 @@
-// The dashboard's client: a hash router over four pages, one event stream for live updates. Data is put into the
+// The dashboard's client: a hash router over the pages, one event stream for live updates. Data is put into the
 // page with textContent only (never as HTML), so nothing a run recorded can run as script here.
+import { clusterPage } from "./cluster.js";
 import { rolloutPage } from "./rollout.js";
 import { callsPage, rolloutsPage, runPage, runsPage } from "./pages.js";
 
@@ -98,6 +99,11 @@ async function route() {
         crumbs(base);
         page = await runPage(main, run);
       }
+    } else if (parts[0] === "cluster") {
+      crumbs([["#/", "runs"], [null, "cluster"]]);
+      stream?.close();
+      stream = null;
+      page = await clusterPage(main);
     } else {
       crumbs([["#/", "runs"]]);
       listen(null);
@@ -108,5 +114,12 @@ async function route() {
   }
 }
 
+/** The cluster link shows only when the server was given a cluster (harnessrl dashboard --cluster). */
+async function navigation() {
+  const config = await api("/api/config").catch(() => ({ cluster: false }));
+  document.getElementById("cluster-link").hidden = !config.cluster;
+}
+
 window.addEventListener("hashchange", route);
+navigation();
 route();

@@ -1,0 +1,54 @@
+import { Queue, Worker, type Job } from "bullmq";
+import { Redis } from "ioredis";
+import { redisOptionsOf } from "../../src/cluster/connection.js";
+import { ROLLOUT_QUEUE } from "../../src/cluster/job.js";
+import { writeHeartbeat, type NodeHeartbeat } from "../../src/cluster/node.js";
+import { startRedisServer, type RedisServerHandle } from "../../src/cluster/redis-server.js";
+
+/**
+ * A cluster's Redis in a known state, for the cluster page's tests: a private redis-server; the rollout queue with one
+ * failed job (its reason recorded by BullMQ), one running (held by a worker that fetched it by hand), three waiting and
+ * one delayed; node heartbeats written by the nodes' own writer: `node-a` (capacity 4, 1 running) and `node-c` (paused
+ * after infra errors) renewed for a minute, `node-b` with a heartbeat that expires after `shortTtlMs`.
+ */
+export interface ClusterFixture {
+  redis: RedisServerHandle;
+  url: string;
+  close(): Promise<void>;
+}
+
+export const FAILED_REASON = "sandbox_start_failed: bwrap could not mount /proc";
+
+function heartbeat(nodeId: string, over: Partial<NodeHeartbeat> = {}): NodeHeartbeat {
+  const now = Date.now();
+  return { nodeId, host: `host-${nodeId}`, capacity: 4, active: 0, healthy: true, spooled: 0, completed: 0, startedAt: now - 90_000, at: now, ...over };
+}
+
+export async function startClusterFixture(dir: string, shortTtlMs: number): Promise<ClusterFixture> {
+  const redis = await startRedisServer({ dir });
+  const queue = new Queue(ROLLOUT_QUEUE, { connection: redisOptionsOf(redis.url) });
+  const worker = new Worker(ROLLOUT_QUEUE, null, { connection: redisOptionsOf(redis.url, "worker"), lockDuration: 120_000 });
+  const client = new Redis(redisOptionsOf(redis.url));
+  const data = (i: number) => ({ runId: "fixture", rolloutId: `r${i}` });
+  // Oldest first: the worker fetches r0 (fails it), then r1 (keeps it running); r2…r4 wait, r5 is delayed.
+  await queue.addBulk([0, 1, 2, 3, 4].map((i) => ({ name: "rollout", data: data(i), opts: { jobId: `fixture.r${i}` } })));
+  const failing = (await worker.getNextJob("token-fail")) as Job | undefined;
+  if (!failing) throw new Error("fixture: no job to fail");
+  await failing.moveToFailed(new Error(FAILED_REASON), "token-fail", false);
+  const running = (await worker.getNextJob("token-run")) as Job | undefined;
+  if (!running) throw new Error("fixture: no job to run");
+  await queue.add("rollout", data(5), { jobId: "fixture.r5", delay: 600_000 });
+  await writeHeartbeat(client, heartbeat("node-a", { active: 1, completed: 7 }), 60_000);
+  await writeHeartbeat(client, heartbeat("node-b", { capacity: 2 }), shortTtlMs);
+  await writeHeartbeat(client, heartbeat("node-c", { healthy: false, spooled: 3 }), 60_000);
+  return {
+    redis,
+    url: redis.url,
+    close: async () => {
+      await worker.close(true).catch(() => undefined);
+      await queue.close().catch(() => undefined);
+      client.disconnect();
+      await redis.stop();
+    },
+  };
+}
