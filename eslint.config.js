@@ -18,7 +18,7 @@ export default tseslint.config(
   },
   // The dashboard's browser client: plain ES modules run by the browser, uPlot loaded before them.
   {
-    files: ["src/dashboard/static/**/*.js"],
+    files: ["src/dashboard/static/**/*.js", "src/report/static/**/*.js"],
     languageOptions: {
       sourceType: "module",
       globals: Object.fromEntries(["window", "document", "location", "history", "fetch", "EventSource", "URL", "URLSearchParams", "console", "setTimeout", "clearTimeout", "requestAnimationFrame", "ResizeObserver", "Intl", "Node", "HashChangeEvent", "uPlot"].map((g) => [g, "readonly"])),

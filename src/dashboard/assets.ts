@@ -1,13 +1,12 @@
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
+import { CHART_CLIENT_FILES } from "../report/chart-client.js";
 
 export interface Asset {
   type: string;
   body: Buffer;
 }
 
-const require = createRequire(import.meta.url);
 /**
  * The client's own files: plain browser JavaScript and CSS, served as written from src/dashboard/static (the package
  * ships that folder), found the same way from src/dashboard/ and dist/dashboard/; no build step copies them.
@@ -24,10 +23,11 @@ const TABLE: Record<string, { file: () => string; type: string }> = {
   "/assets/pages.js": { file: () => staticDir("pages.js"), type: "text/javascript; charset=utf-8" },
   "/assets/rollout.js": { file: () => staticDir("rollout.js"), type: "text/javascript; charset=utf-8" },
   "/assets/cluster.js": { file: () => staticDir("cluster.js"), type: "text/javascript; charset=utf-8" },
-  "/assets/charts.js": { file: () => staticDir("charts.js"), type: "text/javascript; charset=utf-8" },
+  // The chart code report.html inlines too (src/report/static/charts.js), and uPlot from its npm package.
+  "/assets/charts.js": { file: CHART_CLIENT_FILES.chartsJs, type: "text/javascript; charset=utf-8" },
   "/assets/app.css": { file: () => staticDir("app.css"), type: "text/css; charset=utf-8" },
-  "/assets/uplot.js": { file: () => require.resolve("uplot/dist/uPlot.iife.min.js"), type: "text/javascript; charset=utf-8" },
-  "/assets/uplot.css": { file: () => require.resolve("uplot/dist/uPlot.min.css"), type: "text/css; charset=utf-8" },
+  "/assets/uplot.js": { file: CHART_CLIENT_FILES.uplotJs, type: "text/javascript; charset=utf-8" },
+  "/assets/uplot.css": { file: CHART_CLIENT_FILES.uplotCss, type: "text/css; charset=utf-8" },
 };
 
 const cache = new Map<string, Asset>();

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { UserError, errorMessage } from "../core/errors.js";
+import { reportCsp } from "../report/html.js";
 import { TOKEN_COOKIE, isLoopback, loopbackHostHeader, tokenMatches } from "./access.js";
 import { answer } from "./api.js";
 import { asset } from "./assets.js";
@@ -112,7 +113,8 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
       const run = catalog.get(parts[1] ?? "");
       const path = run?.reportPath() ?? null;
       if (path === null) return sendJson(res, 404, { error: "no report" });
-      return send(res, 200, "text/html; charset=utf-8", readFileSync(path));
+      // The report's own policy: its two inline scripts (uPlot, the chart code) allowed by hash, nothing fetched.
+      return send(res, 200, "text/html; charset=utf-8", readFileSync(path), { "content-security-policy": reportCsp() });
     }
     const a = asset(url.pathname);
     if (!a) return sendJson(res, 404, { error: "not found" });

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from "n
 import { basename, join, resolve } from "node:path";
 import { UserError } from "../core/errors.js";
 import { formatNumber } from "./escape.js";
-import { groupSeries } from "./groups.js";
+import { chartsOfSeries } from "./chart-data.js";
 import { renderReport } from "./html.js";
 import { readMetrics } from "./metrics.js";
 
@@ -39,7 +39,6 @@ export function writeReport(runDir: string, options: WriteReportOptions = {}): W
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UserError("run_dir_not_found", `run directory ${runDir} does not exist`);
   const metricsPath = options.metrics ?? join(dir, "metrics.jsonl");
   const metrics = existsSync(metricsPath) ? readMetrics(metricsPath) : null;
-  const groups = metrics ? groupSeries(metrics.series) : [];
   const configPath = join(dir, "config.yaml");
   const config = existsSync(configPath) ? readFileSync(configPath, "utf8") : null;
   let summary: [string, string][] | null = null;
@@ -52,10 +51,10 @@ export function writeReport(runDir: string, options: WriteReportOptions = {}): W
       summary = [["summary.json", `unreadable: ${e instanceof Error ? e.message : String(e)}`]];
     }
   }
-  const html = renderReport({ title: options.title ?? `harnessrl run ${basename(dir)}`, generatedAt: options.now ?? new Date(), metrics, groups, config, summary });
+  const html = renderReport({ title: options.title ?? `harnessrl run ${basename(dir)}`, generatedAt: options.now ?? new Date(), metrics, config, summary });
   const out = options.out ?? join(dir, "report.html");
   const tmp = `${out}.${process.pid}.tmp`;
   writeFileSync(tmp, html);
   renameSync(tmp, out);
-  return { path: out, steps: metrics?.rows.length ?? 0, series: metrics?.series.length ?? 0, groups: groups.length, skippedLines: metrics?.skippedLines ?? 0 };
+  return { path: out, steps: metrics?.rows.length ?? 0, series: metrics?.series.length ?? 0, groups: metrics ? chartsOfSeries(metrics.series).length : 0, skippedLines: metrics?.skippedLines ?? 0 };
 }

@@ -19,6 +19,8 @@ describe("the published package", () => {
     expect(files).toContain("configs/quickstart.yaml");
     expect(files).toContain("templates/chatml-tools.jinja");
     expect(files).toContain("worker/harnessrl_worker/__main__.py");
+    // The dashboard's client and the chart code report.html inlines are read from src/ at run time.
+    expect(files).toEqual(expect.arrayContaining(["src/dashboard/static/app.js", "src/dashboard/static/cluster.js", "src/report/static/charts.js"]));
     const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { files: string[]; bin: Record<string, string> };
     expect(pkg.files).toContain("dist");
     expect(pkg.bin.harnessrl?.startsWith("dist/")).toBe(true);

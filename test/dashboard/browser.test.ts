@@ -1,21 +1,31 @@
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ClusterStatusReader } from "../../src/cluster/status.js";
 import { startDashboard, type Dashboard } from "../../src/dashboard/server.js";
+import { writeReport } from "../../src/report/write.js";
+import { startClusterFixture, type ClusterFixture } from "./cluster-fixture.js";
 import { buildDemoRun, metricsLine } from "./demo-run.js";
 
 /** Debian's chromium (scripts/setup.mjs installs it); playwright-core drives it and downloads nothing. */
 const CHROMIUM = process.env.HARNESSRL_CHROMIUM ?? "/usr/bin/chromium";
 const repo = join(import.meta.dirname, "..", "..");
-/** Screenshots of every page: test artifacts (gitignored); with HARNESSRL_WRITE_DOCS=1 also the three docs/ shows. */
+/** Screenshots of every page: test artifacts (gitignored); with HARNESSRL_WRITE_DOCS=1 also the ones docs/ shows. */
 const ARTIFACTS = join(repo, ".cache", "dashboard-screenshots");
 const DOCS = process.env.HARNESSRL_WRITE_DOCS === "1" ? join(repo, "docs", "dashboard") : null;
-const IN_DOCS = new Set(["runs", "run", "rollout"]);
+const IN_DOCS = new Set(["runs", "run", "rollout", "cluster", "report"]);
 
 const root = mkdtempSync(join(tmpdir(), "harnessrl-dash-browser-"));
 let dash: Dashboard;
+/** A second dashboard over the same runs, given a cluster (a private redis-server with nodes and jobs). */
+let clusterDash: Dashboard;
+let fixture: ClusterFixture;
+let reader: ClusterStatusReader;
+/** node-b's heartbeat expires this long after the fixture starts (the page must then show it lost). */
+const SHORT_TTL_MS = 4000;
 let browser: Browser;
 let page: Page;
 const problems: string[] = [];
@@ -38,6 +48,9 @@ beforeAll(async () => {
   buildDemoRun(join(root, "runs", "live-run"));
   buildDemoRun(join(root, "runs", "finished-run"), { steps: 6, finished: true });
   dash = await startDashboard({ runs: join(root, "runs"), port: 0 });
+  fixture = await startClusterFixture(join(root, "redis"), SHORT_TTL_MS);
+  reader = new ClusterStatusReader(fixture.url);
+  clusterDash = await startDashboard({ runs: join(root, "runs"), port: 0, cluster: reader });
   if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM} (npm run setup installs Debian's)`);
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
   page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
@@ -54,6 +67,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await dash?.close();
+  await clusterDash?.close();
+  await reader?.close();
+  await fixture?.close();
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -133,6 +149,68 @@ describe("the dashboard in a real browser (Debian chromium via playwright-core)"
     expect(await page.locator(".pager").innerText()).toMatch(/calls \d+…\d+ \(seq\) · \d+ in all/);
     await fitsWidth();
     await shot("calls");
+    expect(problems).toEqual([]);
+  }, 30_000);
+
+  it("cluster page: linked only when the dashboard has a cluster; nodes with capacity and health, jobs waiting / running / failed with reasons, refreshed live", async () => {
+    await page.goto(dash.url);
+    await page.locator("tr[data-run]").first().waitFor();
+    expect(await page.locator("#cluster-link").isHidden()).toBe(true);
+    // node-b's short heartbeat, renewed now so the page sees it before it expires.
+    await fixture.beatShortLived();
+    await page.goto(clusterDash.url);
+    await page.locator("#cluster-link").click();
+    await page.locator("#nodes tbody tr").first().waitFor();
+    expect(await page.locator("#nodes tbody tr").count()).toBe(3);
+    expect(await page.locator('tr[data-node="node-a"]').innerText()).toMatch(/host-node-a\s+healthy\s+1 \/ 4\s+7/);
+    expect(await page.locator('tr[data-node="node-c"]').getAttribute("data-state")).toBe("cooling");
+    const count = (k: string) => page.locator(`#jobs tr[data-count="${k}"] td`).innerText();
+    expect([await count("waiting"), await count("running"), await count("failed"), await count("delayed")]).toEqual(["3", "1", "1", "1"]);
+    expect(await page.locator("#failed").innerText()).toContain("sandbox_start_failed");
+    await fitsWidth();
+    await shot("cluster");
+    // node-b's heartbeat expires: the open page shows it lost on its own (polling), without reload.
+    await expect.poll(() => page.locator('tr[data-node="node-b"]').getAttribute("data-state"), { timeout: SHORT_TTL_MS + 6000 }).toBe("lost");
+    expect(await page.locator('tr[data-node="node-b"]').innerText()).toContain("lost");
+    expect(problems).toEqual([]);
+  }, 30_000);
+
+  it("report.html opened from file://: self-contained, charts drawn by the dashboard's chart code, no console errors", async () => {
+    const dir = join(root, "runs", "finished-run");
+    const written = writeReport(dir);
+    const requests: string[] = [];
+    const onRequest = (r: { url(): string }): void => {
+      if (!r.url().startsWith("file://")) requests.push(r.url());
+    };
+    page.on("request", onRequest);
+    await page.goto(pathToFileURL(written.path).href);
+    await page.locator("[data-chart] canvas").first().waitFor();
+    const charts = await page.locator("[data-chart]").count();
+    expect(charts).toBe(written.groups);
+    expect(charts).toBeGreaterThanOrEqual(10);
+    expect(await page.locator("[data-chart] canvas").count()).toBe(charts);
+    for (const i of [0, 1, 2]) expect(await page.locator(`[data-chart="${i}"]`).getAttribute("data-points")).toBe("6");
+    // Every canvas has ink on it: curves, not just an empty frame (uPlot draws axes on separate DOM, series on the canvas).
+    type Canvas = { width: number; height: number; getContext(kind: "2d"): { getImageData(x: number, y: number, w: number, h: number): { data: ArrayLike<number> } } };
+    const inked = await page.locator("[data-chart] canvas").evaluateAll((els) =>
+      els.map((c) => {
+        const canvas = c as unknown as Canvas;
+        const px = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+        let n = 0;
+        for (let i = 3; i < px.length; i += 4) if (px[i]! > 0) n++;
+        return n;
+      }),
+    );
+    expect(inked.length).toBe(charts);
+    for (const n of inked) expect(n).toBeGreaterThan(100);
+    page.off("request", onRequest);
+    expect(requests).toEqual([]);
+    await fitsWidth();
+    await shot("report");
+    // Served by the dashboard too, under the report's own CSP (its inline scripts allowed by hash).
+    await page.goto(`${dash.url}report/finished-run`);
+    await page.locator("[data-chart] canvas").first().waitFor();
+    expect(await page.locator("[data-chart] canvas").count()).toBe(charts);
     expect(problems).toEqual([]);
   }, 30_000);
 });

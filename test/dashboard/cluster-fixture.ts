@@ -14,6 +14,8 @@ import { startRedisServer, type RedisServerHandle } from "../../src/cluster/redi
 export interface ClusterFixture {
   redis: RedisServerHandle;
   url: string;
+  /** Writes node-b's heartbeat again (expiring `shortTtlMs` from now). */
+  beatShortLived(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -39,11 +41,13 @@ export async function startClusterFixture(dir: string, shortTtlMs: number): Prom
   if (!running) throw new Error("fixture: no job to run");
   await queue.add("rollout", data(5), { jobId: "fixture.r5", delay: 600_000 });
   await writeHeartbeat(client, heartbeat("node-a", { active: 1, completed: 7 }), 60_000);
-  await writeHeartbeat(client, heartbeat("node-b", { capacity: 2 }), shortTtlMs);
+  const beatShortLived = () => writeHeartbeat(client, heartbeat("node-b", { capacity: 2 }), shortTtlMs);
+  await beatShortLived();
   await writeHeartbeat(client, heartbeat("node-c", { healthy: false, spooled: 3 }), 60_000);
   return {
     redis,
     url: redis.url,
+    beatShortLived,
     close: async () => {
       await worker.close(true).catch(() => undefined);
       await queue.close().catch(() => undefined);

@@ -4,14 +4,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { UserError } from "../../src/core/errors.js";
-import { cleanPoints, groupSeries, niceTicks, parseMetrics, writeReport } from "../../src/report/index.js";
+import { chartClient, cleanPoints, groupSeries, parseMetrics, writeReport } from "../../src/report/index.js";
 
 const VOID = new Set(["meta", "br", "hr", "img", "input", "link"]);
 
 /** Checks that every element is closed in order (a malformed page or an unescaped `<` in a value breaks this). */
 function expectBalanced(html: string): void {
   const stack: string[] = [];
-  const tags = html.replace(/<!DOCTYPE html>/i, "").replace(/<style>[\s\S]*?<\/style>/, "<style></style>").matchAll(/<(\/?)([a-zA-Z][a-zA-Z0-9]*)\b[^>]*?(\/?)>/g);
+  // Inline CSS and scripts are not markup (the minified uPlot compares with `<`).
+  html = html.replace(/<style>[\s\S]*?<\/style>/g, "<style></style>").replace(/(<script\b[^>]*>)[\s\S]*?<\/script>/g, "$1</script>");
+  const tags = html.replace(/<!DOCTYPE html>/i, "").matchAll(/<(\/?)([a-zA-Z][a-zA-Z0-9]*)\b[^>]*?(\/?)>/g);
   for (const m of tags) {
     const [, close, name, self] = m as unknown as [string, string, string, string];
     const tag = name.toLowerCase();
@@ -21,7 +23,7 @@ function expectBalanced(html: string): void {
   }
   expect(stack).toEqual([]);
   // Outside tags, no raw `<` or `>` may remain (they would have been data that escaped nothing).
-  const text = html.replace(/<style>[\s\S]*?<\/style>/, "").replace(/<[^>]*>/g, "");
+  const text = html.replace(/<[^>]*>/g, "");
   expect(text).not.toMatch(/[<>]/);
 }
 
@@ -69,30 +71,41 @@ function syntheticMetrics(steps: number): string[] {
 }
 
 describe("run report", () => {
-  it("writes one self-contained page with one <svg> per metric group, the latest values, summary and config, all escaped", () => {
+  it("writes one self-contained page with one chart per metric group (drawn by the dashboard's chart code, inlined), the latest values, summary and config, all escaped", () => {
     const dir = runDir([...syntheticMetrics(12), '{"step": 13, "reward/me'], { "config.yaml": "run: demo\nnote: <b>&</b>\n", "summary.json": JSON.stringify({ pass1: { before: 0.25, after: 0.5 }, label: "<x>" }) });
     const r = writeReport(dir, { now: new Date("2026-11-29T20:00:00Z") });
     expect(r).toMatchObject({ path: join(dir, "report.html"), steps: 12, skippedLines: 1 });
     const html = readFileSync(r.path, "utf8");
     expectBalanced(html);
-    // Groups: reward, pass1, kl-mismatch, clip, entropy, tokens/s, other throughput, loss, grad-norm, adv, bandit/prob, eval/pass1, policy_version.
+    // Groups: reward, pass1, kl-mismatch, clip, entropy, tokens/s, other throughput, loss, grad-norm, adv, bandit/prob,
+    // eval/pass1 (policy_version is bookkeeping, not a curve: the dashboard does not chart it either).
     const titles = [...html.matchAll(/<h2>([^<]*)<\/h2>/g)].map((m) => m[1]);
-    expect(titles).toEqual(["Summary", "Reward", "pass@1 per harness", "KL / train–inference mismatch", "Clipping", "Entropy", "Throughput (tokens/s)", "Throughput", "Loss", "Gradient norm", "adv", "bandit/prob", "eval/pass1", "policy_version", "Latest values", "Config"]);
-    expect(r.groups).toBe(13);
-    expect(html.match(/<svg[\s>]/g)?.length).toBe(13);
-    // Series names and text are escaped everywhere; nothing is fetched and no script runs.
+    expect(titles).toEqual(["Summary", "Reward", "pass@1 per harness", "KL / train–inference mismatch", "Clipping", "Entropy", "Throughput (tokens/s)", "Throughput", "Loss", "Gradient norm", "adv", "bandit/prob", "eval/pass1", "Latest values", "Config"]);
+    expect(r.groups).toBe(12);
+    expect(html.match(/<div data-chart="\d+"><\/div>/g)?.length).toBe(12);
+    // The charts are drawn by the dashboard's own chart module and uPlot, both inlined as they are on disk.
+    const client = chartClient();
+    expect(html).toContain(`<script>${client.uplotJs}</script>`);
+    expect(html).toContain(client.chartsJs);
+    expect(html).toContain(client.uplotCss);
+    // Series names and text are escaped everywhere (the embedded data too); nothing is fetched.
     expect(html).toContain("pass1/&lt;qwen&amp;co&gt;");
     expect(html).not.toContain("<qwen");
+    expect(html.replace(/(<script\b[^>]*>)[\s\S]*?<\/script>/g, "$1</script>")).not.toMatch(/<\/?b>/);
+    expect(html).toContain("pass1/\\u003cqwen&co>");
     expect(html).toContain("note: &lt;b&gt;&amp;&lt;/b&gt;");
     expect(html).toContain("<td>label</td><td class=\"num\">&lt;x&gt;</td>");
-    expect(html).not.toMatch(/<script|https?:\/\/(?!www\.w3\.org\/2000\/svg)/);
+    expect(html).not.toMatch(/<script[^>]*\ssrc=|<link\b|<img\b|@import|url\(\s*["']?https?:/);
+    expect(html).toMatch(/<meta http-equiv="Content-Security-Policy" content="default-src &#39;none&#39;; script-src &#39;sha256-/);
     // Latest values: the last finite value per series, eval's from step 12.
     expect(html).toContain('<tr><td>reward/mean</td><td class="num">12</td><td class="num">0.8</td></tr>');
     expect(html).toContain('<tr><td>eval/pass1/codex</td><td class="num">12</td><td class="num">0.3</td></tr>');
-    // The reward chart draws one polyline per series with one marker per step.
-    const reward = html.slice(html.indexOf('id="reward"'), html.indexOf('id="pass1"'));
-    expect(reward.match(/<polyline/g)?.length).toBe(2);
-    expect(reward.match(/<circle/g)?.length).toBe(24);
+    // The reward chart's embedded data: both series over the 12 steps, aligned as uPlot wants them.
+    const charts = JSON.parse(/<script type="application\/json" id="report-charts">([\s\S]*?)<\/script>/.exec(html)![1]!) as { id: string; names: string[]; x: number[]; ys: number[][] }[];
+    const reward = charts.find((c) => c.id === "reward")!;
+    expect(reward.names).toEqual(["reward/mean", "reward/std"]);
+    expect(reward.x).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    expect(reward.ys[0]![11]).toBeCloseTo(0.8);
   });
 
   it("tolerates a missing metrics file and rejects a missing run directory", () => {
@@ -117,11 +130,8 @@ describe("run report", () => {
     ]);
   });
 
-  it("a resumed run that re-logs a step keeps the last value; ticks are round numbers covering the range", () => {
+  it("a resumed run that re-logs a step keeps the last value", () => {
     expect(cleanPoints([[1, 1], [2, 5], [2, 6], [3, Number.NaN]])).toEqual([[1, 1], [2, 6]]);
-    expect(niceTicks(0, 1)).toEqual([0, 0.2, 0.4, 0.6, 0.8, 1]);
-    expect(niceTicks(-0.05, 0.93)).toEqual([0, 0.2, 0.4, 0.6, 0.8]);
-    expect(niceTicks(3, 3)).toEqual([3]);
   });
 
   it("groups unknown names by their prefix without the last segment", () => {
@@ -138,6 +148,6 @@ describe("run report", () => {
     const dir = runDir(syntheticMetrics(3));
     const out = execFileSync(process.execPath, ["dist/cli/main.js", "report", dir], { encoding: "utf8" });
     expect(out).toMatch(/wrote .*report\.html: 3 steps/);
-    expect(readFileSync(join(dir, "report.html"), "utf8")).toContain("<svg");
+    expect(readFileSync(join(dir, "report.html"), "utf8")).toContain('<div data-chart="0">');
   });
 });

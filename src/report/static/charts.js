@@ -1,5 +1,6 @@
-// Line charts with uPlot (loaded by index.html from the server's own copy of the npm package). Series, grouping,
-// titles and colours come from the server, which takes them from the static report's code (src/report/).
+// Line charts with uPlot (a global: the dashboard's index.html loads the server's copy of the npm package; report.html
+// inlines it). Series, grouping, titles and colours come from src/report/chart-data.ts. Shared by the dashboard (served
+// as /assets/charts.js) and report.html (inlined before a few lines that draw its embedded data), so both draw alike.
 
 const HEIGHT = 220;
 
