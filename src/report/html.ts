@@ -1,5 +1,5 @@
 import { chartClient, scriptHash } from "./chart-client.js";
-import { chartsOfSeries, type ChartData } from "./chart-data.js";
+import type { ChartData } from "./chart-data.js";
 import { escapeHtml, formatNumber } from "./escape.js";
 import type { MetricsFile } from "./metrics.js";
 
@@ -7,6 +7,8 @@ export interface ReportPage {
   title: string;
   generatedAt: Date;
   metrics: MetricsFile | null;
+  /** The charts to draw (chartsOfSeries of the metrics' series, chart-data.ts). */
+  charts: ChartData[];
   /** Raw text of config.yaml, if the run has one. */
   config: string | null;
   /** Flattened summary.json (name → value), if the run has one. */
@@ -51,9 +53,12 @@ export function reportCsp(): string {
   return csp;
 }
 
-/** JSON safe inside a <script> element (no `</script>`, no `<!--`). */
+/**
+ * JSON safe inside a <script> element (no `</script>`, no `<!--`). Fractions keep 6 significant digits: plenty for a
+ * chart and its hover legend, and about a third of the bytes of full doubles in a long run's report.
+ */
 function scriptJson(v: unknown): string {
-  return JSON.stringify(v).replace(/</g, "\\u003c");
+  return JSON.stringify(v, (_k, x: unknown) => (typeof x === "number" && !Number.isInteger(x) ? Number(x.toPrecision(6)) : x)).replace(/</g, "\\u003c");
 }
 
 function latestTable(m: MetricsFile): string {
@@ -68,7 +73,7 @@ function latestTable(m: MetricsFile): string {
  */
 export function renderReport(p: ReportPage): string {
   const m = p.metrics;
-  const charts: ChartData[] = m ? chartsOfSeries(m.series) : [];
+  const charts = p.charts;
   const steps = m ? m.rows.length : 0;
   const meta = [`generated ${escapeHtml(p.generatedAt.toISOString())}`, `${steps} logged steps`];
   if (m && m.skippedLines > 0) meta.push(`${m.skippedLines} unreadable line(s) skipped`);

@@ -19,6 +19,7 @@ export interface WriteReportResult {
   path: string;
   steps: number;
   series: number;
+  /** Charts drawn (metric groups). */
   groups: number;
   skippedLines: number;
 }
@@ -39,6 +40,7 @@ export function writeReport(runDir: string, options: WriteReportOptions = {}): W
   if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new UserError("run_dir_not_found", `run directory ${runDir} does not exist`);
   const metricsPath = options.metrics ?? join(dir, "metrics.jsonl");
   const metrics = existsSync(metricsPath) ? readMetrics(metricsPath) : null;
+  const charts = metrics ? chartsOfSeries(metrics.series) : [];
   const configPath = join(dir, "config.yaml");
   const config = existsSync(configPath) ? readFileSync(configPath, "utf8") : null;
   let summary: [string, string][] | null = null;
@@ -51,10 +53,10 @@ export function writeReport(runDir: string, options: WriteReportOptions = {}): W
       summary = [["summary.json", `unreadable: ${e instanceof Error ? e.message : String(e)}`]];
     }
   }
-  const html = renderReport({ title: options.title ?? `harnessrl run ${basename(dir)}`, generatedAt: options.now ?? new Date(), metrics, config, summary });
+  const html = renderReport({ title: options.title ?? `harnessrl run ${basename(dir)}`, generatedAt: options.now ?? new Date(), metrics, charts, config, summary });
   const out = options.out ?? join(dir, "report.html");
   const tmp = `${out}.${process.pid}.tmp`;
   writeFileSync(tmp, html);
   renameSync(tmp, out);
-  return { path: out, steps: metrics?.rows.length ?? 0, series: metrics?.series.length ?? 0, groups: metrics ? chartsOfSeries(metrics.series).length : 0, skippedLines: metrics?.skippedLines ?? 0 };
+  return { path: out, steps: metrics?.rows.length ?? 0, series: metrics?.series.length ?? 0, groups: charts.length, skippedLines: metrics?.skippedLines ?? 0 };
 }

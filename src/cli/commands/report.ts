@@ -6,8 +6,8 @@ import { writeReport } from "../../report/write.js";
 const usage = `Usage:
   harnessrl report RUN_DIR [--metrics FILE] [--out FILE] [--title TEXT]
 
-Writes RUN_DIR/report.html from RUN_DIR/metrics.jsonl: one self-contained page (inline SVG charts, no scripts, no
-network) with a chart per metric group (reward, pass@1 per harness, KL / mismatch, entropy, throughput, loss, and any
+Writes RUN_DIR/report.html from RUN_DIR/metrics.jsonl: one self-contained page (no network: the dashboard's uPlot
+chart code and the data are inlined; opens from file://) with a chart per metric group (reward, pass@1 per harness, KL / mismatch, entropy, throughput, loss, and any
 other numeric series grouped by name prefix), a table of the latest values, summary.json and config.yaml when present.
 
 Options:
