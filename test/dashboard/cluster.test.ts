@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,6 +10,7 @@ import { startDashboard, type Dashboard } from "../../src/dashboard/server.js";
 import { FAILED_REASON, startClusterFixture, type ClusterFixture } from "./cluster-fixture.js";
 import { getJson, rawGet } from "./http.js";
 
+const repo = join(import.meta.dirname, "..", "..");
 const root = mkdtempSync(join(tmpdir(), "harnessrl-dash-cluster-"));
 const SHORT_TTL_MS = 1500;
 let fixture: ClusterFixture;
@@ -67,6 +69,31 @@ describe("the cluster page's API over a real Redis and BullMQ queue", () => {
       await fresh.close();
     }
   }, 30_000);
+
+  it("harnessrl dashboard --cluster URL serves the cluster page and never prints the password", async () => {
+    const child = spawn(process.execPath, [join(repo, "dist", "cli", "main.js"), "dashboard", "--runs", join(root, "runs"), "--port", "0", "--cluster", fixture.url], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (out += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (out += d));
+    try {
+      const t0 = Date.now();
+      while (!/http:\/\/127\.0\.0\.1:\d+\//.test(out) && child.exitCode === null && Date.now() - t0 < 20_000) await sleep(50);
+      const port = Number(/http:\/\/127\.0\.0\.1:(\d+)\//.exec(out)?.[1]);
+      expect(port, out).toBeGreaterThan(0);
+      expect(out).toContain("cluster: redis://:***@127.0.0.1");
+      expect(out).not.toContain(fixture.redis.password);
+      expect(await getJson(port, "/api/config")).toEqual({ cluster: true });
+      const snap = await getJson<ClusterSnapshot>(port, "/api/cluster");
+      expect(snap.jobs).toMatchObject({ waiting: 3, running: 1, failed: 1 });
+      expect(snap.nodes.map((n) => n.nodeId)).toContain("node-a");
+    } finally {
+      child.kill("SIGTERM");
+      const t1 = Date.now();
+      while (child.exitCode === null && child.signalCode === null && Date.now() - t1 < 10_000) await sleep(50);
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    }
+    expect(child.exitCode).toBe(0);
+  }, 60_000);
 
   it("without a cluster source there is no cluster page; with Redis down the API answers 503 and recovers", async () => {
     expect(await getJson(plain.port, "/api/config")).toEqual({ cluster: false });
