@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { basename } from "node:path";
 import { expandPlan, type RolloutPlan } from "../rollout/runner.js";
-import type { RolloutResult } from "../tasks/rollout-result.js";
+import { pendingRolloutResult, type RolloutResult } from "../tasks/rollout-result.js";
 import type { GatheredRollout } from "./dispatch.js";
 import { ROLLOUT_JOB_VERSION, type RolloutJob } from "./job.js";
 
@@ -32,25 +32,6 @@ export function jobsOfPlan(plan: RolloutPlan, common: JobCommon): RolloutJob[] {
  */
 export function resultOfGathered(job: RolloutJob, g: GatheredRollout): RolloutResult {
   if (g.outcome === "completed") return g.ret.result as unknown as RolloutResult;
-  const now = Date.now();
-  return {
-    rolloutId: job.rolloutId,
-    taskId: job.task.id,
-    harness: job.harness,
-    sample: job.sample,
-    family: job.task.family,
-    split: job.task.split,
-    status: "infra_error",
-    score: 0,
-    verifier: null,
-    harnessDetail: "",
-    exitCode: null,
-    signal: null,
-    stdout: "",
-    stderr: "",
-    error: `cluster_job_failed: dropped after ${g.attempts} attempt(s), in the queue's failed set: ${g.reason}`,
-    sessionIds: [],
-    calls: 0,
-    timings: { startedAt: now, sandboxReadyAt: null, harnessEndedAt: null, settledAt: null, verifiedAt: null, endedAt: now },
-  };
+  const request = { rolloutId: job.rolloutId, taskId: job.task.id, harness: job.harness, sample: job.sample };
+  return pendingRolloutResult(request, job.task, Date.now(), `cluster_job_failed: dropped after ${g.attempts} attempt(s), in the queue's failed set: ${g.reason}`);
 }

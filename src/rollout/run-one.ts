@@ -7,7 +7,7 @@ import { VERIFIER_DIR, type Task } from "../tasks/task.js";
 import { parseVerifierOutput, type VerifierResult } from "../tasks/verifier-result.js";
 import { DEFAULT_SETTLE, waitSettled, type SettleOptions } from "./settle.js";
 import { HostTools } from "./host-tools.js";
-import type { RolloutRequest, RolloutResult, RolloutStatus } from "../tasks/rollout-result.js";
+import { pendingRolloutResult, type RolloutRequest, type RolloutResult, type RolloutStatus } from "../tasks/rollout-result.js";
 
 /** What a rollout needs from the capture proxy: credentials for its session and its sessions' call counts. */
 export interface RolloutProxy {
@@ -60,23 +60,7 @@ function classify(harnessExit: { timedOut: boolean; oomKilled: boolean }, finish
  */
 export async function runRollout(request: RolloutRequest, task: Task, harness: HarnessDefinition, backend: SandboxBackend, proxy: RolloutProxy, settings: RolloutSettings): Promise<RolloutResult> {
   const startedAt = Date.now();
-  const result: RolloutResult = {
-    ...request,
-    family: task.family,
-    split: task.split,
-    status: "infra_error",
-    score: 0,
-    verifier: null,
-    harnessDetail: "",
-    exitCode: null,
-    signal: null,
-    stdout: "",
-    stderr: "",
-    error: null,
-    sessionIds: [],
-    calls: 0,
-    timings: { startedAt, sandboxReadyAt: null, harnessEndedAt: null, settledAt: null, verifiedAt: null, endedAt: startedAt },
-  };
+  const result = pendingRolloutResult(request, task, startedAt);
   let sandbox: Sandbox | null = null;
   let tools: HostTools | null = null;
   try {

@@ -44,3 +44,28 @@ export interface RolloutResult extends RolloutRequest {
   calls: number;
   timings: RolloutTimings;
 }
+
+/**
+ * A rollout that has not got anywhere yet: `infra_error` with no output, started and ended at `at`. The runner fills
+ * it in as the rollout proceeds; a rollout that never ran (dropped from a cluster queue, say) stays like this plus
+ * its `error`.
+ */
+export function pendingRolloutResult(request: RolloutRequest, task: { family: string; split: string }, at: number, error: string | null = null): RolloutResult {
+  return {
+    ...request,
+    family: task.family,
+    split: task.split,
+    status: "infra_error",
+    score: 0,
+    verifier: null,
+    harnessDetail: "",
+    exitCode: null,
+    signal: null,
+    stdout: "",
+    stderr: "",
+    error,
+    sessionIds: [],
+    calls: 0,
+    timings: { startedAt: at, sandboxReadyAt: null, harnessEndedAt: null, settledAt: null, verifiedAt: null, endedAt: at },
+  };
+}

@@ -8,6 +8,7 @@ import { loadRunConfig } from "../../src/train/config.js";
 import { buildRunContext } from "../../src/run/context.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
 import { noiseTask } from "./noise-tasks.js";
+import { readMetrics } from "./run-files.js";
 
 /**
  * Plumbing, not learning: a freshly initialised tiny model almost never solves a real task, so every GRPO group would
@@ -15,10 +16,6 @@ import { noiseTask } from "./noise-tasks.js";
  * rewards carry no information, but they have variance, so advantages are non-zero and the whole pipeline (sandboxed
  * harness → proxy → llama.cpp → records → trees → advantages → torch update → GGUF hot swap) must move the policy.
  */
-
-function metrics(runDir: string): Record<string, unknown>[] {
-  return readFileSync(join(runDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
-}
 
 describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)", () => {
   let runDir: string;
@@ -76,7 +73,7 @@ describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)"
   });
 
   it("trains on non-zero advantages and changes the policy it serves", () => {
-    const rl = metrics(runDir).filter((m) => m.phase === "rl");
+    const rl = readMetrics(runDir).filter((m) => m.phase === "rl");
     expect(rl).toHaveLength(2);
     for (const m of rl) {
       expect(m["train/skipped"]).toBe(0);

@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,27 +6,15 @@ import { stringify } from "yaml";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
 import type { RunState } from "../../src/train/run-dir.js";
 import { noiseTask } from "./noise-tasks.js";
+import { metricSteps, readRunState, trainCli } from "./run-files.js";
 
 const root = mkdtempSync(join(tmpdir(), "hrl-kill-"));
 const runDir = join(root, "run");
 const configPath = join(root, "run.yaml");
 
-/** `harnessrl train` as a user runs it; `fault` kills it with SIGKILL at that commit boundary. */
-function train(fault?: string): { status: number | null; signal: NodeJS.Signals | null; stderr: string } {
-  const env = { ...process.env };
-  if (fault) env.HARNESSRL_FAULT = fault;
-  else delete env.HARNESSRL_FAULT;
-  const r = spawnSync(process.execPath, ["dist/cli/main.js", "train", "--config", configPath, "--run-dir", runDir], { env, encoding: "utf8", timeout: 300_000 });
-  return { status: r.status, signal: r.signal, stderr: r.stderr };
-}
-
-const state = (): RunState => JSON.parse(readFileSync(join(runDir, "state.json"), "utf8")) as RunState;
-const lines = (): string[] =>
-  readFileSync(join(runDir, "metrics.jsonl"), "utf8")
-    .trim()
-    .split("\n")
-    .map((l) => JSON.parse(l) as { phase: string; step: number })
-    .map((r) => `${r.phase}${r.step}`);
+const train = (fault?: string): ReturnType<typeof trainCli> => trainCli(configPath, runDir, fault ? { HARNESSRL_FAULT: fault } : {}, 300_000);
+const state = (): RunState => readRunState(runDir);
+const lines = (): string[] => metricSteps(runDir);
 
 describe("a training run killed at its commit boundaries resumes without losing a step (tiny preset, CLI)", () => {
   afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -1,5 +1,4 @@
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -7,28 +6,15 @@ import { stringify } from "yaml";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
 import type { RunState } from "../../src/train/run-dir.js";
 import { noiseTask } from "./noise-tasks.js";
+import { metricSteps, readRunState, trainCli } from "./run-files.js";
 
 const root = mkdtempSync(join(tmpdir(), "hrl-rank-kill-"));
 const runDir = join(root, "run");
 const configPath = join(root, "run.yaml");
 
-/** `harnessrl train` with the trainer on 2 gloo ranks; `fault` makes a rank die on its n-th op (worker HARNESSRL_RANK_FAULT). */
-function train(fault?: string): { status: number | null; stderr: string } {
-  const env = { ...process.env };
-  delete env.HARNESSRL_FAULT;
-  if (fault) env.HARNESSRL_RANK_FAULT = fault;
-  else delete env.HARNESSRL_RANK_FAULT;
-  const r = spawnSync(process.execPath, ["dist/cli/main.js", "train", "--config", configPath, "--run-dir", runDir], { env, encoding: "utf8", timeout: 600_000 });
-  return { status: r.status, stderr: r.stderr };
-}
-
-const state = (): RunState => JSON.parse(readFileSync(join(runDir, "state.json"), "utf8")) as RunState;
-const lines = (): string[] =>
-  readFileSync(join(runDir, "metrics.jsonl"), "utf8")
-    .trim()
-    .split("\n")
-    .map((l) => JSON.parse(l) as { phase: string; step: number })
-    .map((r) => `${r.phase}${r.step}`);
+const train = (fault?: string): ReturnType<typeof trainCli> => trainCli(configPath, runDir, fault ? { HARNESSRL_RANK_FAULT: fault } : {}, 600_000);
+const state = (): RunState => readRunState(runDir);
+const lines = (): string[] => metricSteps(runDir);
 
 describe("a run whose trainer rank dies mid-step (2 gloo ranks, tiny preset, CLI)", () => {
   afterAll(() => rmSync(root, { recursive: true, force: true }));

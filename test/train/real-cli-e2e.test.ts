@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -36,6 +36,24 @@ interface EngineCall {
 
 /** A model directory's weights (one file or shards), as one buffer. */
 const weights = (dir: string): Buffer => Buffer.concat(readdirSync(dir).filter((f) => f.endsWith(".safetensors")).sort().map((f) => readFileSync(join(dir, f))));
+/** How long the run may take before the test reports it as stalled (it takes 2–7 min on a loaded 2-core machine). */
+const STALL_MS = Number(process.env.HARNESSRL_E2E_STALL_MS ?? 16 * 60_000);
+
+/** Each recorded model call of the run so far (rollout, when, how long, how far the engine got): where a stall sat. */
+function callTimeline(runDir: string): string {
+  const lines: string[] = [];
+  for (const db of ["demos.sqlite", "records.sqlite"]) {
+    if (!existsSync(join(runDir, db))) continue;
+    const store = openStore(`sqlite:${join(runDir, db)}`);
+    try {
+      for (const c of store.listCalls({})) lines.push(`${db} ${c.rolloutId} ${c.status} ${c.finishReason ?? "-"} prompt ${c.promptTokens.length} ${JSON.stringify(c.timings)}`);
+    } finally {
+      store.close();
+    }
+  }
+  return lines.length > 0 ? lines.join("\n") : "no model call was recorded";
+}
+
 const readJsonl = <T>(path: string): T[] => readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l) as T);
 
 describe("training end to end through pi with a Qwen3-vocabulary model (llama.cpp, bwrap, torch)", () => {
@@ -47,46 +65,65 @@ describe("training end to end through pi with a Qwen3-vocabulary model (llama.cp
   let demos: Store;
 
   beforeAll(async () => {
-    await getHarness("pi").ensureInstalled();
-    const model = join(root, "model");
-    const trainer = await createTrainer("torch");
-    try {
-      await trainer.init({ preset: "qwen3-tiny", seed: 3, out: model });
-    } finally {
-      await trainer.close();
-    }
-    // Observe (not replace) every llama.cpp call: what the engine was given and what it sampled.
-    const generate = LlamaCppEngine.prototype.generate;
-    vi.spyOn(LlamaCppEngine.prototype, "generate").mockImplementation(async function (this: LlamaCppEngine, request: GenerateRequest): Promise<GenerateResult> {
-      const result = await generate.call(this, request);
-      engineCalls.set(request.context?.callId ?? "?", { prompt: [...request.promptTokens], completion: [...result.tokens] });
-      return result;
-    });
-    const suite = join(root, "suite");
-    await writeNativeSuite([0, 1].map((i) => noiseTask(i, "train")), join(suite, "train"));
-    const configPath = join(root, "run.yaml");
-    writeFileSync(
-      configPath,
-      stringify({
-        name: "real-pi-e2e",
-        seed: 1,
-        model: { dir: model },
-        engine: { kind: "llamacpp", threads: 1, sequences: 4, context_size: 4096 },
-        trainer: { threads: 1 },
-        sampling: { temperature: 1, max_tokens: 8 },
-        rollout: { sandbox: "bwrap", concurrency: 4, max_turns: 3, timeout_s: 240, memory_mb: 1024 },
-        harnesses: ["pi"],
-        tasks: { train: `dir:${join(suite, "train")}` },
-        warm_start: { demos: "calcrun:train?n=1&seed=2", epochs: 1, batch_tokens: 2048, lr: 0.001 },
-        algorithm: { lr: 0.01, row_tokens: 2048, batch_tokens: 2048 },
-        budget: { steps: 2, tasks_per_step: 2, samples: 2 },
-      }),
-    );
     const t0 = Date.now();
-    summary = await runTraining(buildRunContext(loadRunConfig(configPath), { runDir, configPath }), (line) => console.error(`[${((Date.now() - t0) / 1000).toFixed(0)}s] ${line}`));
+    const progress: string[] = [];
+    const log = (line: string): void => {
+      const stamped = `[${((Date.now() - t0) / 1000).toFixed(0)}s] ${line}`;
+      progress.push(stamped);
+      console.error(stamped);
+    };
+    // A run that stalls fails here, before the hook's timeout, saying where it stood: CI shows a failure's message,
+    // not the progress lines printed before it.
+    let stall: NodeJS.Timeout | undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      stall = setTimeout(() => reject(new Error(`the run stalled (${STALL_MS / 60_000} min)\n${progress.join("\n")}\n${callTimeline(runDir)}`)), STALL_MS);
+    });
+    const race = <T>(p: Promise<T>): Promise<T> => Promise.race([p, stalled]);
+    try {
+      await race(getHarness("pi").ensureInstalled());
+      log("pi is installed");
+      const model = join(root, "model");
+      const trainer = await createTrainer("torch");
+      try {
+        await race(trainer.init({ preset: "qwen3-tiny", seed: 3, out: model }));
+      } finally {
+        await trainer.close();
+      }
+      log("qwen3-tiny initialised");
+      // Observe (not replace) every llama.cpp call: what the engine was given and what it sampled.
+      const generate = LlamaCppEngine.prototype.generate;
+      vi.spyOn(LlamaCppEngine.prototype, "generate").mockImplementation(async function (this: LlamaCppEngine, request: GenerateRequest): Promise<GenerateResult> {
+        const result = await generate.call(this, request);
+        engineCalls.set(request.context?.callId ?? "?", { prompt: [...request.promptTokens], completion: [...result.tokens] });
+        return result;
+      });
+      const suite = join(root, "suite");
+      await writeNativeSuite([0, 1].map((i) => noiseTask(i, "train")), join(suite, "train"));
+      const configPath = join(root, "run.yaml");
+      writeFileSync(
+        configPath,
+        stringify({
+          name: "real-pi-e2e",
+          seed: 1,
+          model: { dir: model },
+          engine: { kind: "llamacpp", threads: 1, sequences: 4, context_size: 4096 },
+          trainer: { threads: 1 },
+          sampling: { temperature: 1, max_tokens: 8 },
+          rollout: { sandbox: "bwrap", concurrency: 4, max_turns: 3, timeout_s: 150, memory_mb: 1024 },
+          harnesses: ["pi"],
+          tasks: { train: `dir:${join(suite, "train")}` },
+          warm_start: { demos: "calcrun:train?n=1&seed=2", epochs: 1, batch_tokens: 2048, lr: 0.001 },
+          algorithm: { lr: 0.01, row_tokens: 2048, batch_tokens: 2048 },
+          budget: { steps: 2, tasks_per_step: 2, samples: 2 },
+        }),
+      );
+      summary = await race(runTraining(buildRunContext(loadRunConfig(configPath), { runDir, configPath }), log));
+    } finally {
+      clearTimeout(stall);
+    }
     store = openStore(`sqlite:${join(runDir, "records.sqlite")}`);
     demos = openStore(`sqlite:${join(runDir, "demos.sqlite")}`);
-  }, 1_200_000);
+  }, STALL_MS + 120_000);
 
   afterAll(() => {
     vi.restoreAllMocks();
