@@ -18,6 +18,7 @@ import type { MountPlan } from "./mounts.js";
 import { DEFAULT_POOL, PoolOptionsSchema, WarmPool } from "./pool.js";
 import type { PoolStats } from "./pool.js";
 import { BwrapSandbox } from "./sandbox.js";
+import { sandboxSeccomp } from "./seccomp.js";
 
 function findExecutable(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? DEFAULT_PATH).split(delimiter)) {
@@ -116,7 +117,7 @@ export class BwrapBackend implements SandboxBackend {
     };
     const runAs = await chooseSandboxUser(options.runAs, bwrap, mounts, stateRoot, warnings);
     for (const w of warnings) warnOnce(`harnessrl sandbox (bwrap): ${w}`);
-    const backend = new BwrapBackend({ bwrap, layout, mounts, stateRoot, runAs }, warnings, pool.data.size);
+    const backend = new BwrapBackend({ bwrap, layout, mounts, stateRoot, runAs, seccomp: sandboxSeccomp() }, warnings, pool.data.size);
     backend.pool.refill();
     return backend;
   }

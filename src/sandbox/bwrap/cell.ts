@@ -27,6 +27,8 @@ export interface BwrapContext {
   layout: CgroupLayout;
   mounts: MountPlan;
   stateRoot: string;
+  /** The compiled seccomp filter (seccomp.ts), handed to every bwrap on fd 3. */
+  seccomp: Buffer;
 }
 
 export const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -150,7 +152,7 @@ export class Cell {
   private launch(): AgentLaunch {
     const mounts = mountArgs(this.ctx.mounts, { workspaceDir: this.dirs.workspaceDir, homeDir: this.dirs.homeDir, bridgeDir: this.bridgeDir, readOnlyPaths: this.readOnlyPaths });
     const bwrapArgs = [
-      "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox",
+      "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox", "--seccomp", "3",
       ...mounts, "--", process.execPath, ...AGENT_NODE_FLAGS, IN_SANDBOX.agentMain, IN_SANDBOX.bridgeSocket,
     ];
     const runAs = this.ctx.runAs;
@@ -161,7 +163,7 @@ export class Cell {
     const procs = this.cgroup.procsFiles();
     const [file = "", ...args] = procs.length > 0 ? ["/bin/sh", "-c", CGROUP_WRAPPER, "harnessrl-cgroup", String(procs.length), ...procs, ...launch] : launch;
     // The agent's own environment (commands get theirs per exec); one libuv thread: it never uses the thread pool.
-    return { file, args, cwd: this.dirs.workspaceDir, env: { PATH: sandboxPath(), LANG: "C.UTF-8", UV_THREADPOOL_SIZE: "1" } };
+    return { file, args, cwd: this.dirs.workspaceDir, env: { PATH: sandboxPath(), LANG: "C.UTF-8", UV_THREADPOOL_SIZE: "1" }, fd3: this.ctx.seccomp };
   }
 
   private spawnAgent(): AgentProcess {
