@@ -24,15 +24,15 @@ function processesWithMarker(marker: string): number[] {
   return out;
 }
 
-/** Pids of live processes that belong to sandboxes under `sandboxRoot`: bwraps named after it, commands carrying an id. */
-function sandboxProcesses(sandboxRoot: string, ids: Set<string>): number[] {
+/** Pids of live processes of the given sandboxes: launch chains naming their directories, commands carrying their id. */
+function sandboxProcesses(dirs: Set<string>, ids: Set<string>): number[] {
   const out: number[] = [];
   for (const e of readdirSync("/proc")) {
     if (!/^\d+$/.test(e)) continue;
     try {
       const cmdline = readFileSync(`/proc/${e}/cmdline`, "latin1");
       const environ = readFileSync(`/proc/${e}/environ`, "latin1");
-      if (cmdline.includes(sandboxRoot) || [...ids].some((id) => environ.includes(`HARNESSRL_SANDBOX_ID=${id}`))) out.push(Number(e));
+      if ([...dirs].some((d) => cmdline.includes(d)) || [...ids].some((id) => environ.includes(`HARNESSRL_SANDBOX_ID=${id}`))) out.push(Number(e));
     } catch {
       // gone, or not ours to read
     }
@@ -134,11 +134,19 @@ describe("SIGTERM stops `harnessrl train` and everything it started within secon
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
     const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.once("close", (code) => resolve({ code, at: Date.now() })));
     const ids = new Set<string>();
+    const dirs = new Set<string>([sandboxRoot]);
     const workspaces = (file: string): boolean =>
       existsSync(sandboxRoot) &&
       readdirSync(sandboxRoot).some((d) => {
         if (d.startsWith("sbx_")) ids.add(d);
-        return existsSync(join(sandboxRoot, d, "workspace", file));
+        try {
+          // The workspace lives in the sandbox's neutral mount directory, named in its state.json.
+          const mountDir = (JSON.parse(readFileSync(join(sandboxRoot, d, "state.json"), "utf8")) as { mountDir?: string }).mountDir;
+          if (mountDir !== undefined) dirs.add(mountDir);
+          return mountDir !== undefined && existsSync(join(mountDir, "workspace", file));
+        } catch {
+          return false;
+        }
       });
     const planterDone = (): boolean => existsSync(join(out, "rollouts.jsonl")) && readFileSync(join(out, "rollouts.jsonl"), "utf8").includes(`"${first.id}"`);
     try {
@@ -160,13 +168,14 @@ describe("SIGTERM stops `harnessrl train` and everything it started within secon
       expect(end!.at - sent).toBeLessThan(5_000);
       await sleep(500);
       expect(processesWithMarker(marker)).toEqual([]);
-      expect(sandboxProcesses(sandboxRoot, ids)).toEqual([]);
+      expect(sandboxProcesses(dirs, ids)).toEqual([]);
       expect(existsSync(sandboxRoot) ? readdirSync(sandboxRoot) : []).toEqual([]);
+      expect([...dirs].filter((d) => d !== sandboxRoot && existsSync(d))).toEqual([]);
       // And the planted FIFOs never held the host: the planter's rollout had ended, scored by its verifier.
       expect(planterFinished).toBe(true);
     } finally {
       if (child.exitCode === null) child.kill("SIGKILL");
-      for (const pid of [...processesWithMarker(marker), ...sandboxProcesses(sandboxRoot, ids)]) process.kill(pid, "SIGKILL");
+      for (const pid of [...processesWithMarker(marker), ...sandboxProcesses(dirs, ids)]) process.kill(pid, "SIGKILL");
     }
   }, 300_000);
 });

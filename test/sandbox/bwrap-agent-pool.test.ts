@@ -85,14 +85,15 @@ describe("bwrap exec agent", () => {
     await s.destroy();
   });
 
-  it("gives a command that corrupts its agent's control stream a failed result, not an infrastructure error", async () => {
-    // Commands run as the agent's user, so they can write into the socket the agent sends its frames on. If that
-    // surfaced as an InfraError, a rollout could excuse itself from its advantage estimate; it is the command's end.
+  it("refuses a command the agent's control stream (pidfd_getfd: EPERM under the seccomp filter); the sandbox goes on", async () => {
+    // Commands run as the agent's user: without the filter, pidfd_getfd hands them the socket the agent sends its
+    // frames on (the host then kills the agent as a broken stream and scores the exec as killed, never as an
+    // InfraError a rollout could hide behind; that path stays in agent-process.ts as a second line).
     const s = await backend.create({ limits: LIMITS });
     const r = await s.exec(["python3", "-c", STEAL_AGENT_STDOUT], { timeoutMs: 20_000 });
-    expect(r).toMatchObject({ exitCode: null, signal: "SIGKILL", timedOut: false });
-    expect(r.stderr).toMatch(/exec agent ended \(exit SIGKILL: harnessrl: broken agent stream/);
-    expect(r.durationMs).toBeLessThan(10_000);
+    expect(r).toMatchObject({ exitCode: 1, signal: null, timedOut: false });
+    expect(r.stderr).toMatch(/AssertionError: Operation not permitted/);
+    expect(r.stderr).not.toContain("exec agent ended");
     expect((await s.exec(["echo", "back"])).stdout).toBe("back\n");
     await s.destroy();
   });
