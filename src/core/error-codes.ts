@@ -165,7 +165,7 @@ export const ERROR_CODES = {
     sandbox_no_agent: once("the sandbox exec agent is not built"),
     sandbox_seccomp_arch: once("no sandbox seccomp filter exists for this machine's architecture"),
     sandbox_mount_root: once("the sandbox mount root cannot be used (not a directory of ours)"),
-    sandbox_root_too_long: once("the sandbox state root is too deep for a unix socket path"),
+    sandbox_root_too_long: once("the sandbox mount root is too deep for a unix socket path"),
     sandbox_agent: retry("the sandbox exec agent did not start or died"),
     sandbox_bridge: retry("the sandbox bridge helper failed"),
     sandbox_cgroup: retry("the sandbox's cgroup cannot be set up or joined"),
