@@ -247,6 +247,36 @@ describe("bwrap warm pool", () => {
     await next.close();
   });
 
+  it("removes a dead control plane's mount directories even when its state root is gone (each names its owner)", async () => {
+    const crashRoot = tempRoot("pool-crash-mounts");
+    onTestFinished(() => crashRoot.remove());
+    const code = `
+      import { BwrapBackend } from ${JSON.stringify(DIST_SANDBOX)};
+      const b = await BwrapBackend.open({ stateRoot: ${JSON.stringify(crashRoot.path)}, pool: { size: 2 } });
+      await b.poolSettled();
+      console.log("READY");
+      setInterval(() => {}, 1000);`;
+    const cp = await spawnControlPlane(code, "READY");
+    onTestFinished(() => cp.kill());
+    const mountDirs = sandboxDirs(crashRoot.path).map((id) => (JSON.parse(readFileSync(join(crashRoot.path, id, "state.json"), "utf8")) as { mountDir: string }).mountDir);
+    expect(mountDirs).toHaveLength(2);
+    for (const d of mountDirs) expect(existsSync(join(d, "workspace"))).toBe(true);
+    cp.kill();
+    await cp.exited;
+    crashRoot.remove(); // the state directories go first: only the mount directories' owner files are left
+    const other = tempRoot("pool-crash-mounts-next");
+    onTestFinished(() => other.remove());
+    const next = await BwrapBackend.open({ stateRoot: other.path, pool: { size: 0 } });
+    const report = await next.reapOrphans();
+    expect(report.errors).toEqual([]);
+    for (const d of mountDirs) expect(existsSync(d)).toBe(false);
+    // A live backend's mount directories are left alone.
+    const live = await next.create({ limits: LIMITS });
+    await next.reapOrphans();
+    expect(existsSync(live.workspaceDir)).toBe(true);
+    await next.close();
+  });
+
   it("rejects a bad pool size", async () => {
     await expect(BwrapBackend.open({ stateRoot: root.path, pool: { size: -1 } })).rejects.toThrow(/pool/);
   });

@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, existsSync, readFileSync, readdirSync } from "node:fs";
-import { chmod, lstat, mkdir, stat } from "node:fs/promises";
+import { chmod, mkdir, stat } from "node:fs/promises";
 import { delimiter, dirname, join, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { InfraError, UserError } from "../../core/errors.js";
@@ -18,6 +18,7 @@ import type { MountPlan } from "./mounts.js";
 import { DEFAULT_POOL, PoolOptionsSchema, WarmPool } from "./pool.js";
 import type { PoolStats } from "./pool.js";
 import { BwrapSandbox } from "./sandbox.js";
+import { mountRootFor, sweepMountRoot } from "./mount-root.js";
 import { sandboxSeccomp } from "./seccomp.js";
 
 function findExecutable(name: string): string | undefined {
@@ -63,28 +64,6 @@ export interface BwrapBackendOptions extends SandboxBackendOptions {
    * say nothing about the host: default `/tmp/harnessrl-cells-<uid>`.
    */
   mountRoot?: string;
-}
-
-/**
- * The mount root, made or checked: a directory of ours, not a symlink (another user of a shared /tmp could have
- * planted one), 0711 so the sandbox user can reach its sandbox's directory but nobody can list the others. Falls back
- * to `<stateRoot>/cells` (with a warning) when the default one cannot be used.
- */
-async function mountRootFor(requested: string | undefined, stateRoot: string, warnings: string[]): Promise<string> {
-  const root = resolve(requested ?? `/tmp/harnessrl-cells-${process.getuid?.() ?? 0}`);
-  try {
-    await mkdir(root, { recursive: true, mode: 0o711 });
-    const st = await lstat(root);
-    if (!st.isDirectory() || st.uid !== (process.getuid?.() ?? st.uid)) throw new InfraError("sandbox_mount_root", `${root} is not a directory of ours`);
-    await chmod(root, 0o711);
-    return root;
-  } catch (e) {
-    if (requested !== undefined) throw e instanceof InfraError ? e : new InfraError("sandbox_mount_root", `sandbox mount root ${root}: ${e instanceof Error ? e.message : String(e)}`);
-    const fallback = join(stateRoot, "cells");
-    warnings.push(`cannot use ${root} for sandbox directories (${e instanceof Error ? e.message : String(e)}): using ${fallback}, whose path sandboxes can see`);
-    await mkdir(fallback, { recursive: true, mode: 0o711 });
-    return fallback;
-  }
 }
 
 /** The exec agent's compiled modules, read once per backend (each sandbox gets a copy). */
@@ -186,8 +165,11 @@ export class BwrapBackend implements SandboxBackend {
     return startOrDestroy(sandbox);
   }
 
-  reapOrphans(): Promise<ReapReport> {
-    return reapOrphans(this.ctx.stateRoot);
+  async reapOrphans(): Promise<ReapReport> {
+    const report = await reapOrphans(this.ctx.stateRoot);
+    // Mount directories whose state directory is gone with its owner (e.g. a state root removed after a crash).
+    report.errors.push(...(await sweepMountRoot(this.ctx.mountRoot)));
+    return report;
   }
 
   /** The host uid sandboxed commands run as. */

@@ -15,6 +15,7 @@ import { chownTree } from "../workspace.js";
 import type { Owner } from "../workspace.js";
 import type { SandboxLimits } from "../types.js";
 import { AgentProcess } from "./agent-process.js";
+import { writeMountOwner } from "./mount-root.js";
 import type { AgentLaunch } from "./agent-process.js";
 import { IN_SANDBOX, mountArgs } from "./mounts.js";
 import type { MountPlan } from "./mounts.js";
@@ -130,6 +131,7 @@ export class Cell {
       // pool) leaves a directory the next reaper can attribute at once instead of after the half-created grace.
       await cell.writeState(spec.labels);
       await mkdir(cell.mountDir, { mode: 0o711 });
+      await writeMountOwner(cell.mountDir);
       await mkdir(workspaceDir);
       await mkdir(homeDir);
       await mkdir(cell.bridgeDir);
