@@ -28,6 +28,7 @@ export async function reapOrphans(stateRoot: string): Promise<ReapReport> {
         report.errors.push(...cgroup.remove());
       }
       report.killedProcesses += await killBySandboxId(entry.id);
+      if (entry.state?.mountDir) await removeDir(entry.state.mountDir);
       await removeDir(entry.dir);
       report.reaped.push(entry.id);
     } catch (e) {

@@ -18,6 +18,11 @@ export const SandboxStateSchema = z.object({
   /** Controller → cgroup directory. */
   cgroups: z.partialRecord(z.enum(["memory", "pids", "cpu"]), z.string()),
   labels: z.record(z.string(), z.string()).default({}),
+  /**
+   * bwrap: the neutral directory (`<mount root>/<32 hex>`) holding what is bound into the sandbox (workspace, HOME,
+   * bridge, agent code), apart from the state directory so mountinfo names no state path. Removed with the sandbox.
+   */
+  mountDir: z.string().regex(/\/[0-9a-f]{32}$/).optional(),
 });
 export type SandboxState = z.infer<typeof SandboxStateSchema>;
 

@@ -199,11 +199,11 @@ export function backendContract(name: string, open: OpenBackend, variant = ""): 
         const s = await b.create({ limits: { memoryBytes: 256 * 1024 * 1024, maxPids: 64, wallClockMs: 600000 } });
         void s.exec(["sh", "-c", "setsid sleep 600 & echo $! > pid; sleep 600"]);
         while (!(await s.listFiles()).includes("pid")) await new Promise((r) => setTimeout(r, 20));
-        console.log("READY " + s.id);
+        console.log("READY " + s.id + " " + s.workspaceDir);
         setInterval(() => {}, 1000);`;
       const cp = await spawnControlPlane(code, "READY ");
       onTestFinished(() => cp.kill());
-      const id = cp.line.slice("READY ".length).trim();
+      const [id = "", workspaceDir = ""] = cp.line.slice("READY ".length).trim().split(" ");
       cp.kill();
       await cp.exited;
       expect(isAlive(cp.pid)).toBe(false);
@@ -213,6 +213,7 @@ export function backendContract(name: string, open: OpenBackend, variant = ""): 
       expect(report.reaped).toContain(id);
       expect(report.errors).toEqual([]);
       expect(existsSync(join(crashRoot.path, id))).toBe(false);
+      expect(existsSync(workspaceDir)).toBe(false); // bwrap keeps it apart from the state directory
       expect(processesWithSandboxId(id)).toEqual([]);
       expect(await next.reapOrphans()).toMatchObject({ reaped: [] });
       await next.close();
@@ -230,16 +231,17 @@ export function backendContract(name: string, open: OpenBackend, variant = ""): 
         const s = await b.create({ limits: { memoryBytes: 256 * 1024 * 1024, maxPids: 64, wallClockMs: 600000 } });
         void s.exec(["sh", "-c", "echo up > up; sleep 600"]);
         while (!(await s.listFiles()).includes("up")) await new Promise((r) => setTimeout(r, 20));
-        console.log("READY " + s.id);
+        console.log("READY " + s.id + " " + s.workspaceDir);
         setInterval(() => {}, 1000);`;
       const cp = await spawnControlPlane(code, "READY ");
       onTestFinished(() => cp.kill());
-      const id = cp.line.slice("READY ".length).trim();
+      const [id = "", workspaceDir = ""] = cp.line.slice("READY ".length).trim().split(" ");
       expect(existsSync(join(termRoot.path, id))).toBe(true);
       process.kill(cp.pid, "SIGTERM");
       for (let i = 0; i < 100 && isAlive(cp.pid); i++) await sleep(50);
       expect(isAlive(cp.pid)).toBe(false);
       expect(existsSync(join(termRoot.path, id))).toBe(false);
+      expect(existsSync(workspaceDir)).toBe(false);
       expect(processesWithSandboxId(id)).toEqual([]);
       termRoot.remove();
     });

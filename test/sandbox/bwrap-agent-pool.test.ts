@@ -85,14 +85,15 @@ describe("bwrap exec agent", () => {
     await s.destroy();
   });
 
-  it("gives a command that corrupts its agent's control stream a failed result, not an infrastructure error", async () => {
-    // Commands run as the agent's user, so they can write into the socket the agent sends its frames on. If that
-    // surfaced as an InfraError, a rollout could excuse itself from its advantage estimate; it is the command's end.
+  it("refuses a command the agent's control stream (pidfd_getfd: EPERM under the seccomp filter); the sandbox goes on", async () => {
+    // Commands run as the agent's user: without the filter, pidfd_getfd hands them the socket the agent sends its
+    // frames on (the host then kills the agent as a broken stream and scores the exec as killed, never as an
+    // InfraError a rollout could hide behind; that path stays in agent-process.ts as a second line).
     const s = await backend.create({ limits: LIMITS });
     const r = await s.exec(["python3", "-c", STEAL_AGENT_STDOUT], { timeoutMs: 20_000 });
-    expect(r).toMatchObject({ exitCode: null, signal: "SIGKILL", timedOut: false });
-    expect(r.stderr).toMatch(/exec agent ended \(exit SIGKILL: harnessrl: broken agent stream/);
-    expect(r.durationMs).toBeLessThan(10_000);
+    expect(r).toMatchObject({ exitCode: 1, signal: null, timedOut: false });
+    expect(r.stderr).toMatch(/AssertionError: Operation not permitted/);
+    expect(r.stderr).not.toContain("exec agent ended");
     expect((await s.exec(["echo", "back"])).stdout).toBe("back\n");
     await s.destroy();
   });
@@ -243,6 +244,36 @@ describe("bwrap warm pool", () => {
     expect(report.errors).toEqual([]);
     expect(sandboxDirs(crashRoot.path)).toEqual([]);
     nothingLeftOf(ids);
+    await next.close();
+  });
+
+  it("removes a dead control plane's mount directories even when its state root is gone (each names its owner)", async () => {
+    const crashRoot = tempRoot("pool-crash-mounts");
+    onTestFinished(() => crashRoot.remove());
+    const code = `
+      import { BwrapBackend } from ${JSON.stringify(DIST_SANDBOX)};
+      const b = await BwrapBackend.open({ stateRoot: ${JSON.stringify(crashRoot.path)}, pool: { size: 2 } });
+      await b.poolSettled();
+      console.log("READY");
+      setInterval(() => {}, 1000);`;
+    const cp = await spawnControlPlane(code, "READY");
+    onTestFinished(() => cp.kill());
+    const mountDirs = sandboxDirs(crashRoot.path).map((id) => (JSON.parse(readFileSync(join(crashRoot.path, id, "state.json"), "utf8")) as { mountDir: string }).mountDir);
+    expect(mountDirs).toHaveLength(2);
+    for (const d of mountDirs) expect(existsSync(join(d, "workspace"))).toBe(true);
+    cp.kill();
+    await cp.exited;
+    crashRoot.remove(); // the state directories go first: only the mount directories' owner files are left
+    const other = tempRoot("pool-crash-mounts-next");
+    onTestFinished(() => other.remove());
+    const next = await BwrapBackend.open({ stateRoot: other.path, pool: { size: 0 } });
+    const report = await next.reapOrphans();
+    expect(report.errors).toEqual([]);
+    for (const d of mountDirs) expect(existsSync(d)).toBe(false);
+    // A live backend's mount directories are left alone.
+    const live = await next.create({ limits: LIMITS });
+    await next.reapOrphans();
+    expect(existsSync(live.workspaceDir)).toBe(true);
     await next.close();
   });
 

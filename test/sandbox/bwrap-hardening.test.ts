@@ -84,4 +84,39 @@ describe("bwrap sandbox: disk budget and host details", () => {
       await s.destroy();
     }
   });
+
+  it("a command cannot ptrace or read the memory of another process of its sandbox, the exec agent included (seccomp: EPERM); normal commands still run", async () => {
+    // ctypes on the system python: attach to a sleeping child and to the agent, seize, process_vm_readv, and (x86_64)
+    // an x32-ABI syscall, which a filter matching only plain numbers would let through (without the filter: ENOSYS).
+    const probe = [
+      "import ctypes, os, time",
+      "libc = ctypes.CDLL(None, use_errno=True)",
+      "libc.ptrace.restype = libc.syscall.restype = libc.process_vm_readv.restype = ctypes.c_long",
+      "def res(r): return 'ok' if r >= 0 else 'errno%d' % ctypes.get_errno()",
+      "pid = os.fork()",
+      "if pid == 0:",
+      "    time.sleep(60); os._exit(0)",
+      "agent = [int(p) for p in os.listdir('/proc') if p.isdigit() and b'agent/main.js' in open('/proc/%s/cmdline' % p, 'rb').read()][0]",
+      "class iovec(ctypes.Structure): _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]",
+      "buf = ctypes.create_string_buffer(8)",
+      "iov = iovec(ctypes.cast(buf, ctypes.c_void_p), 8)",
+      "out = ['attach-child=' + res(libc.ptrace(16, pid, None, None))]",
+      "out.append('seize-child=' + res(libc.ptrace(0x4206, pid, None, None)))",
+      "out.append('vm-read=' + res(libc.process_vm_readv(pid, ctypes.byref(iov), 1, ctypes.byref(iov), 1, 0)))",
+      "out.append('attach-agent=' + res(libc.ptrace(16, agent, None, None)))",
+      "out.append('x32=' + (res(libc.syscall(0x40000000 | 39)) if os.uname().machine == 'x86_64' else 'errno1'))",
+      "os.kill(pid, 9); os.waitpid(pid, 0)",
+      "print(' '.join(out))",
+    ].join("\n");
+    const s = await backend.create({ limits: LIMITS, workspaceFiles: { "probe.py": probe } });
+    try {
+      const r = await s.exec(["/usr/bin/python3", "probe.py"]);
+      expect(r.stderr).toBe("");
+      expect(r.stdout).toBe("attach-child=errno1 seize-child=errno1 vm-read=errno1 attach-agent=errno1 x32=errno1\n");
+      const after = await s.exec(["sh", "-c", "echo fine; /usr/bin/python3 -c 'import subprocess; print(subprocess.run([\"ls\", \"/workspace\"], capture_output=True, text=True).stdout.strip())'"]);
+      expect(after).toMatchObject({ exitCode: 0, stdout: "fine\nprobe.py\n" });
+    } finally {
+      await s.destroy();
+    }
+  });
 });

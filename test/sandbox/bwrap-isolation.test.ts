@@ -17,6 +17,7 @@ const cgroupOf = (id: string, withCpu = false): SandboxCgroup => SandboxCgroup.f
 
 function nothingLeft(s: Sandbox, stateDir: string): void {
   expect(existsSync(stateDir)).toBe(false);
+  expect(existsSync(s.workspaceDir)).toBe(false);
   for (const dir of cgroupOf(s.id).dirs) expect(existsSync(dir)).toBe(false);
   expect(processesWithSandboxId(s.id)).toEqual([]);
   expect(hostProcessesMentioning(s.id)).toEqual([]);

@@ -11,6 +11,8 @@ export interface AgentLaunch {
   args: string[];
   cwd: string;
   env: Record<string, string>;
+  /** Bytes the launch chain reads from fd 3 (bwrap's `--seccomp 3`: the compiled filter). */
+  fd3?: Buffer;
 }
 
 /** How the agent's host process ended. */
@@ -62,7 +64,13 @@ export class AgentProcess {
   private diagnostics = Buffer.alloc(0);
 
   private constructor(launch: AgentLaunch) {
-    this.child = spawn(launch.file, launch.args, { cwd: launch.cwd, env: launch.env, stdio: ["pipe", "pipe", "pipe"] });
+    this.child = spawn(launch.file, launch.args, { cwd: launch.cwd, env: launch.env, stdio: launch.fd3 ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"] });
+    const fd3 = this.child.stdio[3];
+    if (launch.fd3 && fd3 && "end" in fd3) {
+      // Written and closed at once (a few hundred bytes fit the socket buffer): bwrap reads it to EOF at startup.
+      fd3.on("error", () => undefined); // a launch chain that died before reading: reported through its exit
+      fd3.end(launch.fd3, () => fd3.destroy());
+    }
     let readyResolve!: (r: ReadyReport) => void;
     let readyReject!: (e: Error) => void;
     this.ready = new Promise((resolve, reject) => {

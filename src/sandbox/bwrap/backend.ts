@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, existsSync } from "node:fs";
+import { accessSync, constants, existsSync, readFileSync, readdirSync } from "node:fs";
 import { chmod, mkdir, stat } from "node:fs/promises";
-import { delimiter, join, resolve, sep } from "node:path";
+import { delimiter, dirname, join, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { InfraError, UserError } from "../../core/errors.js";
 import { startOrDestroy } from "../base-sandbox.js";
@@ -18,6 +18,8 @@ import type { MountPlan } from "./mounts.js";
 import { DEFAULT_POOL, PoolOptionsSchema, WarmPool } from "./pool.js";
 import type { PoolStats } from "./pool.js";
 import { BwrapSandbox } from "./sandbox.js";
+import { mountRootFor, sweepMountRoot } from "./mount-root.js";
+import { sandboxSeccomp } from "./seccomp.js";
 
 function findExecutable(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? DEFAULT_PATH).split(delimiter)) {
@@ -56,10 +58,21 @@ export interface BwrapBackendOptions extends SandboxBackendOptions {
    * "invoking-user" keeps the control plane's own uid (root stays root inside its user namespace, without capabilities).
    */
   runAs?: Owner | "invoking-user";
+  /**
+   * Where each sandbox's bound directories (workspace, HOME, bridge, agent code) live, one `<32 hex>` directory per
+   * sandbox. Its path is visible inside the sandbox (/proc/self/mountinfo shows a bind mount's source), so it should
+   * say nothing about the host: default `/tmp/harnessrl-cells-<uid>`.
+   */
+  mountRoot?: string;
+}
+
+/** The exec agent's compiled modules, read once per backend (each sandbox gets a copy). */
+function readAgentFiles(dir: string): Map<string, Buffer> {
+  return new Map(readdirSync(dir).filter((f) => f.endsWith(".js")).map((f) => [f, readFileSync(join(dir, f))]));
 }
 
 /** Decides the sandbox user and proves bwrap works as that user here (unprivileged user namespaces may be disabled). */
-async function chooseSandboxUser(choice: BwrapBackendOptions["runAs"], bwrap: string, mounts: MountPlan, stateRoot: string, warnings: string[]): Promise<BwrapContext["runAs"]> {
+async function chooseSandboxUser(choice: BwrapBackendOptions["runAs"], bwrap: string, mounts: MountPlan, mountRoot: string, stateRoot: string, warnings: string[]): Promise<BwrapContext["runAs"]> {
   if (choice === "invoking-user") return undefined;
   const owner = choice ?? (process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined);
   if (!owner) return undefined;
@@ -68,10 +81,14 @@ async function chooseSandboxUser(choice: BwrapBackendOptions["runAs"], bwrap: st
     warnings.push("setpriv (util-linux) not found: sandboxes run as the control plane's own user");
     return undefined;
   }
-  // The sandbox user must be able to traverse the state root (mkdtemp makes 0700 directories).
-  const st = await stat(stateRoot);
-  if ((st.mode & 0o001) === 0) await chmod(stateRoot, (st.mode & 0o7777) | 0o711);
-  const probeMounts = [...mounts.systemArgs, "--proc", "/proc", "--dev", "/dev", "--ro-bind", stateRoot, "/run/state", "--ro-bind", mounts.agentHostDir, IN_SANDBOX.agentDir];
+  // The sandbox user must be able to traverse the mount root (the fallback lies under the state root, and mkdtemp
+  // makes 0700 directories).
+  for (const dir of [mountRoot, stateRoot]) {
+    if (dir === stateRoot && dirname(mountRoot) !== stateRoot) continue;
+    const st = await stat(dir);
+    if ((st.mode & 0o001) === 0) await chmod(dir, (st.mode & 0o7777) | 0o711);
+  }
+  const probeMounts = [...mounts.systemArgs, "--proc", "/proc", "--dev", "/dev", "--ro-bind", mountRoot, "/run/state", "--ro-bind", mounts.agentHostDir, IN_SANDBOX.agentDir];
   if (mounts.nodePrefix) probeMounts.push("--ro-bind", mounts.nodePrefix, mounts.nodePrefix);
   const probe = spawnSync(setpriv, ["--reuid", String(owner.uid), "--regid", String(owner.gid), "--clear-groups", bwrap, "--unshare-all", "--die-with-parent", ...probeMounts, "--", "true"], { encoding: "utf8", timeout: 30_000 });
   if (probe.status !== 0) {
@@ -107,16 +124,17 @@ export class BwrapBackend implements SandboxBackend {
     const warnings = [...layout.warnings, ...prepareParents(layout)];
     const stateRoot = resolve(options.stateRoot ?? defaultStateRoot());
     await mkdir(stateRoot, { recursive: true });
+    const mountRoot = await mountRootFor(options.mountRoot, stateRoot, warnings);
     const system = systemMountArgs();
     const agentHostDir = agentDir();
     if (!agentHostDir) throw new InfraError("sandbox_no_agent", "the sandbox exec agent (dist/sandbox/agent/main.js) is not built: run `npm run build`");
     const mounts: MountPlan = {
       systemArgs: system.args, systemBound: system.bound, nodePrefix: planNode(process.execPath, system.bound), agentHostDir,
-      hidePaths: [stateRoot, ...(options.hidePaths ?? []).map((p) => resolve(p))],
+      hidePaths: [stateRoot, mountRoot, ...(options.hidePaths ?? []).map((p) => resolve(p))],
     };
-    const runAs = await chooseSandboxUser(options.runAs, bwrap, mounts, stateRoot, warnings);
+    const runAs = await chooseSandboxUser(options.runAs, bwrap, mounts, mountRoot, stateRoot, warnings);
     for (const w of warnings) warnOnce(`harnessrl sandbox (bwrap): ${w}`);
-    const backend = new BwrapBackend({ bwrap, layout, mounts, stateRoot, runAs }, warnings, pool.data.size);
+    const backend = new BwrapBackend({ bwrap, layout, mounts, stateRoot, mountRoot, agentFiles: readAgentFiles(agentHostDir), runAs, seccomp: sandboxSeccomp() }, warnings, pool.data.size);
     backend.pool.refill();
     return backend;
   }
@@ -147,8 +165,11 @@ export class BwrapBackend implements SandboxBackend {
     return startOrDestroy(sandbox);
   }
 
-  reapOrphans(): Promise<ReapReport> {
-    return reapOrphans(this.ctx.stateRoot);
+  async reapOrphans(): Promise<ReapReport> {
+    const report = await reapOrphans(this.ctx.stateRoot);
+    // Mount directories whose state directory is gone with its owner (e.g. a state root removed after a crash).
+    report.errors.push(...(await sweepMountRoot(this.ctx.mountRoot)));
+    return report;
   }
 
   /** The host uid sandboxed commands run as. */

@@ -1,9 +1,9 @@
+import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
-import { chown, mkdir } from "node:fs/promises";
+import { chown, mkdir, writeFile } from "node:fs/promises";
 import { delimiter, dirname, join } from "node:path";
 import { InfraError, UserError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
-import { sandboxDirs } from "../base-sandbox.js";
 import { HostBridge } from "../bridge-host.js";
 import type { SandboxDirs } from "../base-sandbox.js";
 import { SandboxCgroup } from "../cgroups.js";
@@ -15,6 +15,7 @@ import { chownTree } from "../workspace.js";
 import type { Owner } from "../workspace.js";
 import type { SandboxLimits } from "../types.js";
 import { AgentProcess } from "./agent-process.js";
+import { writeMountOwner } from "./mount-root.js";
 import type { AgentLaunch } from "./agent-process.js";
 import { IN_SANDBOX, mountArgs } from "./mounts.js";
 import type { MountPlan } from "./mounts.js";
@@ -27,6 +28,15 @@ export interface BwrapContext {
   layout: CgroupLayout;
   mounts: MountPlan;
   stateRoot: string;
+  /**
+   * Where each sandbox's bound directories live (`<mountRoot>/<32 hex>/`): a neutral path, since a bind mount's source
+   * shows in the sandbox's /proc/self/mountinfo (see backend.ts, mountRootFor).
+   */
+  mountRoot: string;
+  /** The exec agent's compiled modules (name → code), copied into each sandbox's mount directory. */
+  agentFiles: Map<string, Buffer>;
+  /** The compiled seccomp filter (seccomp.ts), handed to every bwrap on fd 3. */
+  seccomp: Buffer;
 }
 
 export const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -78,7 +88,10 @@ export interface CellSpec {
  */
 export class Cell {
   readonly dirs: SandboxDirs;
+  /** Neutral directory of everything bound into the sandbox (workspace, HOME, bridge, agent code). */
+  readonly mountDir: string;
   readonly bridgeDir: string;
+  private readonly agentDir: string;
   /** Host end of the proxy bridge; forwards only while the sandbox's owner sets a target. */
   bridge: HostBridge | undefined;
   private current: AgentProcess | undefined;
@@ -92,8 +105,11 @@ export class Cell {
     readonly readOnlyPaths: string[],
     readonly cgroup: SandboxCgroup,
   ) {
-    this.dirs = sandboxDirs(join(ctx.stateRoot, id));
-    this.bridgeDir = join(this.dirs.stateDir, "bridge");
+    this.mountDir = join(ctx.mountRoot, randomBytes(16).toString("hex"));
+    const stateDir = join(ctx.stateRoot, id);
+    this.dirs = { stateDir, workspaceDir: join(this.mountDir, "workspace"), homeDir: join(this.mountDir, "home") };
+    this.bridgeDir = join(this.mountDir, "bridge");
+    this.agentDir = join(this.mountDir, "agent");
   }
 
   get owner(): Owner | undefined {
@@ -108,15 +124,20 @@ export class Cell {
     const id = newId("sbx");
     const cell = new Cell(ctx, id, spec.readOnlyPaths, SandboxCgroup.forSandbox(ctx.layout, id, spec.withCpu));
     try {
-      const { stateDir, workspaceDir, homeDir } = cell.dirs;
+      const { workspaceDir, homeDir } = cell.dirs;
       const socket = join(cell.bridgeDir, "proxy.sock");
-      if (Buffer.byteLength(socket) > 100) throw new InfraError("sandbox_root_too_long", `sandbox state root is too deep for a unix socket path: ${stateDir}`);
+      if (Buffer.byteLength(socket) > 100) throw new InfraError("sandbox_root_too_long", `sandbox mount root is too deep for a unix socket path: ${cell.mountDir}`);
       // state.json before anything else in the directory: a control plane killed mid-create (e.g. while refilling its
       // pool) leaves a directory the next reaper can attribute at once instead of after the half-created grace.
       await cell.writeState(spec.labels);
-      await mkdir(workspaceDir, { recursive: true });
+      await mkdir(cell.mountDir, { mode: 0o711 });
+      await writeMountOwner(cell.mountDir);
+      await mkdir(workspaceDir);
       await mkdir(homeDir);
       await mkdir(cell.bridgeDir);
+      // The agent's code, copied: binding dist/sandbox/agent would name the project's path in mountinfo.
+      await mkdir(cell.agentDir);
+      for (const [name, code] of ctx.agentFiles) await writeFile(join(cell.agentDir, name), code, { mode: 0o644 });
       cell.unregisterExit = onExitCleanup(() => cell.teardownSync());
       cell.cgroup.create(withReserve(spec.limits));
       cell.current = cell.spawnAgent();
@@ -135,7 +156,7 @@ export class Cell {
   }
 
   private state(labels: Record<string, string>): SandboxState {
-    return { id: this.id, backend: "bwrap", ...ownerIdentity(), createdAt: new Date().toISOString(), cgroups: this.cgroup.paths, labels };
+    return { id: this.id, backend: "bwrap", ...ownerIdentity(), createdAt: new Date().toISOString(), cgroups: this.cgroup.paths, labels, mountDir: this.mountDir };
   }
 
   writeState(labels: Record<string, string>): Promise<void> {
@@ -148,10 +169,12 @@ export class Cell {
   }
 
   private launch(): AgentLaunch {
-    const mounts = mountArgs(this.ctx.mounts, { workspaceDir: this.dirs.workspaceDir, homeDir: this.dirs.homeDir, bridgeDir: this.bridgeDir, readOnlyPaths: this.readOnlyPaths });
+    const mounts = mountArgs(this.ctx.mounts, { workspaceDir: this.dirs.workspaceDir, homeDir: this.dirs.homeDir, bridgeDir: this.bridgeDir, agentDir: this.agentDir, readOnlyPaths: this.readOnlyPaths });
     const bwrapArgs = [
-      "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox",
+      "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox", "--seccomp", "3",
       ...mounts, "--", process.execPath, ...AGENT_NODE_FLAGS, IN_SANDBOX.agentMain, IN_SANDBOX.bridgeSocket,
+      // Unused by the agent: names the sandbox in the host's process list (its paths no longer do).
+      this.id,
     ];
     const runAs = this.ctx.runAs;
     // Join the cgroups first (as root where we are root), then drop to the sandbox user, then become bwrap.
@@ -161,7 +184,7 @@ export class Cell {
     const procs = this.cgroup.procsFiles();
     const [file = "", ...args] = procs.length > 0 ? ["/bin/sh", "-c", CGROUP_WRAPPER, "harnessrl-cgroup", String(procs.length), ...procs, ...launch] : launch;
     // The agent's own environment (commands get theirs per exec); one libuv thread: it never uses the thread pool.
-    return { file, args, cwd: this.dirs.workspaceDir, env: { PATH: sandboxPath(), LANG: "C.UTF-8", UV_THREADPOOL_SIZE: "1" } };
+    return { file, args, cwd: this.dirs.workspaceDir, env: { PATH: sandboxPath(), LANG: "C.UTF-8", UV_THREADPOOL_SIZE: "1" }, fd3: this.ctx.seccomp };
   }
 
   private spawnAgent(): AgentProcess {
@@ -221,6 +244,7 @@ export class Cell {
     await this.cgroup.drain();
     await this.bridge?.close();
     const errors = this.cgroup.remove();
+    await removeDir(this.mountDir);
     await removeDir(this.dirs.stateDir);
     this.unregisterExit();
     return errors;
@@ -232,6 +256,7 @@ export class Cell {
     this.current?.kill();
     this.cgroup.killAll(500);
     this.cgroup.remove(500);
+    rmSync(this.mountDir, { recursive: true, force: true });
     rmSync(this.dirs.stateDir, { recursive: true, force: true });
   }
 }

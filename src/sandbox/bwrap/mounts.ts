@@ -87,6 +87,8 @@ export interface SandboxMountInput {
   homeDir: string;
   /** Host directory of the proxy bridge socket; bound even before a proxy is known (pooled sandboxes get one later). */
   bridgeDir: string;
+  /** Host directory with a copy of the exec agent's code. */
+  agentDir: string;
   readOnlyPaths: string[];
 }
 
@@ -110,7 +112,7 @@ export function mountArgs(plan: MountPlan, s: SandboxMountInput): string[] {
     if (visible.some((v) => under(h, v) && h !== v) && existsSync(h)) args.push("--tmpfs", h);
   }
   args.push("--bind", s.workspaceDir, IN_SANDBOX.workspace, "--bind", s.homeDir, IN_SANDBOX.home);
-  args.push("--ro-bind", plan.agentHostDir, IN_SANDBOX.agentDir, "--ro-bind", s.bridgeDir, IN_SANDBOX.bridgeDir);
+  args.push("--ro-bind", s.agentDir, IN_SANDBOX.agentDir, "--ro-bind", s.bridgeDir, IN_SANDBOX.bridgeDir);
   args.push("--remount-ro", "/", "--chdir", IN_SANDBOX.workspace);
   return args;
 }
