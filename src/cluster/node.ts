@@ -7,6 +7,7 @@ import { InfraError, errorMessage, isHarnessRLError } from "../core/errors.js";
 import { getHarness } from "../harness/registry.js";
 import { DEFAULT_ROLLOUT_SETTINGS, runRollout, type RolloutSettings } from "../rollout/run-one.js";
 import { RolloutStack } from "../rollout/stack.js";
+import { collectRolloutBundle } from "../store/bundle.js";
 import { openStore } from "../store/registry.js";
 import type { RolloutBundle, RolloutIngest, Store } from "../store/types.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
@@ -211,12 +212,9 @@ export class RolloutNode {
       }
       this.infraInARow = 0;
       // Only this attempt's sessions: an earlier attempt on this node recorded under the same rollout id.
-      const sessions = stack.store.listSessions({ rolloutId: job.rolloutId }).filter((s) => !before.has(s.sessionId));
-      const ids = new Set(sessions.map((s) => s.sessionId));
-      const calls = stack.store.listCalls({ rolloutId: job.rolloutId }).filter((c) => ids.has(c.sessionId));
-      result.sessionIds = sessions.map((s) => s.sessionId);
-      result.calls = calls.length;
-      const bundle: RolloutBundle = { bundleVersion: 1, rolloutId: job.rolloutId, attempt, nodeId: this.o.nodeId, sessions, calls, result: result as unknown as Record<string, unknown> };
+      const bundle = collectRolloutBundle(stack.store, job.rolloutId, { attempt, nodeId: this.o.nodeId, result: result as unknown as Record<string, unknown>, earlier: before });
+      result.sessionIds = bundle.sessions.map((s) => s.sessionId);
+      result.calls = bundle.calls.length;
       // Ship only while we still hold the job: a node cut off past its lock lost the job to another node.
       if (token && (await bullJob.extendLock(token, this.lockMs)) === 0) throw new InfraError("cluster_lock_lost", `node ${this.o.nodeId} lost the lock of ${job.rolloutId}; not shipping attempt ${attempt}`);
       const s0 = performance.now();

@@ -165,8 +165,13 @@ export function nextLandedAt(previous: number | null): number {
 
 /**
  * A node's finished rollout as a bundle, read from its local store: the rollout's sessions (no credentials: stores
- * never return them) and calls in insertion order, so parents come before the calls that extend them.
+ * never return them) and calls in insertion order, so parents come before the calls that extend them. `earlier` names
+ * sessions an earlier attempt of the same rollout left in that store: they are not this attempt's and stay out.
  */
-export function collectRolloutBundle(store: Store, rolloutId: string, ship: { attempt: number; nodeId: string; result: Record<string, unknown> }): RolloutBundle {
-  return { bundleVersion: 1, rolloutId, attempt: ship.attempt, nodeId: ship.nodeId, sessions: store.listSessions({ rolloutId }), calls: store.listCalls({ rolloutId }), result: ship.result };
+export function collectRolloutBundle(store: Store, rolloutId: string, ship: { attempt: number; nodeId: string; result: Record<string, unknown>; earlier?: ReadonlySet<string> }): RolloutBundle {
+  const earlier = ship.earlier ?? new Set<string>();
+  const sessions = store.listSessions({ rolloutId }).filter((s) => !earlier.has(s.sessionId));
+  const ids = new Set(sessions.map((s) => s.sessionId));
+  const calls = store.listCalls({ rolloutId }).filter((c) => ids.has(c.sessionId));
+  return { bundleVersion: 1, rolloutId, attempt: ship.attempt, nodeId: ship.nodeId, sessions, calls, result: ship.result };
 }

@@ -25,4 +25,21 @@ describe("collectRolloutBundle", () => {
     expect(central.sessionByCredential("hrl-node-secret-0")).toBeNull();
     local.close();
   });
+
+  it("leaves out the sessions an earlier attempt of the same rollout left on the node", () => {
+    const local = new SqliteStore(":memory:");
+    const b = makeBundle();
+    const stale = makeSession({ rolloutId: b.rolloutId, sessionId: "ses_attempt1" });
+    local.createSession(stale, "hrl-attempt-1");
+    local.insertCall(makeRecord({ rolloutId: b.rolloutId, sessionId: stale.sessionId, callId: "call_attempt1" }));
+    const earlier = new Set(local.listSessions({ rolloutId: b.rolloutId }).map((s) => s.sessionId));
+    b.sessions.forEach((s, i) => local.createSession(s, `hrl-attempt-2-${i}`));
+    for (const c of b.calls) local.insertCall(c);
+    const all = collectRolloutBundle(local, b.rolloutId, { attempt: 2, nodeId: "node-a", result: {} });
+    expect(all.sessions.map((s) => s.sessionId)).toContain("ses_attempt1");
+    const bundle = collectRolloutBundle(local, b.rolloutId, { attempt: 2, nodeId: "node-a", result: {}, earlier });
+    expect(bundle.sessions).toEqual(b.sessions);
+    expect(bundle.calls).toEqual(b.calls.map(asStored));
+    local.close();
+  });
 });
