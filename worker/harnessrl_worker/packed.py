@@ -149,7 +149,7 @@ class _ChunkScores(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, temperature: float, dtype: torch.dtype, textless: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
+    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, temperature: float, dtype: torch.dtype, textless: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
         z = _scaled_logits(hidden, weight, temperature, dtype, textless)
         lse = torch.logsumexp(z, dim=-1)
         lp = z.gather(1, targets[:, None]).squeeze(1) - lse

@@ -11,6 +11,7 @@ from typing import List
 import torch
 import torch.nn.functional as F
 
+from harnessrl_worker import packed
 from harnessrl_worker.errors import WorkerError
 from harnessrl_worker.model import CausalLM, init_weights
 from harnessrl_worker.modeldir import load_model_dir
@@ -105,6 +106,15 @@ class MaskedLogSoftmaxTest(unittest.TestCase):
             grads.append(self.model.model.embed_tokens.weight.grad.clone())
         for g in grads[:2]:
             torch.testing.assert_close(g, grads[2], rtol=1e-9, atol=1e-12)
+
+    def test_recomputed_masked_scores_pass_gradcheck(self) -> None:
+        gen = torch.Generator().manual_seed(4)
+        hidden = torch.randn(6, 5, generator=gen, dtype=torch.float64, requires_grad=True)
+        weight = torch.randn(11, 5, generator=gen, dtype=torch.float64, requires_grad=True)
+        targets = torch.tensor([0, 3, 10, 3, 7, 1])
+        textless = torch.tensor([2, 5])
+        fn = lambda h, w: packed._ChunkScores.apply(h, w, targets, 0.7, torch.float64, textless)  # noqa: E731
+        self.assertTrue(torch.autograd.gradcheck(fn, (hidden, weight)))
 
     def test_packed_scores_and_a_target_without_a_row(self) -> None:
         scores = packed_scores(self.model, [self.row], 1.0)
