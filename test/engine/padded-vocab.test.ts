@@ -27,30 +27,33 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-const sampled: Record<string, SampledSequence[]> = {};
+const sampled: Partial<Record<"isolated" | "shared", SampledSequence[]>> = {};
+
+/** ≥600 completion tokens at temperature 1 from llama.cpp over the padded model (sampled once per batch mode). */
+async function sample(batch: "isolated" | "shared"): Promise<SampledSequence[]> {
+  const engine = await createEngine(`llamacpp:${dir}?threads=1&sequences=4&batch=${batch}&cache=${cache}`);
+  try {
+    expect(engine.tokenizer.vocabSize).toBe(BYTE_VOCAB_SIZE);
+    const sequences = await sampleSequences(engine, 600, 1, 64, 4);
+    // Every completion decodes (what failed before: `token id … is not in this tokenizer's vocabulary`).
+    for (const s of sequences) expect(() => engine.tokenizer.decode(s.completion)).not.toThrow();
+    return (sampled[batch] = sequences);
+  } finally {
+    await engine.close();
+  }
+}
 
 describe("padded vocabulary rows (embedding rows beyond the tokenizer's ids)", () => {
   for (const batch of ["isolated", "shared"] as const) {
     it(`llama.cpp never samples an id without text over ≥600 tokens at temperature 1 (batch=${batch})`, async () => {
-      const engine = await createEngine(`llamacpp:${dir}?threads=1&sequences=4&batch=${batch}&cache=${cache}`);
-      try {
-        expect(engine.tokenizer.vocabSize).toBe(BYTE_VOCAB_SIZE);
-        const sequences = await sampleSequences(engine, 600, 1, 64, 4);
-        const ids = sequences.flatMap((s) => s.completion);
-        expect(ids.length).toBeGreaterThanOrEqual(600);
-        expect(ids.filter((t) => t >= BYTE_VOCAB_SIZE)).toEqual([]);
-        // Every completion decodes (what failed before: `token id … is not in this tokenizer's vocabulary`).
-        for (const s of sequences) expect(() => engine.tokenizer.decode(s.completion)).not.toThrow();
-        sampled[batch] = sequences;
-      } finally {
-        await engine.close();
-      }
+      const ids = (await sample(batch)).flatMap((s) => s.completion);
+      expect(ids.length).toBeGreaterThanOrEqual(600);
+      expect(ids.filter((t) => t >= BYTE_VOCAB_SIZE)).toEqual([]);
     }, 300_000);
   }
 
   it("the worker's and the reference forward's logprobs of the sampled tokens equal llama.cpp's (softmax over ids with text)", async () => {
-    const sequences = sampled.isolated ?? [];
-    expect(sequences.length).toBeGreaterThan(0);
+    const sequences = sampled.isolated ?? (await sample("isolated"));
     const info = await trainer.load(dir, { dtype: "float32", attention: "eager" });
     expect(info.config.vocab_size).toBe(ROWS);
     const worker = compareLogprobs(sequences, await workerScorer(trainer)(sequences, 1), 1, 0, 0);
