@@ -13,6 +13,7 @@ const SLOW_TESTS = [
   "test/engine/llamacpp*.test.ts",
   "test/engine/consistency.test.ts",
   "test/engine/lora-consistency.test.ts",
+  "test/engine/padded-vocab.test.ts",
   "test/tokenizer/hf-bpe-llamacpp.test.ts",
   // Sandboxes (bwrap, and the compiled sandbox control plane the local contract drives).
   "test/sandbox/bwrap-*.test.ts",

@@ -142,6 +142,10 @@ export class ByteTokenizer implements Tokenizer {
     return -1;
   }
 
+  hasText(id: number): boolean {
+    return Number.isInteger(id) && id >= 0 && id < this.vocabSize;
+  }
+
   tokenBytes(id: number): Uint8Array {
     const b = this.bytesById[id];
     if (b === undefined) throw new UserError("invalid_token", `token id ${id} is outside the byte tokenizer's vocabulary (${this.vocabSize})`);

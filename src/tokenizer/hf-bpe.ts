@@ -119,6 +119,10 @@ export class HfBpeTokenizer implements Tokenizer {
     this.stopTokenIds = [...new Set(stopIds)];
   }
 
+  hasText(id: number): boolean {
+    return Number.isInteger(id) && id >= 0 && id < this.vocabSize && (this.idToToken[id] !== undefined || this.addedById[id] !== undefined);
+  }
+
   encode(text: string): number[] {
     const out: number[] = [];
     // Special-token texts the renderer marked as request text stay ordinary text (special-escape.ts).

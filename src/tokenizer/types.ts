@@ -15,4 +15,9 @@ export interface Tokenizer {
    * on it. Optional so that other tokenizers can still satisfy the interface (callers then fall back to `decode`).
    */
   tokenBytes?(id: number): Uint8Array;
+  /**
+   * Whether `id` stands for text (a vocabulary entry or an added token). Ids below `vocabSize` that do not are holes a
+   * tokenizer.json may leave; engines never sample them (textless.ts). Absent: every id below `vocabSize` has text.
+   */
+  hasText?(id: number): boolean;
 }

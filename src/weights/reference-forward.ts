@@ -2,6 +2,8 @@ import type { ModelConfig } from "./config.js";
 import { readModelConfig } from "./config.js";
 import { readModelTensors, readTensorF32 } from "./safetensors.js";
 import { UserError } from "../core/errors.js";
+import { loadTokenizer } from "../tokenizer/load.js";
+import { textlessIds } from "../tokenizer/textless.js";
 
 /**
  * A plain TypeScript (float64 accumulation) forward pass of the Qwen2/Qwen3 decoder, written from the Hugging Face
@@ -10,7 +12,10 @@ import { UserError } from "../core/errors.js";
  */
 export interface ReferenceModel {
   config: ModelConfig;
-  /** Teacher-forced log-probabilities: out[i] = log p(tokens[i+1] | tokens[..i]) at the given temperature. */
+  /**
+   * Teacher-forced log-probabilities: out[i] = log p(tokens[i+1] | tokens[..i]) at the given temperature, over the
+   * ids with text in the directory's tokenizer (padded rows excluded, as the engines sample: textless.ts).
+   */
   logprobs(tokens: readonly number[], temperature?: number): number[];
 }
 
@@ -24,6 +29,7 @@ export function loadReferenceModel(modelDir: string): ReferenceModel {
   };
   const embed = w("model.embed_tokens.weight");
   const lmHead = src.has("lm_head.weight") ? w("lm_head.weight") : embed;
+  const textless = textlessIds(loadTokenizer(modelDir), config.vocabSize);
   const layers = Array.from({ length: config.numLayers }, (_, i) => {
     const p = `model.layers.${i}`;
     const opt = (n: string): Float32Array | undefined => (src.has(n) ? w(n) : undefined);
@@ -139,6 +145,7 @@ export function loadReferenceModel(modelDir: string): ReferenceModel {
         rmsnorm(x, finalNorm);
         const logits = matvec(lmHead, x, V, H);
         for (let i = 0; i < V; i++) logits[i] = (logits[i] ?? 0) / temperature;
+        for (const id of textless) logits[id] = -Infinity;
         let m = -Infinity;
         for (const l of logits) m = Math.max(m, l);
         let z = 0;

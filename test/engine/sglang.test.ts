@@ -90,3 +90,18 @@ describe("sglang adapter with LoRA policies (?lora=1)", () => {
     await engine.close();
   });
 });
+
+describe("sglang adapter on a model with padded vocabulary rows", () => {
+  it("sends sampling_params.logit_bias of −100 for every row without text (none for an unpadded model)", async () => {
+    const padded = join(root, "padded");
+    writeRandomModelDir(padded, { modelType: "qwen3", hiddenSize: 16, numLayers: 1, numHeads: 2, numKvHeads: 1, intermediateSize: 32, seed: 1, vocabSize: TINY_VOCAB + 35 });
+    for (const [dir, expected] of [[padded, 35], [modelDir, 0]] as const) {
+      const engine = await createEngine(`sglang:${server.url}?model_dir=${dir}`);
+      await engine.generate({ promptTokens: [257, 117, 10], params: { ...DEFAULT_SAMPLING, maxTokens: 3 } });
+      const sampling = server.requests.at(-1)?.body.sampling_params as { logit_bias?: Record<string, number> } | undefined;
+      expect(Object.keys(sampling?.logit_bias ?? {}).length).toBe(expected);
+      if (expected) expect(sampling?.logit_bias?.[String(TINY_VOCAB)]).toBe(-100);
+      await engine.close();
+    }
+  });
+});

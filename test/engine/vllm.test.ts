@@ -157,3 +157,18 @@ describe("vllm adapter with LoRA policies (?lora=1)", () => {
     await engine.close();
   });
 });
+
+describe("vllm adapter on a model with padded vocabulary rows", () => {
+  it("sends a logit_bias of −100 for every row without text (none for an unpadded model)", async () => {
+    const padded = join(root, "padded");
+    writeRandomModelDir(padded, { modelType: "qwen3", hiddenSize: 16, numLayers: 1, numHeads: 2, numKvHeads: 1, intermediateSize: 32, seed: 1, vocabSize: TINY_VOCAB + 35 });
+    for (const [dir, expected] of [[padded, 35], [modelDir, 0]] as const) {
+      const engine = await createEngine(`vllm:${server.url}?model_dir=${dir}`);
+      await engine.generate({ promptTokens: [257, 117, 10], params: { ...DEFAULT_SAMPLING, maxTokens: 3 } });
+      const bias = server.requests.at(-1)?.body.logit_bias as Record<string, number> | undefined;
+      expect(Object.keys(bias ?? {}).length).toBe(expected);
+      if (bias) expect([bias[String(TINY_VOCAB)], bias[String(TINY_VOCAB + 34)], bias[String(TINY_VOCAB - 1)]]).toEqual([-100, -100, undefined]);
+      await engine.close();
+    }
+  });
+});

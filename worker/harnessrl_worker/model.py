@@ -7,7 +7,7 @@ softmax in float32, cos/sin computed in float32 and cast to the activation dtype
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Union
+from typing import Dict, Optional, Sequence, Union
 
 import torch
 import torch.nn.functional as F
@@ -163,6 +163,23 @@ class CausalLM(nn.Module):
         self.lm_head: Optional[nn.Linear] = None if cfg.tie_word_embeddings else nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         # Recompute each layer in backward instead of storing its activations (long rows under gradient).
         self.gradient_checkpointing = False
+        # The rows the engines sample from (vocab.py, restrict_vocab): logits cover rows [0, sampled_rows) only, and
+        # the ids in `textless` below that are masked out. Plain attributes, not buffers: never saved.
+        self.sampled_rows = cfg.vocab_size
+        self.textless: Optional[torch.Tensor] = None
+
+    def restrict_vocab(self, textless: Sequence[int]) -> None:
+        """Excludes ids without text from every softmax: a trailing run of them (padded rows) is cut off the output
+        projection, which is also cheaper; any others (holes) are masked in the logits (packed.mask_textless)."""
+        ids = sorted({int(i) for i in textless if 0 <= int(i) < self.config.vocab_size})
+        rows = self.config.vocab_size
+        while ids and ids[-1] == rows - 1:
+            ids.pop()
+            rows -= 1
+        if rows == 0:
+            raise ValueError("no vocabulary row has text")
+        self.sampled_rows = rows
+        self.textless = torch.tensor(ids, dtype=torch.long) if ids else None
 
     def use_sdpa(self, device: torch.device) -> bool:
         if self.attention == "auto":
@@ -171,7 +188,9 @@ class CausalLM(nn.Module):
         return self.attention == "sdpa"
 
     def output_weight(self) -> torch.Tensor:
-        return self.model.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        """The output projection's rows the engines sample from ([sampled_rows, H]; all rows unless restricted)."""
+        w = self.model.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        return w if self.sampled_rows == w.shape[0] else w[: self.sampled_rows]
 
     def hidden_states(self, input_ids: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Final-norm hidden states [B, N, H] for token ids [B, N], positions [B, N] and mask [B, N, N]."""

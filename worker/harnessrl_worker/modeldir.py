@@ -16,6 +16,7 @@ from .errors import invalid_model, not_found
 from .lora import ADAPTER_DIR, LoraState, save_adapter
 from .model import CausalLM, hf_state_dict, init_weights
 from .presets import IM_END_ID, PRESETS, QWEN3_ENDOFTEXT_ID, QWEN3_IM_END_ID, SPECIAL_TOKENS, ENDOFTEXT_ID, preset_config
+from .vocab import textless_ids
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TEMPLATE = REPO_ROOT / "templates" / "chatml-tools.jinja"
@@ -190,6 +191,7 @@ def init_model_dir(preset: str, seed: int, out: Path, model_type: Optional[str] 
     else:
         write_byte_tokenizer(out, cfg.max_position_embeddings, chat_template)
     save_weights(model, cfg, out, torch.float32, shard)
+    model.restrict_vocab(textless_ids(out, cfg.vocab_size))
     return LoadedModel(model, cfg, out, shard)
 
 
@@ -237,6 +239,8 @@ def load_model_dir(directory: Path, device: torch.device, dtype_name: str = "flo
     dtype = resolve_dtype(dtype_name, cfg)
     model = CausalLM(cfg, attention=attention)
     load_state(model, st.load_checkpoint(directory))
+    # Score over the ids the engines sample (vocab.py): padded rows and ids without text are left out of the softmax.
+    model.restrict_vocab(textless_ids(directory, cfg.vocab_size))
     model.to(device=device, dtype=dtype)
     model.eval()
     return LoadedModel(model, cfg, directory, shard_limit(directory))

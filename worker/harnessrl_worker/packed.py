@@ -128,9 +128,17 @@ def pad_batch(rows: Sequence[PackedRow], device: torch.device) -> Tuple[torch.Te
 LOGIT_CHUNK_ELEMENTS = 1 << 26
 
 
-def _scaled_logits(hidden: torch.Tensor, weight: torch.Tensor, temperature: float, dtype: torch.dtype) -> torch.Tensor:
+def mask_textless(z: torch.Tensor, textless: Optional[torch.Tensor]) -> torch.Tensor:
+    """Logits of ids without text (CausalLM.restrict_vocab) set to the dtype's lowest finite value, in place: their
+    probability is exactly 0 as in the engines, and p·log p stays 0 where −inf would make the entropy NaN."""
+    if textless is None:
+        return z
+    return z.index_fill_(-1, textless.to(z.device), torch.finfo(z.dtype).min)
+
+
+def _scaled_logits(hidden: torch.Tensor, weight: torch.Tensor, temperature: float, dtype: torch.dtype, textless: Optional[torch.Tensor]) -> torch.Tensor:
     z = F.linear(hidden, weight).to(dtype)
-    return z if temperature == 1.0 else z.div_(temperature)
+    return mask_textless(z if temperature == 1.0 else z.div_(temperature), textless)
 
 
 class _ChunkScores(torch.autograd.Function):
@@ -141,20 +149,20 @@ class _ChunkScores(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, temperature: float, dtype: torch.dtype) -> Tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
-        z = _scaled_logits(hidden, weight, temperature, dtype)
+    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, temperature: float, dtype: torch.dtype, textless: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
+        z = _scaled_logits(hidden, weight, temperature, dtype, textless)
         lse = torch.logsumexp(z, dim=-1)
         lp = z.gather(1, targets[:, None]).squeeze(1) - lse
         logp = z.sub_(lse[:, None])
         ent = -(logp.exp() * logp).sum(-1)
         ctx.save_for_backward(hidden, weight, targets, lse, ent)
-        ctx.temperature, ctx.dtype = temperature, dtype
+        ctx.temperature, ctx.dtype, ctx.textless = temperature, dtype, textless
         return lp, ent
 
     @staticmethod
     def backward(ctx, g_lp: torch.Tensor, g_ent: torch.Tensor):  # type: ignore[override]
         hidden, weight, targets, lse, ent = ctx.saved_tensors
-        logp = _scaled_logits(hidden, weight, ctx.temperature, ctx.dtype).sub_(lse[:, None])
+        logp = _scaled_logits(hidden, weight, ctx.temperature, ctx.dtype, ctx.textless).sub_(lse[:, None])
         p = logp.exp()
         # grad_z = −p ⊙ (g_lp + g_ent · (log p + H)) + g_lp · onehot(target), built in place over logp.
         grad = logp.add_(ent[:, None]).mul_(g_ent[:, None]).add_(g_lp[:, None]).mul_(p).neg_()
@@ -164,11 +172,11 @@ class _ChunkScores(torch.autograd.Function):
         grad = grad.to(hidden.dtype)
         d_hidden = torch.matmul(grad, weight) if ctx.needs_input_grad[0] else None
         d_weight = torch.matmul(grad.transpose(0, 1), hidden) if ctx.needs_input_grad[1] else None
-        return d_hidden, d_weight, None, None, None
+        return d_hidden, d_weight, None, None, None, None
 
 
 def _chunk_scores(model: CausalLM, hidden: torch.Tensor, targets: torch.Tensor, temperature: float, dtype: torch.dtype, with_entropy: bool) -> Tuple[torch.Tensor, torch.Tensor]:
-    logp = F.log_softmax(model.logits(hidden).to(dtype) / temperature, dim=-1)
+    logp = F.log_softmax(mask_textless(model.logits(hidden).to(dtype) / temperature, model.textless), dim=-1)
     lp = logp.gather(1, targets[:, None]).squeeze(1)
     ent = -(logp.exp() * logp).sum(-1) if with_entropy else torch.zeros_like(lp)
     return lp, ent
@@ -204,6 +212,9 @@ def score_tokens(
     if needed is not None:
         scored = scored & needed.to(device=device, dtype=torch.bool)
     child = torch.nonzero(scored).flatten()
+    # Rows cut off the output projection (CausalLM.restrict_vocab) have no logit: no engine samples such an id.
+    if child.numel() > 0 and int(targets[child].max()) >= model.sampled_rows:
+        raise bad_request(f"token id {int(targets[child].max())} has no text in the model's tokenizer (ids ≥ {model.sampled_rows}); engines never sample it")
     if recompute:
         chunk = max(1, LOGIT_CHUNK_ELEMENTS // model.config.vocab_size)
     lp_parts: List[torch.Tensor] = []
@@ -211,7 +222,7 @@ def score_tokens(
     for s in range(0, child.numel(), chunk):
         c = child[s : s + chunk]
         if recompute:
-            lp, ent = _ChunkScores.apply(hidden[parent[c]], model.output_weight(), targets[c], float(temperature), dtype)
+            lp, ent = _ChunkScores.apply(hidden[parent[c]], model.output_weight(), targets[c], float(temperature), dtype, model.textless)
         else:
             lp, ent = _chunk_scores(model, hidden[parent[c]], targets[c], temperature, dtype, with_entropy)
         lp_parts.append(lp)

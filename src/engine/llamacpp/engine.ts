@@ -4,6 +4,7 @@ import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { EngineError, UserError, isHarnessRLError } from "../../core/errors.js";
 import type { ChatRenderer } from "../../chat/renderer.js";
 import { loadCodec } from "../../chat/codec.js";
+import { textlessIds } from "../../tokenizer/textless.js";
 import type { Tokenizer } from "../../tokenizer/types.js";
 import { exportGguf } from "../../gguf/export.js";
 import { readModelConfig } from "../../weights/config.js";
@@ -43,6 +44,8 @@ export class LlamaCppEngine implements HotSwappableEngine {
   readonly renderer: ChatRenderer;
   private current: PolicySlot;
   private readonly vocabSize: number;
+  /** Ids of the model's rows without text in its tokenizer: never sampled (textless.ts). */
+  private readonly textless: readonly number[];
   private swapChain: Promise<void> = Promise.resolve();
   private closed = false;
   /** Export/load times of every policy version loaded, for benchmarks and logs. */
@@ -53,6 +56,7 @@ export class LlamaCppEngine implements HotSwappableEngine {
     this.spec = spec;
     this.current = slot;
     this.vocabSize = vocabSize;
+    this.textless = textlessIds(codec.tokenizer, vocabSize);
     this.tokenizer = codec.tokenizer;
     this.renderer = codec.renderer;
     this.model = { id: opts.modelDir.split("/").filter(Boolean).pop() ?? "policy", contextWindow: slot.contextSize };
@@ -68,7 +72,7 @@ export class LlamaCppEngine implements HotSwappableEngine {
       throw new UserError("invalid_engine_spec", `ctx=${options.contextSize} exceeds the model's max_position_embeddings (${config.maxPositions}) in ${options.modelDir}`);
     }
     const contextSize = options.contextSize ?? Math.min(DEFAULT_CONTEXT_CAP, config.maxPositions);
-    const slot = await PolicySlot.load(file, config.policyVersion ?? 0, options, contextSize, false);
+    const slot = await PolicySlot.load(file, config.policyVersion ?? 0, options, contextSize, false, textlessIds(codec.tokenizer, config.vocabSize));
     const engine = new LlamaCppEngine(spec, slot, config.vocabSize, codec, options);
     engine.loadTimings.push({ version: slot.version, exportMs, loadMs: performance.now() - t1 });
     return engine;
@@ -91,7 +95,8 @@ export class LlamaCppEngine implements HotSwappableEngine {
       const file = join(this.opts.cacheDir, `${ggufKey(modelDir)}-v${version}.gguf`);
       exportGguf(modelDir, file);
       const t1 = performance.now();
-      const slot = await PolicySlot.load(file, version, this.opts, this.current.contextSize, true);
+      // Same vocab_size (checked above) and tokenizer (loadPolicy's contract): the same ids stay masked.
+      const slot = await PolicySlot.load(file, version, this.opts, this.current.contextSize, true, this.textless);
       const old = this.current;
       this.current = slot;
       old.retire();

@@ -1,4 +1,4 @@
-import type { LlamaContextSequence, SequenceEvaluateOutput, Token } from "node-llama-cpp";
+import type { LlamaContextSequence, SequenceEvaluateOutput, Token, TokenBias } from "node-llama-cpp";
 
 /** Sampler settings of one request (llama.cpp's chain: temperature, then top-k / top-p / min-p, then the draw). */
 export interface SamplerSettings {
@@ -14,10 +14,14 @@ export type OnSample = (token: number, probability: number) => boolean;
 
 type Output = SequenceEvaluateOutput<{ readonly confidence: true }>;
 
-/** Evaluates `input` on `seq`, then yields one sampled token (with its probability) per `next()`. */
-export function sampleTokens(seq: LlamaContextSequence, input: readonly number[], settings: SamplerSettings): AsyncGenerator<Output, void, void> {
+/**
+ * Evaluates `input` on `seq`, then yields one sampled token (with its probability) per `next()`. `tokenBias` (the
+ * policy slot's: ids without text at −inf, see policy-slot.ts) is applied first in llama.cpp's chain, so the
+ * probability reported is that of the distribution over the ids with text.
+ */
+export function sampleTokens(seq: LlamaContextSequence, input: readonly number[], settings: SamplerSettings, tokenBias?: TokenBias): AsyncGenerator<Output, void, void> {
   const { temperature, topK, topP, minP, seed } = settings;
-  return seq.evaluateWithMetadata(input as Token[], { confidence: true }, { temperature, topK, topP, minP, seed, yieldEogToken: true });
+  return seq.evaluateWithMetadata(input as Token[], { confidence: true }, { temperature, topK, topP, minP, seed, yieldEogToken: true, ...(tokenBias ? { tokenBias } : {}) });
 }
 
 interface Job {
@@ -49,9 +53,9 @@ export class LockstepBatcher {
    * Evaluates `input` on `seq` (placed at `order` in each batch), then samples until `onSample` returns false.
    * Resolves once the sequence is idle again; rejects if llama.cpp fails or `onSample` throws.
    */
-  run(seq: LlamaContextSequence, order: number, input: readonly number[], settings: SamplerSettings, onSample: OnSample): Promise<void> {
+  run(seq: LlamaContextSequence, order: number, input: readonly number[], settings: SamplerSettings, onSample: OnSample, tokenBias?: TokenBias): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.joining.push({ tokens: sampleTokens(seq, input, settings), order, onSample, resolve, reject });
+      this.joining.push({ tokens: sampleTokens(seq, input, settings, tokenBias), order, onSample, resolve, reject });
       if (this.looping) return;
       this.looping = true;
       // Start on the next turn of the event loop, so requests that become ready together share the first step.

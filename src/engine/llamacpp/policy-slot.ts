@@ -1,5 +1,5 @@
 import { rmSync } from "node:fs";
-import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "node-llama-cpp";
+import { TokenBias, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
 import { EngineError, InfraError } from "../../core/errors.js";
 import { llamaRuntime } from "./runtime.js";
 import { LockstepBatcher, sampleTokens, type OnSample, type SamplerSettings } from "./lockstep-batcher.js";
@@ -38,6 +38,8 @@ export class PolicySlot {
     private readonly model: LlamaModel,
     private readonly contexts: readonly LlamaContext[],
     private readonly ownsFile: boolean,
+    /** Ids without text (textless.ts) at −inf, built once per model load; undefined when every row has text. */
+    private readonly tokenBias: TokenBias | undefined,
   ) {
     contexts.forEach((context, c) => {
       // A shared context steps all its running requests together (lockstep-batcher.ts).
@@ -51,7 +53,7 @@ export class PolicySlot {
     this.running = contexts.map(() => 0);
   }
 
-  static async load(ggufFile: string, version: number, options: LlamaCppOptions, contextSize: number, ownsFile: boolean): Promise<PolicySlot> {
+  static async load(ggufFile: string, version: number, options: LlamaCppOptions, contextSize: number, ownsFile: boolean, textless: readonly number[]): Promise<PolicySlot> {
     const llama = await llamaRuntime();
     let model: LlamaModel | undefined;
     try {
@@ -75,7 +77,11 @@ export class PolicySlot {
         // Several sequences sample concurrently from one logits buffer: see output-reorder-gate.ts.
         if (perContext > 1) gateOutputReorder(context);
       }
-      return new PolicySlot(version, ggufFile, model, contexts, ownsFile);
+      // A TokenBias belongs to its model's tokenizer (node-llama-cpp checks), so each loaded version builds its own.
+      // "never" is −inf, applied first in the sampler chain: such an id is never drawn, and the probability llama.cpp
+      // reports is that of the distribution over the ids with text, as the trainer computes it.
+      const tokenBias = textless.length > 0 ? new TokenBias(m.tokenizer).set(textless as Token[], "never") : undefined;
+      return new PolicySlot(version, ggufFile, model, contexts, ownsFile, tokenBias);
     } catch (e) {
       await model?.dispose();
       throw new EngineError("llamacpp_load_failed", `llama.cpp could not load ${ggufFile}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
@@ -151,8 +157,8 @@ export class PolicySlot {
    */
   async sample(seq: LlamaContextSequence, input: readonly number[], settings: SamplerSettings, onSample: OnSample): Promise<void> {
     const { batcher, order } = this.placementOf(seq);
-    if (batcher) return batcher.run(seq, order, input, settings, onSample);
-    for await (const out of sampleTokens(seq, input, settings)) if (!onSample(out.token as number, out.confidence)) break;
+    if (batcher) return batcher.run(seq, order, input, settings, onSample, this.tokenBias);
+    for await (const out of sampleTokens(seq, input, settings, this.tokenBias)) if (!onSample(out.token as number, out.confidence)) break;
   }
 
   /** Returns a sequence to the pool (its KV cache stays for prefix reuse). */

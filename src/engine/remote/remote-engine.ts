@@ -3,6 +3,7 @@ import { basename, join } from "node:path";
 import { EngineError, UserError } from "../../core/errors.js";
 import { defaultCodec, loadCodec, type Codec } from "../../chat/codec.js";
 import type { ChatRenderer } from "../../chat/renderer.js";
+import { textlessIds } from "../../tokenizer/textless.js";
 import type { Tokenizer } from "../../tokenizer/types.js";
 import { readModelConfig } from "../../weights/config.js";
 import type { FinishReason, GenerateRequest, GenerateResult, HotSwappableEngine, ModelInfo } from "../types.js";
@@ -33,6 +34,13 @@ export abstract class RemoteEngine implements HotSwappableEngine {
   private swapping: Promise<void> | undefined;
   private closed = false;
   private readonly inflight = new Set<AbortController>();
+  /**
+   * The model's rows without text in its tokenizer (padded rows, holes: textless.ts) as a logit bias of −100 each,
+   * sent with every request so the server never samples one (the proxy could not decode it). −100 because vLLM's
+   * OpenAI API clamps biases to ±100; it leaves e^−100 (~4e-44) of their mass, so logprobs equal the trainer's
+   * softmax over the ids with text. Undefined when every row has text or config.json is not at hand.
+   */
+  protected readonly textlessBias: Record<string, number> | undefined;
   /** `?lora=1`: the initial policy directory's adapter, loaded before the first request (once). */
   private initialAdapter: Promise<void> | undefined;
 
@@ -49,6 +57,9 @@ export abstract class RemoteEngine implements HotSwappableEngine {
     const configPath = options.modelDir ? join(options.modelDir, "config.json") : undefined;
     const ctx = options.contextWindow ?? (configPath && existsSync(configPath) ? safeMaxPositions(options.modelDir as string) : undefined) ?? 32768;
     this.model = { id: options.model ?? (options.modelDir ? basename(options.modelDir) : "default"), contextWindow: ctx };
+    const rows = configPath && existsSync(configPath) ? safeVocabSize(options.modelDir as string) : undefined;
+    const textless = rows === undefined ? [] : textlessIds(this.tokenizer, rows);
+    this.textlessBias = textless.length > 0 ? Object.fromEntries(textless.map((id) => [String(id), TEXTLESS_BIAS])) : undefined;
   }
 
   get policyVersion(): number {
@@ -146,6 +157,17 @@ export abstract class RemoteEngine implements HotSwappableEngine {
     this.closed = true;
     for (const ac of this.inflight) ac.abort();
     await this.swapping?.catch(() => undefined);
+  }
+}
+
+/** The logit bias that keeps ids without text from being sampled (see RemoteEngine.textlessBias). */
+export const TEXTLESS_BIAS = -100;
+
+function safeVocabSize(modelDir: string): number | undefined {
+  try {
+    return readModelConfig(modelDir).vocabSize;
+  } catch {
+    return undefined;
   }
 }
 

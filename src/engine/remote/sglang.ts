@@ -45,6 +45,8 @@ export class SglangEngine extends RemoteEngine {
       no_stop_trim: true,
     };
     if (p.seed !== undefined) sampling.sampling_seed = p.seed;
+    // SGLang's sampling_params.logit_bias (token id → bias, added to the logits before sampling).
+    if (this.textlessBias) sampling.logit_bias = this.textlessBias;
     const body: Record<string, unknown> = { input_ids: req.promptTokens, sampling_params: sampling, return_logprob: true, stream: false };
     if (this.options.model) body.model = this.options.model;
     if (this.adapters.current) body.lora_path = this.adapters.current;

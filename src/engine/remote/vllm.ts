@@ -56,6 +56,8 @@ export class VllmEngine extends RemoteEngine {
     const model = this.adapters.current ?? this.options.model;
     if (model) body.model = model;
     if (p.seed !== undefined) body.seed = p.seed;
+    // OpenAI's logit_bias (token id → bias); vLLM adds it before sampling and before its processed logprobs.
+    if (this.textlessBias) body.logit_bias = this.textlessBias;
     let finish: string | null | undefined;
     const last: number[] = [];
     const take = (raw: unknown): boolean => {

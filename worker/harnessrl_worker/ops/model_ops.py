@@ -21,6 +21,9 @@ def describe(loaded: LoadedModel) -> Dict[str, Any]:
         "dtype": str(p.dtype).replace("torch.", ""),
         "device": str(p.device),
         "policy_version": loaded.config.harnessrl.policy_version,
+        # Rows scored (ids ≥ this have no text) and ids below that masked for having none (vocab.py).
+        "sampled_rows": loaded.model.sampled_rows,
+        "masked_ids": 0 if loaded.model.textless is None else int(loaded.model.textless.numel()),
     }
 
 
