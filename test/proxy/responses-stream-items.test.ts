@@ -52,9 +52,9 @@ function sampling(base: SamplingEngine): SamplingEngine {
 interface Identity {
   type: string;
   id: string;
-  callId: string | undefined;
+  callId: string | null;
 }
-const identity = (item: { type: string; id?: string | null; call_id?: string }): Identity => ({ type: item.type, id: item.id ?? "", callId: item.call_id });
+const identity = (item: { type: string; id?: string | null; call_id?: string | null }): Identity => ({ type: item.type, id: item.id ?? "", callId: item.call_id ?? null });
 
 /** Streams one turn through the SDK and checks the event sequence; returns the items' identities in output order. */
 async function streamedItems(client: OpenAI, input: string): Promise<{ items: Identity[]; final: OpenAI.Responses.Response }> {
