@@ -51,6 +51,12 @@ describe("OutputSplitter: what can be streamed before the completion is parsed",
     expect(seen.content).toBe("Done.");
   });
 
+  it("an empty <think></think> block is no reasoning: nothing is emitted for it, as the parse drops it", () => {
+    const seen = feed(chars("<think>\n\n</think>\n\nDone.<|im_end|>"));
+    expect(seen.reasoning).toEqual([]);
+    expect(seen.content).toBe("Done.");
+  });
+
   it("keeps multi-byte characters whole (it only ever sees decoded text)", () => {
     const seen = feed(chars("日本語 🎉 ok<|im_end|>"));
     expect(seen.content).toBe("日本語 🎉 ok");

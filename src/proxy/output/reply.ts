@@ -23,9 +23,13 @@ export function buildReply(reply: Reply, output: ParsedAssistantOutput, result: 
  * the harness actually received, since that is what it will send back as history.
  */
 export function reconcileStreamed(reply: Reply, splitter: OutputSplitter, stream: ProtocolStream): void {
-  if (splitter.streamedReasoning !== null) reply.reasoning = splitter.streamedReasoning;
-  else if (reply.reasoning !== "") stream.reasoning(reply.reasoning);
   const streamed = splitter.streamedContent;
+  if (splitter.streamedReasoning !== null) reply.reasoning = splitter.streamedReasoning;
+  // Reasoning the splitter did not see (a `</think>` with no `<think>` before it) already went out as content; sent
+  // again after that content it would also come after it in the stream, out of the order every protocol's final
+  // answer lists its parts in.
+  else if (streamed !== "") reply.reasoning = "";
+  else if (reply.reasoning !== "") stream.reasoning(reply.reasoning);
   if (reply.content.startsWith(streamed)) {
     const rest = reply.content.slice(streamed.length);
     if (rest !== "") stream.content(rest);

@@ -1,6 +1,6 @@
 /**
  * Splits completion text, as it is sampled, into what can be streamed to the harness at once: reasoning (one piece,
- * when `</think>` closes it) and visible content (token by token). It mirrors `parseAssistantOutput`'s view of the
+ * when `</think>` closes it, never empty) and visible content (token by token). It mirrors `parseAssistantOutput`'s view of the
  * text: content is trimmed (leading whitespace dropped, trailing whitespace held until more text follows), markers
  * (`<tool_call>`, `<think>`, end-of-turn tokens) are never emitted half-way, and from the first `<tool_call>` on
  * nothing more is streamed: tool calls are emitted whole once the completion is parsed.
@@ -71,7 +71,9 @@ export class OutputSplitter {
         this.reasoningText += this.pending.slice(0, close);
         this.pending = this.pending.slice(close + THINK_CLOSE.length).replace(/^\s+/, "");
         this.reasoningOut = this.reasoningText.trim();
-        this.events.reasoning(this.reasoningOut);
+        // An empty block (Qwen3 with thinking off, or a model that skips it) is no reasoning: the parse drops it too,
+        // and a reasoning item the final response does not list would shift every item after it.
+        if (this.reasoningOut !== "") this.events.reasoning(this.reasoningOut);
         this.mode = "content";
         continue;
       }
