@@ -139,9 +139,14 @@ describe("rollout node faults (in-process nodes, real Redis)", () => {
         central.close();
       }
       // Still cooling (it stopped pulling): it ran nothing while the healthy node did all the work.
-      const s = await reader.snapshot();
+      // (Heartbeats are periodic: wait for the one that counts the last completion.)
+      let s = await reader.snapshot();
+      await until("the healthy node's heartbeat to count its jobs", async () => {
+        s = await reader.snapshot();
+        return s.nodes.find((x) => x.nodeId === "good-node")?.completed === 4;
+      }, 10_000);
       expect(s.nodes.find((x) => x.nodeId === "broken-node")).toMatchObject({ state: "cooling", healthy: false, completed: 0 });
-      expect(s.nodes.find((x) => x.nodeId === "good-node")).toMatchObject({ state: "up", completed: 4 });
+      expect(s.nodes.find((x) => x.nodeId === "good-node")).toMatchObject({ state: "up", healthy: true, completed: 4 });
     } finally {
       await reader.close();
     }
