@@ -26,6 +26,11 @@ export interface NodeOptions {
   /** Local SQLite records (the capture proxy's hot path) and the spool of bundles waiting to ship. */
   workDir: string;
   sandbox: string;
+  /**
+   * The sandbox backend's state root (default: the backend's own). Also a testing hook: a root the node cannot
+   * create makes every sandbox start fail, as on a broken sandbox host.
+   */
+  sandboxStateRoot?: string;
   /** How long a job's lock lasts without renewal: a killed node's jobs are retried about this long after it died. */
   lockMs?: number;
   heartbeatMs?: number;
@@ -130,7 +135,7 @@ export class RolloutNode {
     const key = createHash("sha256").update(JSON.stringify([job.engine, job.sampling])).digest("hex").slice(0, 16);
     let s = this.stacks.get(key);
     if (!s) {
-      s = RolloutStack.open({ engine: job.engine, store: `sqlite:${join(this.o.workDir, `records-${key}.sqlite`)}`, sandbox: this.o.sandbox, sampling: job.sampling, sandboxPool: this.o.capacity, hidePaths: [this.o.workDir] });
+      s = RolloutStack.open({ engine: job.engine, store: `sqlite:${join(this.o.workDir, `records-${key}.sqlite`)}`, sandbox: this.o.sandbox, sampling: job.sampling, sandboxPool: this.o.capacity, hidePaths: [this.o.workDir], ...(this.o.sandboxStateRoot === undefined ? {} : { sandboxStateRoot: this.o.sandboxStateRoot }) });
       s.catch(() => this.stacks.delete(key));
       this.stacks.set(key, s);
     }
@@ -179,7 +184,15 @@ export class RolloutNode {
     this.active++;
     const t0 = performance.now();
     try {
-      const stack = await this.stackFor(job);
+      let stack: RolloutStack;
+      try {
+        stack = await this.stackFor(job);
+      } catch (e) {
+        // The node's own machinery (sandbox host, proxy) cannot start: as much an infra error of this node as a
+        // rollout that ends in one; the queue retries the job, elsewhere or after backoff.
+        this.noteInfra(false);
+        throw e;
+      }
       const before = new Set(stack.store.listSessions({ rolloutId: job.rolloutId }).map((s) => s.sessionId));
       stack.assign(job.rolloutId, job.task);
       const def = getHarness(job.harness);

@@ -33,6 +33,8 @@ export interface StackOptions {
    * (the backend's default of 2 would leave 14 of 16 concurrent rollouts a ~160 ms cold start each).
    */
   sandboxPool?: number;
+  /** The sandbox backend's state root (default: its own; `HARNESSRL_SANDBOX_ROOT`). */
+  sandboxStateRoot?: string;
 }
 
 /** A cheap identity check of two tokenizers: kind, vocabulary and the ids of a probe text with special tokens. */
@@ -73,7 +75,17 @@ export class RolloutStack {
     await proxy.listen(0, "127.0.0.1");
     const hidePaths = [...(options.hidePaths ?? []), ...(storePath ? [dirname(storePath)] : [])];
     const pool = options.sandboxPool === undefined ? {} : { pool: { size: Math.max(0, Math.min(256, Math.floor(options.sandboxPool))) } };
-    const backend = await openSandboxBackend(options.sandbox, { hidePaths, ...pool });
+    const stateRoot = options.sandboxStateRoot === undefined ? {} : { stateRoot: options.sandboxStateRoot };
+    let backend: SandboxBackend;
+    try {
+      backend = await openSandboxBackend(options.sandbox, { hidePaths, ...pool, ...stateRoot });
+    } catch (e) {
+      // A sandbox host that cannot start: close what was opened, so a node retrying job after job leaks nothing.
+      await proxy.close().catch(() => undefined);
+      await engine.close().catch(() => undefined);
+      store.close();
+      throw e;
+    }
     return new RolloutStack(engine, store, proxy, backend, taskByRollout);
   }
 

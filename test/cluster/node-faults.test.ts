@@ -1,0 +1,154 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startLocalPostgres, type LocalPostgres } from "../../scripts/local-postgres.mjs";
+import { runRolloutJob } from "../../src/cli/rollout-job.js";
+import { RolloutNode, type NodeOptions } from "../../src/cluster/node.js";
+import { startRedisServer, type RedisServerHandle } from "../../src/cluster/redis-server.js";
+import { ClusterStatusReader } from "../../src/cluster/status.js";
+import { PostgresStore } from "../../src/store/postgres.js";
+import { SqliteStore } from "../../src/store/sqlite.js";
+
+/**
+ * Node-side faults with real rollout nodes in this process (real bwrap sandboxes, real capture proxies, the oracle
+ * policy), a private redis-server and the `rollout --cluster` command's own code as the control plane: the central
+ * Postgres store going away for a while, and a node whose sandbox host cannot start sandboxes.
+ */
+process.env.HARNESSRL_HARNESS_CACHE ??= join(process.cwd(), ".cache", "harnesses");
+
+const root = mkdtempSync(join(tmpdir(), "hrl-node-faults-"));
+let redis: RedisServerHandle;
+const nodes: RolloutNode[] = [];
+
+interface Logged {
+  node: RolloutNode;
+  lines: string[];
+}
+
+async function startNode(o: Omit<NodeOptions, "cluster" | "workDir" | "sandbox" | "log">): Promise<Logged> {
+  const lines: string[] = [];
+  const node = new RolloutNode({ cluster: redis.url, workDir: join(root, o.nodeId), sandbox: "bwrap", lockMs: 5000, heartbeatMs: 300, log: (l) => lines.push(l), ...o });
+  nodes.push(node);
+  await node.start();
+  return { node, lines };
+}
+
+async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 120_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await ok())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+beforeAll(async () => {
+  redis = await startRedisServer({ dir: join(root, "redis") });
+}, 60_000);
+
+afterAll(async () => {
+  for (const n of nodes) await n.drain().catch(() => undefined);
+  await redis?.kill();
+  rmSync(root, { recursive: true, force: true });
+}, 60_000);
+
+describe("rollout node faults (in-process nodes, real Redis)", () => {
+  let pg: LocalPostgres | undefined;
+  afterAll(async () => {
+    await pg?.stop();
+  }, 60_000);
+
+  it("keeps finished rollouts in its spool while Postgres is down and uploads them later, each landing once", async () => {
+    pg = await startLocalPostgres();
+    // Short timeouts: an unreachable store answers store_unreachable within a couple of seconds.
+    const spec = `${pg.url}?schema=faults&connect_timeout=2&query_timeout=5`;
+    const n = await startNode({ nodeId: "pg-node", capacity: 2, spoolRetryMs: 500 });
+    const central = new PostgresStore(spec);
+    const out = join(root, "out-pg");
+    let spooledSeen = 0;
+    try {
+      const run = runRolloutJob("rollout", { cluster: redis.url, store: spec, tasks: "arith:test?n=8", out }, { tasks: "arith:test?n=8" });
+      // Cut Postgres off once the first rollout has landed: later ones finish while it is away.
+      await until("the first landing", () => central.listLandedRollouts().length > 0);
+      await pg.pause();
+      const reader = new ClusterStatusReader(redis.url);
+      try {
+        await until("a spooled rollout in the node's heartbeat", async () => {
+          const s = await reader.snapshot();
+          spooledSeen = Math.max(spooledSeen, s.nodes.find((x) => x.nodeId === "pg-node")?.spooled ?? 0);
+          return spooledSeen >= 2;
+        });
+      } finally {
+        await reader.close();
+      }
+      await pg.resume();
+      const { results } = await run;
+      expect(results).toHaveLength(8);
+      expect(results.filter((r) => r.status === "ok")).toHaveLength(8);
+      // The spool drains once Postgres answers again.
+      await until("the spool to drain", () => central.listLandedRollouts().length === 8, 60_000);
+      const rows = central.listLandedRollouts();
+      expect(new Set(rows.map((r) => r.rolloutId))).toEqual(new Set(results.map((r) => r.rolloutId)));
+      expect(rows.every((r) => r.nodeId === "pg-node" && r.attempt === 1)).toBe(true);
+      // Each rollout's calls landed once: as many as the node counted for the result, every call id distinct.
+      for (const r of results) {
+        const calls = central.listCalls({ rolloutId: r.rolloutId });
+        expect(calls.length, r.rolloutId).toBe(r.calls);
+        expect(r.calls).toBeGreaterThan(0);
+        expect(new Set(calls.map((c) => c.callId)).size).toBe(calls.length);
+      }
+      expect(n.lines.some((l) => /store unreachable \(store_unreachable\); spooled/.test(l))).toBe(true);
+      expect(n.lines.some((l) => /shipped \d+ spooled rollout/.test(l))).toBe(true);
+    } finally {
+      central.close();
+      // Gone before the next test, whose jobs must meet only its own nodes.
+      await n.node.drain();
+      nodes.splice(nodes.indexOf(n.node), 1);
+    }
+  }, 300_000);
+
+  it("retries the jobs of a node whose sandbox host cannot start on a healthy node; the broken node cools down", async () => {
+    // A state root under a regular file: the bwrap backend cannot create it, so no sandbox ever starts there.
+    const blocker = join(root, "not-a-dir");
+    writeFileSync(blocker, "");
+    const broken = await startNode({ nodeId: "broken-node", capacity: 1, sandboxStateRoot: join(blocker, "state"), unhealthyAfter: 2, cooldownMs: 60_000 });
+    const reader = new ClusterStatusReader(redis.url);
+    const out = join(root, "out-wedged");
+    try {
+      // The broken node alone first: it takes jobs, fails them as infra errors and pauses itself.
+      const run = runRolloutJob("rollout", { cluster: redis.url, tasks: "arith:test?n=4", out }, { tasks: "arith:test?n=4" });
+      let state = "";
+      await until("the broken node cooling", async () => {
+        state = (await reader.snapshot()).nodes.find((x) => x.nodeId === "broken-node")?.state ?? "";
+        return state === "cooling";
+      });
+      expect(broken.lines.some((l) => /unhealthy for 60000 ms \(2 infra errors in a row\)/.test(l))).toBe(true);
+      // Now a healthy node joins and runs every job, including those the broken node failed.
+      await startNode({ nodeId: "good-node", capacity: 2 });
+      const { results } = await run;
+      expect(results.map((r) => r.status)).toEqual(["ok", "ok", "ok", "ok"]);
+      const central = new SqliteStore(join(out, "records.sqlite"), { readonly: true });
+      try {
+        const rows = central.listLandedRollouts();
+        expect(rows).toHaveLength(4);
+        expect(rows.every((r) => r.nodeId === "good-node")).toBe(true);
+        // The jobs the broken node held were retried: their landed attempt is a later one.
+        expect(rows.filter((r) => r.attempt > 1).length).toBeGreaterThanOrEqual(2);
+      } finally {
+        central.close();
+      }
+      // Still cooling (it stopped pulling): it ran nothing while the healthy node did all the work.
+      // (Heartbeats are periodic: wait for the one that counts the last completion.)
+      let s = await reader.snapshot();
+      await until("the healthy node's heartbeat to count its jobs", async () => {
+        s = await reader.snapshot();
+        return s.nodes.find((x) => x.nodeId === "good-node")?.completed === 4;
+      }, 10_000);
+      expect(s.nodes.find((x) => x.nodeId === "broken-node")).toMatchObject({ state: "cooling", healthy: false, completed: 0 });
+      expect(s.nodes.find((x) => x.nodeId === "good-node")).toMatchObject({ state: "up", healthy: true, completed: 4 });
+    } finally {
+      await reader.close();
+    }
+  }, 300_000);
+});
