@@ -5,7 +5,7 @@ import { defaultCodec, loadCodec, type Codec } from "../../chat/codec.js";
 import type { ChatRenderer } from "../../chat/renderer.js";
 import { textlessIds } from "../../tokenizer/textless.js";
 import type { Tokenizer } from "../../tokenizer/types.js";
-import { readModelConfig } from "../../weights/config.js";
+import { readModelConfig, type ModelConfig } from "../../weights/config.js";
 import type { FinishReason, GenerateRequest, GenerateResult, HotSwappableEngine, ModelInfo } from "../types.js";
 import type { RemoteOptions } from "./options.js";
 
@@ -54,11 +54,10 @@ export abstract class RemoteEngine implements HotSwappableEngine {
     this.tokenizer = codec.tokenizer;
     this.renderer = codec.renderer;
     this.version = options.initialVersion;
-    const configPath = options.modelDir ? join(options.modelDir, "config.json") : undefined;
-    const ctx = options.contextWindow ?? (configPath && existsSync(configPath) ? safeMaxPositions(options.modelDir as string) : undefined) ?? 32768;
+    const config = options.modelDir ? localModelConfig(options.modelDir) : undefined;
+    const ctx = options.contextWindow ?? config?.maxPositions ?? 32768;
     this.model = { id: options.model ?? (options.modelDir ? basename(options.modelDir) : "default"), contextWindow: ctx };
-    const rows = configPath && existsSync(configPath) ? safeVocabSize(options.modelDir as string) : undefined;
-    const textless = rows === undefined ? [] : textlessIds(this.tokenizer, rows);
+    const textless = config === undefined ? [] : textlessIds(this.tokenizer, config.vocabSize);
     this.textlessBias = textless.length > 0 ? Object.fromEntries(textless.map((id) => [String(id), TEXTLESS_BIAS])) : undefined;
   }
 
@@ -163,17 +162,11 @@ export abstract class RemoteEngine implements HotSwappableEngine {
 /** The logit bias that keeps ids without text from being sampled (see RemoteEngine.textlessBias). */
 export const TEXTLESS_BIAS = -100;
 
-function safeVocabSize(modelDir: string): number | undefined {
+/** The model directory's config.json when there is a readable one (a server's model need not be local). */
+function localModelConfig(modelDir: string): ModelConfig | undefined {
+  if (!existsSync(join(modelDir, "config.json"))) return undefined;
   try {
-    return readModelConfig(modelDir).vocabSize;
-  } catch {
-    return undefined;
-  }
-}
-
-function safeMaxPositions(modelDir: string): number | undefined {
-  try {
-    return readModelConfig(modelDir).maxPositions;
+    return readModelConfig(modelDir);
   } catch {
     return undefined;
   }
