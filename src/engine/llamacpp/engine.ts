@@ -52,11 +52,11 @@ export class LlamaCppEngine implements HotSwappableEngine {
   readonly loadTimings: LoadTiming[] = [];
   readonly promptTokens: PromptTokenCounts = { evaluated: 0, reused: 0 };
 
-  private constructor(spec: string, slot: PolicySlot, vocabSize: number, codec: { tokenizer: Tokenizer; renderer: ChatRenderer }, private readonly opts: LlamaCppOptions) {
+  private constructor(spec: string, slot: PolicySlot, vocabSize: number, textless: readonly number[], codec: { tokenizer: Tokenizer; renderer: ChatRenderer }, private readonly opts: LlamaCppOptions) {
     this.spec = spec;
     this.current = slot;
     this.vocabSize = vocabSize;
-    this.textless = textlessIds(codec.tokenizer, vocabSize);
+    this.textless = textless;
     this.tokenizer = codec.tokenizer;
     this.renderer = codec.renderer;
     this.model = { id: opts.modelDir.split("/").filter(Boolean).pop() ?? "policy", contextWindow: slot.contextSize };
@@ -72,8 +72,9 @@ export class LlamaCppEngine implements HotSwappableEngine {
       throw new UserError("invalid_engine_spec", `ctx=${options.contextSize} exceeds the model's max_position_embeddings (${config.maxPositions}) in ${options.modelDir}`);
     }
     const contextSize = options.contextSize ?? Math.min(DEFAULT_CONTEXT_CAP, config.maxPositions);
-    const slot = await PolicySlot.load(file, config.policyVersion ?? 0, options, contextSize, false, textlessIds(codec.tokenizer, config.vocabSize));
-    const engine = new LlamaCppEngine(spec, slot, config.vocabSize, codec, options);
+    const textless = textlessIds(codec.tokenizer, config.vocabSize);
+    const slot = await PolicySlot.load(file, config.policyVersion ?? 0, options, contextSize, false, textless);
+    const engine = new LlamaCppEngine(spec, slot, config.vocabSize, textless, codec, options);
     engine.loadTimings.push({ version: slot.version, exportMs, loadMs: performance.now() - t1 });
     return engine;
   }
