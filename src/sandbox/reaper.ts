@@ -1,11 +1,7 @@
-import { stat } from "node:fs/promises";
 import { errorMessage } from "../core/errors.js";
 import { SandboxCgroup } from "./cgroups.js";
-import { isOwnerAlive, killBySandboxId, listStates, removeDir } from "./state.js";
+import { isOwnerAlive, killBySandboxId, listStates, mayBeHalfCreated, removeDir } from "./state.js";
 import type { ReapReport } from "./types.js";
-
-/** A state dir without a readable state.json younger than this may be a create in progress elsewhere. */
-const HALF_CREATED_GRACE_MS = 60_000;
 
 /**
  * Removes sandboxes whose owning control plane is gone: kills what still runs in them (their cgroups, and any process
@@ -17,8 +13,7 @@ export async function reapOrphans(stateRoot: string): Promise<ReapReport> {
   for (const entry of await listStates(stateRoot)) {
     try {
       if (entry.state === undefined) {
-        const st = await stat(entry.dir).catch(() => undefined);
-        if (st && Date.now() - st.mtimeMs < HALF_CREATED_GRACE_MS) continue;
+        if (await mayBeHalfCreated(entry.dir)) continue;
       } else if (isOwnerAlive(entry.state)) {
         continue;
       }

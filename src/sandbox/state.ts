@@ -1,5 +1,5 @@
 import { readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
-import { mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
@@ -95,6 +95,15 @@ export async function listStates(root: string): Promise<StateEntry[]> {
     out.push({ dir, id: name, state });
   }
   return out;
+}
+
+/** A sandbox directory without a readable owner younger than this may be a create in progress elsewhere. */
+const HALF_CREATED_GRACE_MS = 60_000;
+
+/** Whether an ownerless sandbox directory may still be being created (so a reaper must leave it alone for now). */
+export async function mayBeHalfCreated(dir: string): Promise<boolean> {
+  const st = await stat(dir).catch(() => undefined);
+  return st !== undefined && Date.now() - st.mtimeMs < HALF_CREATED_GRACE_MS;
 }
 
 export async function removeDir(dir: string): Promise<void> {

@@ -1,7 +1,7 @@
 import { readFile, lstat, mkdir, chmod, readdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { InfraError, errorMessage } from "../../core/errors.js";
-import { isOwnerAlive, ownerIdentity, removeDir } from "../state.js";
+import { isOwnerAlive, mayBeHalfCreated, ownerIdentity, removeDir } from "../state.js";
 
 /**
  * The mount root: where each bwrap sandbox's bound directories live, one `<32 hex>` directory per sandbox. A bind
@@ -10,8 +10,6 @@ import { isOwnerAlive, ownerIdentity, removeDir } from "../state.js";
  */
 
 const MOUNT_DIR = /^[0-9a-f]{32}$/;
-/** A mount directory without a readable owner file younger than this may be a create in progress. */
-const HALF_CREATED_GRACE_MS = 60_000;
 
 /**
  * Made or checked: a directory of ours, not a symlink (another user of a shared /tmp could have planted one), 0711 so
@@ -53,8 +51,8 @@ export async function sweepMountRoot(root: string): Promise<string[]> {
     try {
       const raw = await readFile(join(dir, "owner.json"), "utf8").catch(() => undefined);
       if (raw === undefined) {
-        const st = await lstat(dir).catch(() => undefined);
-        if (!st || Date.now() - st.mtimeMs < HALF_CREATED_GRACE_MS) continue;
+        // (a directory gone meanwhile: removeDir below is a no-op)
+        if (await mayBeHalfCreated(dir)) continue;
       } else {
         const owner = JSON.parse(raw) as { ownerPid?: unknown; ownerStartTime?: unknown };
         if (typeof owner.ownerPid === "number" && typeof owner.ownerStartTime === "string" && isOwnerAlive({ ownerPid: owner.ownerPid, ownerStartTime: owner.ownerStartTime })) continue;
