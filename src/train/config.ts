@@ -138,6 +138,12 @@ const warmStartSchema = z.strictObject({
   lr: z.number().positive().default(3e-3),
   /** Tokens per optimizer step (rows are packed trees). */
   batch_tokens: z.number().int().positive().default(8192),
+  /**
+   * Tokens per packed demonstration row (default: `algorithm.row_tokens`). Smaller rows give more optimizer steps per
+   * epoch for fewer shared prompts per row: SFT progress here is per step, so smaller rows reach a given NLL in less
+   * compute (docs/training.md, the quickstart's warm start).
+   */
+  row_tokens: z.number().int().positive().optional(),
   lr_schedule: lrScheduleSchema,
   /**
    * Stop after this many seconds of SFT (at an optimizer-step boundary); the schedule still spans every epoch. A cap

@@ -54,7 +54,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
     );
     const good = results.filter((r) => r.status === "ok");
     log(`warm start: ${good.length}/${results.length} oracle demonstrations solved their task`);
-    built = batchForRollouts(stack.store, good, { rowTokens: config.algorithm.row_tokens });
+    built = batchForRollouts(stack.store, good, { rowTokens: ws.row_tokens ?? config.algorithm.row_tokens });
   } finally {
     await stack.close().catch(() => undefined);
   }
