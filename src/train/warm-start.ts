@@ -9,6 +9,7 @@ import type { Trainer } from "../trainer/types.js";
 import { batchForRollouts } from "./batches.js";
 import { lrAt } from "./lr-schedule.js";
 import { microBatches, setTokenMeanWeights } from "./micro-batches.js";
+import { NllWindow } from "./nll-window.js";
 
 export interface WarmStartReport {
   demos: number;
@@ -19,6 +20,8 @@ export interface WarmStartReport {
   steps: number;
   /** True when `max_seconds` stopped SFT before `plannedSteps`: the policy is weaker than the config describes. */
   timeCapped: boolean;
+  /** True when `stop_at_nll` was reached before `plannedSteps` (the configured strength, reached early). */
+  reachedTargetNll: boolean;
   finalNll: number;
   /** Oracle demonstrations (rollouts) and SFT, then both. */
   demoMs: number;
@@ -69,7 +72,9 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   let steps = 0;
   let nll = Number.NaN;
   const progress = new Progress("sft", total);
-  for (let epoch = 0; epoch < ws.epochs && Date.now() < deadline; epoch++) {
+  const window = new NllWindow(perEpoch);
+  let reachedTargetNll = false;
+  for (let epoch = 0; epoch < ws.epochs && Date.now() < deadline && !reachedTargetNll; epoch++) {
     // A seeded shuffle per epoch: rows of different demonstrations meet in different optimizer steps.
     const order = rows.map((_, i) => i);
     for (let i = order.length - 1; i > 0; i--) {
@@ -84,11 +89,17 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
       steps++;
       await trainer.optimStep({ lr: lrAt(ws.lr, ws.lr_schedule, steps, total), maxGradNorm: 1 });
       nll = fb.nllMean;
-      progress.update(steps, `epoch ${epoch + 1}/${ws.epochs} nll ${nll.toFixed(3)}`);
+      const mean = window.push(nll);
+      progress.update(steps, `epoch ${epoch + 1}/${ws.epochs} nll ${nll.toFixed(3)} (epoch mean ${mean.toFixed(3)})`);
+      if (window.reached(ws.stop_at_nll)) {
+        reachedTargetNll = true;
+        log(`warm start: mean NLL ${mean.toFixed(4)} over the last ${window.size} steps reached stop_at_nll ${ws.stop_at_nll} after ${steps} of ${total} SFT steps`);
+        break;
+      }
     }
   }
-  const timeCapped = steps < total;
+  const timeCapped = steps < total && !reachedTargetNll;
   if (timeCapped) log(`warm start: max_seconds ${ws.max_seconds} reached after ${steps} of ${total} SFT steps; the policy is less trained than configured`);
   const end = Date.now();
-  return { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, timeCapped, finalNll: nll, demoMs, sftMs: end - sftStarted, wallMs: end - started };
+  return { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, timeCapped, reachedTargetNll, finalNll: nll, demoMs, sftMs: end - sftStarted, wallMs: end - started };
 }
