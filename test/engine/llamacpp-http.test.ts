@@ -10,6 +10,7 @@ import { EngineService } from "../../src/engine/service/server.js";
 import { parseEngineSpec } from "../../src/engine/spec.js";
 import { DEFAULT_SAMPLING, isHotSwappable, type SamplingEngine } from "../../src/engine/types.js";
 import { writeRandomModelDir, type RandomModelSpec } from "../../src/weights/random-model.js";
+import { startProxy } from "../proxy/helpers.js";
 import { runEngineContract } from "./engine-contract.js";
 
 // `harnessrl serve`'s service around a real llama.cpp engine on a tiny random model, and its client adapter
@@ -166,6 +167,38 @@ describe("harnessrl serve", () => {
     expect(ok.status).toBe(200);
     expect(await ok.json()).toMatchObject({ policy_version: s.engine.policyVersion, engine_instance: s.engine.instanceId, finish_reason: expect.any(String) });
   }, 60_000);
+
+  it("two proxies (two nodes) share the served engine: the official OpenAI and Anthropic clients get answers, and every record names the instance and version that sampled it", async () => {
+    const script = (): { content: string } => ({ content: "unused: a real engine answers" });
+    const nodeA = await startProxy(script, { engineOverride: await createEngine(`llamacpp-http:${s.url}`) });
+    const nodeB = await startProxy(script, { engineOverride: await createEngine(`llamacpp-http:${s.url}`) });
+    try {
+      const a = nodeA.session("node-a");
+      const b = nodeB.session("node-b");
+      const chat = await nodeA.openai(a.apiKey).chat.completions.create({ model: "policy", messages: [{ role: "user", content: "hi" }], max_tokens: 5 });
+      expect(chat.choices[0]?.message).toBeDefined();
+      const stream = await nodeB.openai(b.apiKey).chat.completions.create({ model: "policy", messages: [{ role: "user", content: "hi" }], max_tokens: 5, stream: true });
+      for await (const chunk of stream) expect(chunk.object).toBe("chat.completion.chunk");
+      const version = s.engine.policyVersion + 1;
+      const trainer = await createEngine(`llamacpp-http:${s.url}`);
+      if (!isHotSwappable(trainer)) throw new Error("not hot-swappable");
+      await trainer.loadPolicy(modelDir("records", 3), version);
+      await trainer.close();
+      const msg = await nodeB.anthropic(b.apiKey).messages.create({ model: "policy", max_tokens: 5, messages: [{ role: "user", content: "hi" }] });
+      expect(msg.type).toBe("message");
+      const [ra] = nodeA.calls(a.sessionId);
+      const [rb1, rb2] = nodeB.calls(b.sessionId);
+      for (const r of [ra, rb1, rb2]) {
+        expect(r?.status).toBe("ok");
+        expect(r?.schemaVersion).toBe(5);
+        expect(r?.engineInstance).toBe(s.engine.instanceId);
+      }
+      expect([ra?.policyVersion, rb1?.policyVersion, rb2?.policyVersion]).toEqual([version - 1, version - 1, version]);
+    } finally {
+      await nodeA.close();
+      await nodeB.close();
+    }
+  }, 120_000);
 
   it("rejects bad client specs before connecting", async () => {
     await expect(createEngine("llamacpp-http:not a url")).rejects.toMatchObject({ code: "invalid_engine_spec" });
