@@ -200,6 +200,18 @@ describe("harnessrl serve", () => {
     }
   }, 120_000);
 
+  it("with ?sync=1 (a trainer's engine) makes the server serve the model directory's version at connect, and leaves it alone when it already does", async () => {
+    const dir = join(root, "resumed-v7");
+    writeRandomModelDir(dir, { ...small, seed: 7, policyVersion: 7 });
+    const trainer = await createEngine(`llamacpp-http:${s.url}?sync=1&model_dir=${dir}`);
+    expect([trainer.policyVersion, s.engine.policyVersion]).toEqual([7, 7]);
+    const loads = s.engine.loadTimings.length;
+    const again = await createEngine(`llamacpp-http:${s.url}?sync=1&model_dir=${dir}`);
+    expect(s.engine.loadTimings.length).toBe(loads);
+    await Promise.all([trainer.close(), again.close()]);
+    await expect(createEngine(`llamacpp-http:${s.url}?sync=1`)).rejects.toMatchObject({ code: "invalid_engine_spec" });
+  }, 60_000);
+
   it("rejects bad client specs before connecting", async () => {
     await expect(createEngine("llamacpp-http:not a url")).rejects.toMatchObject({ code: "invalid_engine_spec" });
     await expect(createEngine("llamacpp-http:http://user:pw@127.0.0.1:1")).rejects.toMatchObject({ code: "invalid_engine_spec" });

@@ -5,6 +5,7 @@ import { Readable } from "node:stream";
 import { z } from "zod";
 import { defaultCodec, loadCodec, type Codec } from "../../chat/codec.js";
 import { EngineError, UserError, errorOfCode, isErrorCode } from "../../core/errors.js";
+import { readModelConfig } from "../../weights/config.js";
 import { modelWeightFiles } from "../../weights/safetensors.js";
 import type { FinishReason, GenerateRequest } from "../types.js";
 import { stringOptions, type EngineSpec } from "../spec.js";
@@ -32,6 +33,7 @@ const querySchema = z
     weights: z.enum(["push", "path"]).optional(),
     token_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).optional(),
     admin_token_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/).optional(),
+    sync: z.enum(["0", "1"]).optional(),
   })
   .strict();
 
@@ -42,6 +44,11 @@ export interface ServedOptions {
   weights: "push" | "path";
   token: string | undefined;
   adminToken: string | undefined;
+  /**
+   * `?sync=1` (a trainer's engine, set by run configs): at connect, make the server serve the model directory's policy
+   * version (config.json `harnessrl.policy_version`) when it serves another, so a resumed run samples its own weights.
+   */
+  sync: boolean;
 }
 
 export function servedOptions(spec: EngineSpec): ServedOptions {
@@ -68,6 +75,7 @@ export function servedOptions(spec: EngineSpec): ServedOptions {
     weights: o.weights ?? "push",
     token: env(o.token_env ?? "HARNESSRL_SERVE_TOKEN"),
     adminToken: env(o.admin_token_env ?? "HARNESSRL_SERVE_ADMIN_TOKEN"),
+    sync: o.sync === "1",
   };
 }
 
@@ -153,6 +161,11 @@ export class ServedEngine extends RemoteEngine {
     const engine = new ServedEngine(spec, remote, o, info);
     if (engine.tokenizer.vocabSize > info.vocab_size) {
       throw new UserError("incompatible_policy", `the codec's vocabulary (${engine.tokenizer.vocabSize}) is larger than the served model's (${info.vocab_size}) at ${o.baseUrl}`);
+    }
+    if (o.sync) {
+      if (o.modelDir === undefined) throw new UserError("invalid_engine_spec", "llamacpp-http: ?sync=1 needs the policy's model directory (model_dir)");
+      const want = readModelConfig(o.modelDir).policyVersion ?? 0;
+      if (info.policy_version !== want) await engine.loadPolicy(o.modelDir, want);
     }
     return engine;
   }
