@@ -9,6 +9,7 @@ import { oracleEngineAdapter } from "./rollout/oracle/register.js";
 import { registerEngine } from "./engine/registry.js";
 import { sglangEngineAdapter, vllmEngineAdapter } from "./engine/remote/register.js";
 import { scriptedEngineAdapter } from "./engine/scripted/register.js";
+import { servedEngineAdapter } from "./engine/service/register.js";
 import { builtinHarnesses } from "./harness/builtin/definitions.js";
 import { realHarnesses } from "./harness/real/index.js";
 import { registerHarness } from "./harness/registry.js";
@@ -29,7 +30,7 @@ let registered = false;
 export function registerBuiltins(): void {
   if (registered) return;
   registered = true;
-  for (const adapter of [scriptedEngineAdapter, llamacppEngineAdapter, vllmEngineAdapter, sglangEngineAdapter, oracleEngineAdapter]) registerEngine(adapter);
+  for (const adapter of [scriptedEngineAdapter, llamacppEngineAdapter, vllmEngineAdapter, sglangEngineAdapter, servedEngineAdapter, oracleEngineAdapter]) registerEngine(adapter);
   for (const adapter of builtinStores) registerStore(adapter);
   for (const adapter of builtinSandboxBackends) registerSandboxBackend(adapter);
   registerTrainer(torchTrainerAdapter);

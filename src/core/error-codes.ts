@@ -106,6 +106,8 @@ export const ERROR_CODES = {
     invalid_cluster_job: once("a rollout job taken from the cluster queue does not validate (nodes never trust payloads)"),
     invalid_cluster_url: once("a cluster (Redis) URL is malformed"),
     unsupported_cluster_run: once("a run config's cluster: section asks for something the cluster cannot run yet"),
+    invalid_engine_request: once("a request to `harnessrl serve` is not JSON, does not match its schema, or names a bad upload (HTTP 400)"),
+    serve_token_required: once("`harnessrl serve` is asked to listen beyond loopback without a generation token"),
   },
   harness: {
     invalid_json: once("the harness sent a request body that is not JSON"),

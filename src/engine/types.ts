@@ -32,6 +32,11 @@ export interface GenerateResult {
   finishReason: FinishReason;
   /** Version of the weights that sampled these tokens. */
   policyVersion: number;
+  /**
+   * The running engine that sampled them (a llama.cpp engine's instance id, also when it is served over HTTP by
+   * `harnessrl serve`; a remote server's URL), recorded on each call. Absent for engines without one (scripted, oracle).
+   */
+  engineInstance?: string;
 }
 
 export interface ModelInfo {

@@ -28,6 +28,7 @@ export const CALLS_TABLE: TableDef<CallRecord> = {
     { name: "error_message", type: "string", nullable: true, get: (r) => r.error?.message ?? null },
     { name: "finish_reason", type: "string", nullable: true, get: (r) => r.finishReason },
     { name: "policy_version", type: "int32", nullable: true, get: (r) => r.policyVersion },
+    { name: "engine_instance", type: "string", nullable: true, get: (r) => r.engineInstance ?? null },
     { name: "parent_call_id", type: "string", nullable: true, get: (r) => r.parentCallId },
     { name: "reused_prefix_tokens", type: "int32", get: (r) => r.reusedPrefixTokens },
     { name: "break_kind", type: "string", nullable: true, get: (r) => r.break?.kind ?? null },

@@ -6,8 +6,9 @@ import type { FinishReason, SamplingParams } from "./sampling.js";
  * 2: `spans` (the completion's tool calls in tokens; null in version-1 records).
  * 3: `realigned` (turns the harness changed only in form, kept as sampled); older records read as none realigned.
  * 4: `omittedTools` (tool types the request offered that the policy cannot serve); older records read as none.
+ * 5: `engineInstance` (the running engine that sampled the call); older records read as unknown (absent).
  */
-export const ICR_SCHEMA_VERSION = 4;
+export const ICR_SCHEMA_VERSION = 5;
 
 export type Protocol = "openai-chat" | "openai-responses" | "anthropic-messages";
 
@@ -123,6 +124,8 @@ export interface CallRecord {
   omittedTools?: string[];
   /** A parent call in another session that spawned this session (sub-agents). */
   spawnedByCallId: string | null;
+  /** The engine instance that sampled the completion (GenerateResult.engineInstance); absent when unknown or before schema 5. */
+  engineInstance?: string;
 }
 
 /** A session = one agent conversation space, bound to the credential the harness uses. */

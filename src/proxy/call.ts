@@ -249,6 +249,7 @@ async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: Prot
         spans,
         policyVersion: result.policyVersion,
         finishReason: "abort",
+        ...(result.engineInstance !== undefined ? { engineInstance: result.engineInstance } : {}),
       });
       writeRecord(ctx, record, s);
       return;
@@ -270,6 +271,7 @@ async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: Prot
     record.spans = spans;
     record.policyVersion = result.policyVersion;
     record.finishReason = result.finishReason;
+    if (result.engineInstance !== undefined) record.engineInstance = result.engineInstance;
     persistRecord(ctx, record, s);
 
     if (live.stream) live.stream.end(reply);

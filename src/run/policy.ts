@@ -38,6 +38,8 @@ export function engineOfConfig(e: RunConfig["engine"]): EngineSpec {
     if (e.context_size !== undefined) options.ctx = e.context_size;
     return { kind: e.kind, target: "", options };
   }
+  // `harnessrl serve`: its own context and threads; the trainer's engine makes it serve the run's current version.
+  if (e.kind === "llamacpp-http") return { kind: e.kind, target: e.url ?? "", options: { sync: 1 } };
   return { kind: e.kind, target: e.url ?? "", options: e.context_size !== undefined ? { ctx: e.context_size } : {} };
 }
 
@@ -51,7 +53,7 @@ export function policyOfConfig(config: RunConfig): TrainedPolicy {
   const served = engineOfConfig(config.engine);
   // LoRA policies reach vLLM / SGLang as adapters (a few MB per version) rather than full weight reloads; llama.cpp
   // serves each version's merged weights.
-  const engine = m.lora && served.kind !== "llamacpp" ? { ...served, options: { ...served.options, lora: 1 } } : served;
+  const engine = m.lora && served.kind !== "llamacpp" && served.kind !== "llamacpp-http" ? { ...served, options: { ...served.options, lora: 1 } } : served;
   if ("preset" in m) {
     const codec = findPreset(m.preset)?.tokenizer === "qwen3" ? loadCodec(qwen3TokenizerFiles().dir) : defaultCodec();
     return { start: { preset: m.preset, seed: m.seed, ...(m.model_type ? { modelType: m.model_type } : {}) }, modelDir: null, codec, engine };

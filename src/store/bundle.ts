@@ -94,6 +94,7 @@ const callSchema = z.object({
   realigned: z.array(z.object({ messageIndex: z.number().int().min(0), kind: z.literal("reserialized_tool_args"), fromCallId: z.string().nullable() })).optional(),
   omittedTools: z.array(z.string()).optional(),
   spawnedByCallId: id.nullable(),
+  engineInstance: z.string().min(1).max(500).optional(),
 });
 
 const bundleSchema = z.object({

@@ -80,6 +80,8 @@ export interface CallMeta {
   break: CallRecord["break"];
   realigned?: CallRecord["realigned"];
   omittedTools?: CallRecord["omittedTools"];
+  /** ICR schema 5; kept in the meta JSON, so older rows (and older readers) need no migration. */
+  engineInstance?: CallRecord["engineInstance"];
 }
 
 
@@ -106,7 +108,7 @@ export interface EncodedCall {
  * the parent's, when the writer still holds the parent in `recent` (a base always lies in the same store).
  */
 export function encodeCall(r: CallRecord, hints: InsertHints, recent: RecentCalls): EncodedCall {
-  const meta: CallMeta = { error: r.error, samplingRequested: r.samplingRequested, samplingUsed: r.samplingUsed, timings: r.timings, break: r.break, ...(r.realigned && r.realigned.length > 0 ? { realigned: r.realigned } : {}), ...(r.omittedTools && r.omittedTools.length > 0 ? { omittedTools: r.omittedTools } : {}) };
+  const meta: CallMeta = { error: r.error, samplingRequested: r.samplingRequested, samplingUsed: r.samplingUsed, timings: r.timings, break: r.break, ...(r.realigned && r.realigned.length > 0 ? { realigned: r.realigned } : {}), ...(r.omittedTools && r.omittedTools.length > 0 ? { omittedTools: r.omittedTools } : {}), ...(r.engineInstance !== undefined ? { engineInstance: r.engineInstance } : {}) };
   const base = r.parentCallId === null ? undefined : recent.get(r.parentCallId);
   const hasher = new TokenHasher();
   const baseLen = deltaPrefix(r.promptTokens, r.reusedPrefixTokens, base?.tokens, hasher);
@@ -197,5 +199,6 @@ export function callFromRow(row: CallRow, resolved: ResolvedCall): CallRecord {
     ...(meta.realigned ? { realigned: meta.realigned } : {}),
     ...(meta.omittedTools ? { omittedTools: meta.omittedTools } : {}),
     spawnedByCallId: row.spawned_by_call_id,
+    ...(meta.engineInstance !== undefined ? { engineInstance: meta.engineInstance } : {}),
   };
 }

@@ -48,8 +48,8 @@ export type LoraConfig = z.infer<typeof loraSchema>;
 /** How the policy is served during RL; the run context turns it into a structured engine spec (src/run/). */
 const engineSchema = z
   .strictObject({
-    kind: z.enum(["llamacpp", "vllm", "sglang"]).default("llamacpp"),
-    /** vllm / sglang: the server's base URL. */
+    kind: z.enum(["llamacpp", "llamacpp-http", "vllm", "sglang"]).default("llamacpp"),
+    /** vllm / sglang / llamacpp-http (`harnessrl serve`): the server's base URL. */
     url: z.string().url().optional(),
     /** llama.cpp threads per sequence; default: the engine's (cores − 1), since harness processes share the CPU. */
     threads: z.number().int().positive().optional(),

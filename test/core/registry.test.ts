@@ -119,7 +119,7 @@ describe("the built-in registries", () => {
   });
 
   it("report an unknown scheme in a spec with the spec and the known names", async () => {
-    await expect(createEngine("vlm:http://x:1")).rejects.toThrow(/^unknown engine "vlm" in engine spec "vlm:http:\/\/x:1" \(known: llamacpp, oracle, scripted, sglang, vllm\)$/);
+    await expect(createEngine("vlm:http://x:1")).rejects.toThrow(/^unknown engine "vlm" in engine spec "vlm:http:\/\/x:1" \(known: llamacpp, llamacpp-http, oracle, scripted, sglang, vllm\)$/);
     await expect(createTrainer("jax:tpu")).rejects.toMatchObject({ code: "unknown_trainer", message: expect.stringContaining("(known: torch)") as unknown });
     await expect(loadSuite("arithh:test")).rejects.toMatchObject({ code: "unknown_suite" });
   });

@@ -15,7 +15,7 @@ const out = join(dir, "out");
 const records: CallRecord[] = [
   ...subAgentRollout(),
   ...compactionSession().map((r) => ({ ...r, sessionId: "ses_c", rolloutId: "rol_c" })),
-  ...retrySession().map((r) => ({ ...r, sessionId: "ses_r", rolloutId: "rol_r" })),
+  ...retrySession().map((r) => ({ ...r, sessionId: "ses_r", rolloutId: "rol_r", engineInstance: "llamacpp@node-b/7/00ff00ff" })),
 ];
 let db: DuckDBConnection;
 
@@ -65,7 +65,7 @@ describe("harnessrl export → Parquet read back by duckdb", () => {
   });
 
   it("round-trips token ids, logprobs and record fields through duckdb", async () => {
-    const got = await rows(`SELECT call_id, session_id, rollout_id, prompt_tokens, completion_tokens, logprobs, break_kind, spawned_by_call_id, policy_version, finish_reason, typeof(prompt_tokens) AS t FROM '${join(out, "calls.parquet")}' ORDER BY call_id`);
+    const got = await rows(`SELECT call_id, session_id, rollout_id, prompt_tokens, completion_tokens, logprobs, break_kind, spawned_by_call_id, policy_version, engine_instance, finish_reason, typeof(prompt_tokens) AS t FROM '${join(out, "calls.parquet")}' ORDER BY call_id`);
     expect(got).toHaveLength(records.length);
     const byId = new Map(records.map((r) => [r.callId, r]));
     for (const g of got) {
@@ -74,7 +74,7 @@ describe("harnessrl export → Parquet read back by duckdb", () => {
       expect(g.prompt_tokens).toEqual(r.promptTokens);
       expect(g.completion_tokens).toEqual(r.completionTokens);
       expect((g.logprobs as number[]).map((x) => Math.fround(x))).toEqual(r.logprobs.map((x) => Math.fround(x)));
-      expect([g.session_id, g.rollout_id, g.break_kind, g.spawned_by_call_id, g.policy_version, g.finish_reason]).toEqual([r.sessionId, r.rolloutId, r.break?.kind ?? null, r.spawnedByCallId, r.policyVersion, r.finishReason]);
+      expect([g.session_id, g.rollout_id, g.break_kind, g.spawned_by_call_id, g.policy_version, g.engine_instance, g.finish_reason]).toEqual([r.sessionId, r.rolloutId, r.break?.kind ?? null, r.spawnedByCallId, r.policyVersion, r.engineInstance ?? null, r.finishReason]);
     }
     const meta = await rows(`SELECT key::VARCHAR AS k, value::VARCHAR AS v FROM parquet_kv_metadata('${join(out, "calls.parquet")}') ORDER BY k`);
     expect(meta).toEqual([

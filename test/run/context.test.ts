@@ -72,6 +72,10 @@ describe("buildRunContext", () => {
     expect(formatEngineSpec(runEngine(long, { policyDir: "/p" }))).toBe("llamacpp:/p?sequences=2&ctx=32768");
     const remote = buildRunContext(parseRunConfig({ ...base, model: { preset: "tiny-1m" }, engine: { kind: "sglang", url: "http://gpu:30000", context_size: 40960 } }), { runDir: join(root, "sg") });
     expect(runEngine(remote, { policyDir: "/p" }).options).toEqual({ ctx: 40960 });
+    // `harnessrl serve` keeps its own window; the trainer's client makes it serve the run's current version.
+    const served = buildRunContext(parseRunConfig({ ...base, model: { preset: "tiny-1m", lora: { rank: 4 } }, engine: { kind: "llamacpp-http", url: "http://10.0.0.2:8500", context_size: 40960 } }), { runDir: join(root, "served") });
+    expect(formatEngineSpec(runEngine(served, { policyDir: "/p" }))).toBe("llamacpp-http:http://10.0.0.2:8500?sync=1&model_dir=%2Fp");
+    expect(() => parseRunConfig({ ...base, engine: { kind: "llamacpp-http" } })).toThrow(/engine\.url/);
     expect(() => parseRunConfig({ ...base, engine: { context_size: 100 } })).toThrow(/context_size/);
     expect(() => parseRunConfig({ ...base, engine: { context_size: 8192.5 } })).toThrow(/context_size/);
   });

@@ -40,6 +40,8 @@ export function makeRecord(overrides: Partial<CallRecord> = {}, promptLength = 6
     reusedPrefixTokens: 0,
     break: null,
     spawnedByCallId: null,
+    // ICR schema 5: every store keeps which engine instance sampled the call.
+    engineInstance: "llamacpp@node-a/4242/0f1e2d3c",
     ...overrides,
   };
 }

@@ -47,6 +47,17 @@ export function storeContract(name: string, open: () => Store): void {
       expect(store.getCall(old.callId)?.spans).toBeNull();
     });
 
+    it("keeps the engine instance that sampled a call (ICR schema 5); a schema-4 record without one reads back without one", () => {
+      const r = makeRecord({ engineInstance: "llamacpp@gpu-7/99/cafebabe" });
+      store.insertCall(r);
+      expect(store.getCall(r.callId)?.engineInstance).toBe("llamacpp@gpu-7/99/cafebabe");
+      const { engineInstance: _, ...old } = makeRecord({ schemaVersion: 4 });
+      store.insertCall(old);
+      const back = store.getCall(old.callId);
+      expect(back).not.toBeNull();
+      expect(back && "engineInstance" in back).toBe(false);
+    });
+
     it("returns null for unknown calls and sessions", () => {
       expect(store.getCall("call_nope")).toBeNull();
       expect(store.getSession("ses_nope")).toBeNull();

@@ -1,4 +1,5 @@
-import { randomInt } from "node:crypto";
+import { randomBytes, randomInt } from "node:crypto";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import { EngineError, UserError, isHarnessRLError } from "../../core/errors.js";
@@ -51,6 +52,11 @@ export class LlamaCppEngine implements HotSwappableEngine {
   /** Export/load times of every policy version loaded, for benchmarks and logs. */
   readonly loadTimings: LoadTiming[] = [];
   readonly promptTokens: PromptTokenCounts = { evaluated: 0, reused: 0 };
+  /**
+   * This running engine, unique across hosts and restarts (`llamacpp@<host>/<pid>/<random>`): every result names it,
+   * so records say which instance sampled a call when several serve one run (docs/cluster.md).
+   */
+  readonly instanceId = `llamacpp@${hostname()}/${process.pid}/${randomBytes(4).toString("hex")}`;
 
   private constructor(spec: string, slot: PolicySlot, vocabSize: number, textless: readonly number[], codec: { tokenizer: Tokenizer; renderer: ChatRenderer }, private readonly opts: LlamaCppOptions) {
     this.spec = spec;
@@ -122,7 +128,7 @@ export class LlamaCppEngine implements HotSwappableEngine {
     if (this.closed) throw new EngineError("engine_closed", "engine is closed");
     this.validate(req);
     const prompt = req.promptTokens;
-    if (req.params.maxTokens === 0) return { tokens: [], logprobs: [], finishReason: "length", policyVersion: this.current.version };
+    if (req.params.maxTokens === 0) return { tokens: [], logprobs: [], finishReason: "length", policyVersion: this.current.version, engineInstance: this.instanceId };
     // A request queued on a policy that gets replaced before it starts moves to the new one.
     let slot = this.current;
     let seq = await this.acquireOn(slot, req);
@@ -132,7 +138,7 @@ export class LlamaCppEngine implements HotSwappableEngine {
     }
     const tokens: number[] = [];
     const logprobs: number[] = [];
-    if (seq === "abort") return { tokens, logprobs, finishReason: "abort", policyVersion: slot.version };
+    if (seq === "abort") return { tokens, logprobs, finishReason: "abort", policyVersion: slot.version, engineInstance: this.instanceId };
     let finishReason: FinishReason = "length";
     try {
       const toEval = await this.alignSequence(seq, prompt);
@@ -142,7 +148,7 @@ export class LlamaCppEngine implements HotSwappableEngine {
       const stops = new Set(this.tokenizer.stopTokenIds);
       const { temperature, topK, topP, minP } = req.params;
       const seed = req.params.seed === undefined ? randomInt(0, 2 ** 32) : req.params.seed >>> 0;
-      if (req.signal?.aborted) return { tokens, logprobs, finishReason: "abort", policyVersion: slot.version };
+      if (req.signal?.aborted) return { tokens, logprobs, finishReason: "abort", policyVersion: slot.version, engineInstance: this.instanceId };
       await slot.sample(seq, toEval, { temperature, topK, topP, minP, seed }, (id, probability) => {
         const lp = Math.log(probability);
         tokens.push(id);
@@ -165,7 +171,7 @@ export class LlamaCppEngine implements HotSwappableEngine {
     } finally {
       slot.release(seq);
     }
-    return { tokens, logprobs, finishReason, policyVersion: slot.version };
+    return { tokens, logprobs, finishReason, policyVersion: slot.version, engineInstance: this.instanceId };
   }
 
   private acquireOn(slot: PolicySlot, req: GenerateRequest): Promise<LlamaContextSequence | "abort" | "retired"> {

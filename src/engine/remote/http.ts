@@ -35,7 +35,7 @@ function connectionCode(e: unknown): string | undefined {
  * Runs one POST with retries; `onOk` consumes a successful response. Failures inside `onOk` are not retried (a
  * stream may already have delivered tokens) and a caller abort during it yields `undefined`.
  */
-async function withRetries<T>(url: string, body: unknown, policy: RetryPolicy, signal: AbortSignal | undefined, onOk: (res: Response) => Promise<T>): Promise<T | undefined> {
+async function withRetries<T>(url: string, body: unknown, policy: RetryPolicy, signal: AbortSignal | undefined, onOk: (res: Response) => Promise<T>, headers: Readonly<Record<string, string>> = {}): Promise<T | undefined> {
   let last: EngineError | undefined;
   for (let attempt = 0; attempt <= policy.retries; attempt++) {
     if (signal?.aborted) return undefined;
@@ -44,17 +44,19 @@ async function withRetries<T>(url: string, body: unknown, policy: RetryPolicy, s
     let retryAfterMs: number | undefined;
     let res: Response | undefined;
     try {
-      res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal: combined });
+      res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body), signal: combined });
       if (!res.ok) {
-        const detail = `${url} answered ${res.status}: ${(await res.text()).slice(0, 300)}`;
+        // The body is kept (bounded) in details so an adapter can read its server's structured error.
+        const text = (await res.text()).slice(0, 4000);
+        const detail = `${url} answered ${res.status}: ${text.slice(0, 300)}`;
         if (res.status === 429) {
           const ra = Number(res.headers.get("retry-after"));
           retryAfterMs = Number.isFinite(ra) && ra > 0 ? ra * 1000 : undefined;
-          last = new EngineError("engine_overloaded", detail, { retryable: true, details: { status: res.status } });
+          last = new EngineError("engine_overloaded", detail, { retryable: true, details: { status: res.status, body: text } });
         } else if (res.status >= 500) {
-          last = new EngineError("engine_server_error", detail, { retryable: true, details: { status: res.status } });
+          last = new EngineError("engine_server_error", detail, { retryable: true, details: { status: res.status, body: text } });
         } else {
-          throw new EngineError("engine_rejected", detail, { retryable: false, details: { status: res.status } });
+          throw new EngineError("engine_rejected", detail, { retryable: false, details: { status: res.status, body: text } });
         }
       }
     } catch (e) {
@@ -82,7 +84,7 @@ async function withRetries<T>(url: string, body: unknown, policy: RetryPolicy, s
   throw new EngineError(last?.code ?? "engine_unreachable", `${last?.message ?? url} (gave up after ${policy.retries + 1} attempts)`, { retryable: true, cause: last, details: last?.details });
 }
 
-export function postJson(url: string, body: unknown, policy: RetryPolicy, signal?: AbortSignal): Promise<unknown> {
+export function postJson(url: string, body: unknown, policy: RetryPolicy, signal?: AbortSignal, headers?: Readonly<Record<string, string>>): Promise<unknown> {
   return withRetries(url, body, policy, signal, async (res) => {
     const text = await res.text();
     try {
@@ -90,7 +92,7 @@ export function postJson(url: string, body: unknown, policy: RetryPolicy, signal
     } catch (e) {
       throw new EngineError("invalid_engine_response", `${url} answered ${res.status} with non-JSON: ${text.slice(0, 200)}`, { cause: e });
     }
-  });
+  }, headers);
 }
 
 /** POST whose successful answer is plain text (vLLM's adapter endpoints); HTTP errors are raised as for postJson. */
@@ -102,7 +104,7 @@ export function postText(url: string, body: unknown, policy: RetryPolicy, signal
  * POST answered with server-sent events (`data: {json}` … `data: [DONE]`); `onEvent` gets each parsed event as it
  * arrives. Resolves `true` at the end of the stream, `undefined` when the caller aborted.
  */
-export function postSse(url: string, body: unknown, policy: RetryPolicy, signal: AbortSignal | undefined, onEvent: (data: unknown) => void): Promise<true | undefined> {
+export function postSse(url: string, body: unknown, policy: RetryPolicy, signal: AbortSignal | undefined, onEvent: (data: unknown) => void, headers?: Readonly<Record<string, string>>): Promise<true | undefined> {
   return withRetries(url, body, policy, signal, async (res) => {
     if (!res.body) throw new EngineError("invalid_engine_response", `${url}: streaming answer has no body`);
     const decoder = new TextDecoder();
@@ -133,5 +135,5 @@ export function postSse(url: string, body: unknown, policy: RetryPolicy, signal:
     }
     if (buffer.trim() && handle(buffer)) return true as const;
     throw new EngineError("engine_stream_broken", `${url}: stream ended without [DONE]`, { retryable: false });
-  });
+  }, headers);
 }

@@ -14,6 +14,8 @@ export interface RemoteCompletion {
   finishReason: FinishReason;
   /** Weight version the server says sampled it, when it says (SGLang `meta_info.weight_version`). */
   serverVersion?: number;
+  /** The server's engine instance that sampled it, when it says (`harnessrl serve`); else the server's URL is recorded. */
+  serverInstance?: string;
 }
 
 /** Delivers sampled tokens in order (checked, recorded, passed to onToken); returns false once the caller aborted. */
@@ -30,7 +32,10 @@ export abstract class RemoteEngine implements HotSwappableEngine {
   readonly model: ModelInfo;
   readonly tokenizer: Tokenizer;
   readonly renderer: ChatRenderer;
-  private version: number;
+  /** The policy version requests are stamped with; a subclass whose server reports its own version keeps it current. */
+  protected version: number;
+  /** Recorded as each result's `engineInstance` unless the server names one: the server's URL by default. */
+  protected instance: string;
   private swapping: Promise<void> | undefined;
   private closed = false;
   private readonly inflight = new Set<AbortController>();
@@ -54,6 +59,7 @@ export abstract class RemoteEngine implements HotSwappableEngine {
     this.tokenizer = codec.tokenizer;
     this.renderer = codec.renderer;
     this.version = options.initialVersion;
+    this.instance = options.baseUrl;
     const config = options.modelDir ? localModelConfig(options.modelDir) : undefined;
     const ctx = options.contextWindow ?? config?.maxPositions ?? 32768;
     this.model = { id: options.model ?? (options.modelDir ? basename(options.modelDir) : "default"), contextWindow: ctx };
@@ -101,8 +107,8 @@ export abstract class RemoteEngine implements HotSwappableEngine {
     }
     while (this.swapping) await this.swapping.catch(() => undefined);
     const version = this.version;
-    if (params.maxTokens === 0) return { tokens: [], logprobs: [], finishReason: "length", policyVersion: version };
-    if (req.signal?.aborted) return { tokens: [], logprobs: [], finishReason: "abort", policyVersion: version };
+    if (params.maxTokens === 0) return { tokens: [], logprobs: [], finishReason: "length", policyVersion: version, engineInstance: this.instance };
+    if (req.signal?.aborted) return { tokens: [], logprobs: [], finishReason: "abort", policyVersion: version, engineInstance: this.instance };
     const ac = new AbortController();
     const onAbort = (): void => ac.abort();
     req.signal?.addEventListener("abort", onAbort, { once: true });
@@ -131,7 +137,7 @@ export abstract class RemoteEngine implements HotSwappableEngine {
     try {
       const r = await this.complete(req, ac.signal, emit);
       if (this.closed && !r) throw new EngineError("engine_closed", "engine closed during generation");
-      return { tokens, logprobs, finishReason: !r || cut ? "abort" : r.finishReason, policyVersion: r?.serverVersion ?? version };
+      return { tokens, logprobs, finishReason: !r || cut ? "abort" : r.finishReason, policyVersion: r?.serverVersion ?? version, engineInstance: r?.serverInstance ?? this.instance };
     } finally {
       this.inflight.delete(ac);
       req.signal?.removeEventListener("abort", onAbort);
