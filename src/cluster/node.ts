@@ -234,7 +234,7 @@ export class RolloutNode {
       const delivery = await this.ship(bundle, this.o.store ?? job.store);
       const shipMs = performance.now() - s0;
       this.completed++;
-      return { result: result as unknown as Record<string, unknown>, delivery, attempt, nodeId: this.o.nodeId, timing: { rolloutMs, shipMs, jobMs: performance.now() - t0, setupMs } };
+      return { result, delivery, attempt, nodeId: this.o.nodeId, timing: { rolloutMs, shipMs, jobMs: performance.now() - t0, setupMs } };
     } finally {
       this.active--;
     }

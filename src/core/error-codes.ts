@@ -104,6 +104,7 @@ export const ERROR_CODES = {
     dashboard_token_required: once("the dashboard is asked to listen beyond loopback without a --token"),
     invalid_dashboard_token: once("the dashboard token is too short to guess-proof the server"),
     invalid_cluster_job: once("a rollout job taken from the cluster queue does not validate (nodes never trust payloads)"),
+    invalid_cluster_result: once("a rollout node's answer to a job does not validate or answers another rollout; the rollout counts as failed"),
     invalid_cluster_url: once("a cluster (Redis) URL is malformed"),
     unsupported_cluster_run: once("a run config's cluster: section asks for something the cluster cannot run yet"),
   },
