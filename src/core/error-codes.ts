@@ -193,6 +193,7 @@ export const ERROR_CODES = {
     cluster_rollout_infra: retry("a rollout attempt on a node ended in an infra error; the queue retries the job"),
     cluster_rollout_wedged: retry("a rollout attempt on a node did not end within its budget (wedged sandbox host)"),
     cluster_node_draining: retry("a node stopped while it ran a rollout attempt; the attempt is handed back to the queue"),
+    cluster_setup_timeout: retry("a node's rollout stack (engine, proxy, sandbox backend) did not open in time; the queue retries the job"),
     cluster_lock_lost: retry("a node lost a job's lock (cut off too long) and did not ship its attempt"),
   },
 } as const satisfies Record<Fault, Record<string, CodeInfo>>;

@@ -8,6 +8,8 @@ import { runRolloutJob } from "../../src/cli/rollout-job.js";
 import { RolloutNode, type NodeOptions } from "../../src/cluster/node.js";
 import { startRedisServer, type RedisServerHandle } from "../../src/cluster/redis-server.js";
 import { ClusterStatusReader } from "../../src/cluster/status.js";
+import { registerSandboxBackend, sandboxBackends } from "../../src/sandbox/registry.js";
+import type { SandboxBackend } from "../../src/sandbox/types.js";
 import { PostgresStore } from "../../src/store/postgres.js";
 import { SqliteStore } from "../../src/store/sqlite.js";
 
@@ -27,7 +29,7 @@ interface Logged {
   lines: string[];
 }
 
-async function startNode(o: Omit<NodeOptions, "cluster" | "workDir" | "sandbox" | "log">): Promise<Logged> {
+async function startNode(o: Omit<NodeOptions, "cluster" | "workDir" | "sandbox" | "log"> & { sandbox?: string }): Promise<Logged> {
   const lines: string[] = [];
   const node = new RolloutNode({ cluster: redis.url, workDir: join(root, o.nodeId), sandbox: "bwrap", lockMs: 5000, heartbeatMs: 300, log: (l) => lines.push(l), ...o });
   nodes.push(node);
@@ -151,4 +153,45 @@ describe("rollout node faults (in-process nodes, real Redis)", () => {
       await reader.close();
     }
   }, 300_000);
+
+  it("fails a job whose rollout stack does not open in time with cluster_setup_timeout, and closes a stack that opens late", async () => {
+    // A sandbox host whose open hangs (until the test lets it go, long after the jobs gave up): the node's stack
+    // open must not hold the job.
+    let release!: () => void;
+    const gate = new Promise<void>((done) => (release = done));
+    let opened = 0;
+    let closed = 0;
+    registerSandboxBackend({
+      name: "hangs-on-open",
+      summary: "test: local-unsafe behind an open that hangs until released",
+      open: async (o): Promise<SandboxBackend> => {
+        opened++;
+        await gate;
+        const b = await sandboxBackends.get("local-unsafe").open(o);
+        return { name: "hangs-on-open", unsafe: true, create: (x) => b.create(x), reapOrphans: () => b.reapOrphans(), live: () => b.live(), close: async () => {
+          closed++;
+          await b.close();
+        } };
+      },
+    });
+    const n = await startNode({ nodeId: "hang-node", capacity: 1, sandbox: "hangs-on-open", setupTimeoutMs: 500, unhealthyAfter: 100 });
+    const out = join(root, "out-hang");
+    try {
+      const t0 = Date.now();
+      const { results } = await runRolloutJob("rollout", { cluster: redis.url, tasks: "arith:test?n=1", out }, { tasks: "arith:test?n=1" });
+      // Three attempts (the dispatcher's default), each cut off after 500 ms, with 1 s and 2 s of backoff between.
+      expect(Date.now() - t0).toBeLessThan(30_000);
+      expect(results).toHaveLength(1);
+      expect(results[0]!.status).toBe("infra_error");
+      expect(results[0]!.error).toMatch(/dropped after 3 attempt\(s\).*: cluster_setup_timeout: node hang-node: the rollout stack .* did not open within 500 ms/);
+      expect(opened).toBe(3);
+      // The stacks that open after their jobs gave up are closed, not leaked.
+      release();
+      await until("the late stacks to close", () => closed === 3, 30_000);
+      expect(n.lines.join("\n")).not.toMatch(/unhealthy/);
+    } finally {
+      await n.node.drain();
+      nodes.splice(nodes.indexOf(n.node), 1);
+    }
+  }, 120_000);
 });
