@@ -1,35 +1,25 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { redisOptionsOf } from "../../src/cluster/connection.js";
 import { ROLLOUT_QUEUE, jobIdOf } from "../../src/cluster/job.js";
 import { HEARTBEAT_PREFIX, type NodeHeartbeat } from "../../src/cluster/node.js";
 import { jobsOfPlan } from "../../src/cluster/plan.js";
-import { startRedisServer, type RedisServerHandle } from "../../src/cluster/redis-server.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import { REPO_ROOT, runCli } from "../setup/cli.js";
+import { usePrivateRedis } from "../cluster/private-redis.js";
 
 /**
  * `harnessrl node`'s health and sandbox flags: malformed values are refused in one line before anything starts, and
  * given values reach the node (a state root it cannot create breaks its sandbox host; one infra error then makes it
  * unhealthy for the cooldown given).
  */
-const root = mkdtempSync(join(tmpdir(), "hrl-node-flags-"));
-let redis: RedisServerHandle;
-
-beforeAll(async () => {
-  redis = await startRedisServer({ dir: join(root, "redis") });
-}, 60_000);
-
-afterAll(async () => {
-  await redis?.kill();
-  rmSync(root, { recursive: true, force: true });
-}, 60_000);
+const cluster = usePrivateRedis("hrl-node-flags-");
+const root = cluster.root;
 
 describe("harnessrl node flags", () => {
   it.each([
@@ -54,14 +44,14 @@ describe("harnessrl node flags", () => {
     const args = ["node", "--node-id", nodeId, "--dir", join(root, nodeId), "--capacity", "1", "--heartbeat-ms", "300", "--sandbox-state-root", join(blocker, "state"), "--unhealthy-after", "1", "--cooldown-ms", "60000"];
     const child = spawn(process.execPath, [join(REPO_ROOT, "dist", "cli", "main.js"), ...args], {
       cwd: REPO_ROOT,
-      env: { ...process.env, HARNESSRL_CLUSTER: redis.url, HARNESSRL_HARNESS_CACHE: process.env.HARNESSRL_HARNESS_CACHE ?? join(REPO_ROOT, ".cache", "harnesses") },
+      env: { ...process.env, HARNESSRL_CLUSTER: cluster.redis.url, HARNESSRL_HARNESS_CACHE: process.env.HARNESSRL_HARNESS_CACHE ?? join(REPO_ROOT, ".cache", "harnesses") },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((done) => child.on("close", (code) => done(code)));
-    const queue = new Queue(ROLLOUT_QUEUE, { connection: redisOptionsOf(redis.url) });
-    const client = new Redis(redisOptionsOf(redis.url));
+    const queue = new Queue(ROLLOUT_QUEUE, { connection: redisOptionsOf(cluster.redis.url) });
+    const client = new Redis(redisOptionsOf(cluster.redis.url));
     try {
       const suite = await loadSuite("arith:test?n=1");
       const [job] = jobsOfPlan({ tasks: suite.tasks, harnesses: ["chat-agent"], samples: 1, idPrefix: "flags" }, { runId: "flags", engine: "oracle", store: null, policyVersion: null, sampling: { temperature: 1, maxTokens: 64 }, settings: { maxTurns: 2, maxTokens: 64, harnessTimeoutMs: 30_000 } });

@@ -1,31 +1,20 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Worker } from "bullmq";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runRolloutJob } from "../../src/cli/rollout-job.js";
 import { redisOptionsOf } from "../../src/cluster/connection.js";
 import { ROLLOUT_QUEUE, parseRolloutJob, type RolloutJob } from "../../src/cluster/job.js";
-import { startRedisServer, type RedisServerHandle } from "../../src/cluster/redis-server.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import { pendingRolloutResult, type RolloutResult } from "../../src/tasks/rollout-result.js";
+import { usePrivateRedis } from "./private-redis.js";
 
 /**
  * A rogue node (anything holding the queue's password can run one) answers rollout jobs with forged or malformed
  * results; the `rollout --cluster` command's own code gathers them from a private redis-server. Only the honest answer
  * counts; the others become infra errors that name invalid_cluster_result and why, and the gather still ends.
  */
-const root = mkdtempSync(join(tmpdir(), "hrl-forged-"));
-let redis: RedisServerHandle;
-
-beforeAll(async () => {
-  redis = await startRedisServer({ dir: join(root, "redis") });
-}, 60_000);
-
-afterAll(async () => {
-  await redis?.kill();
-  rmSync(root, { recursive: true, force: true });
-}, 60_000);
+const cluster = usePrivateRedis("hrl-forged-");
 
 /** What an honest node would answer: a passing rollout, its score the verifier's. */
 function honest(job: RolloutJob): RolloutResult {
@@ -58,16 +47,16 @@ describe("gathering answers from a rogue rollout node", () => {
         const i = order.indexOf(job.task.id);
         return Promise.resolve({ result: ANSWERS[i]!(job), delivery: "landed", attempt: 1, nodeId: "rogue" });
       },
-      { connection: redisOptionsOf(redis.url, "worker"), concurrency: 2, autorun: false },
+      { connection: redisOptionsOf(cluster.redis.url, "worker"), concurrency: 2, autorun: false },
     );
     rogue.on("error", () => undefined);
     void rogue.run();
-    const out = join(root, "out");
+    const out = join(cluster.root, "out");
     try {
       const n = ANSWERS.length;
       // The arith suite's task ids, in plan order: the rogue picks its answer by position.
       order = (await loadSuite(`arith:test?n=${n}`)).tasks.map((t) => t.id);
-      const { results } = await runRolloutJob("rollout", { cluster: redis.url, tasks: `arith:test?n=${n}`, out }, { tasks: `arith:test?n=${n}` });
+      const { results } = await runRolloutJob("rollout", { cluster: cluster.redis.url, tasks: `arith:test?n=${n}`, out }, { tasks: `arith:test?n=${n}` });
       expect(results).toHaveLength(n);
       expect(results[0]).toMatchObject({ status: "ok", score: 1, error: null });
       for (const r of results.slice(1)) {

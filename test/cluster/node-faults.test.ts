@@ -1,17 +1,16 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { startLocalPostgres, type LocalPostgres } from "../../scripts/local-postgres.mjs";
 import { runRolloutJob } from "../../src/cli/rollout-job.js";
 import { RolloutNode, type NodeOptions } from "../../src/cluster/node.js";
-import { startRedisServer, type RedisServerHandle } from "../../src/cluster/redis-server.js";
 import { ClusterStatusReader } from "../../src/cluster/status.js";
 import { registerSandboxBackend, sandboxBackends } from "../../src/sandbox/registry.js";
 import type { SandboxBackend } from "../../src/sandbox/types.js";
 import { PostgresStore } from "../../src/store/postgres.js";
 import { SqliteStore } from "../../src/store/sqlite.js";
+import { usePrivateRedis } from "./private-redis.js";
 
 /**
  * Node-side faults with real rollout nodes in this process (real bwrap sandboxes, real capture proxies, the oracle
@@ -20,8 +19,8 @@ import { SqliteStore } from "../../src/store/sqlite.js";
  */
 process.env.HARNESSRL_HARNESS_CACHE ??= join(process.cwd(), ".cache", "harnesses");
 
-const root = mkdtempSync(join(tmpdir(), "hrl-node-faults-"));
-let redis: RedisServerHandle;
+const cluster = usePrivateRedis("hrl-node-faults-");
+const root = cluster.root;
 const nodes: RolloutNode[] = [];
 
 interface Logged {
@@ -31,7 +30,7 @@ interface Logged {
 
 async function startNode(o: Omit<NodeOptions, "cluster" | "workDir" | "sandbox" | "log"> & { sandbox?: string }): Promise<Logged> {
   const lines: string[] = [];
-  const node = new RolloutNode({ cluster: redis.url, workDir: join(root, o.nodeId), sandbox: "bwrap", lockMs: 5000, heartbeatMs: 300, log: (l) => lines.push(l), ...o });
+  const node = new RolloutNode({ cluster: cluster.redis.url, workDir: join(root, o.nodeId), sandbox: "bwrap", lockMs: 5000, heartbeatMs: 300, log: (l) => lines.push(l), ...o });
   nodes.push(node);
   await node.start();
   return { node, lines };
@@ -45,14 +44,8 @@ async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 12
   }
 }
 
-beforeAll(async () => {
-  redis = await startRedisServer({ dir: join(root, "redis") });
-}, 60_000);
-
 afterAll(async () => {
   for (const n of nodes) await n.drain().catch(() => undefined);
-  await redis?.kill();
-  rmSync(root, { recursive: true, force: true });
 }, 60_000);
 
 describe("rollout node faults (in-process nodes, real Redis)", () => {
@@ -70,11 +63,11 @@ describe("rollout node faults (in-process nodes, real Redis)", () => {
     const out = join(root, "out-pg");
     let spooledSeen = 0;
     try {
-      const run = runRolloutJob("rollout", { cluster: redis.url, store: spec, tasks: "arith:test?n=8", out }, { tasks: "arith:test?n=8" });
+      const run = runRolloutJob("rollout", { cluster: cluster.redis.url, store: spec, tasks: "arith:test?n=8", out }, { tasks: "arith:test?n=8" });
       // Cut Postgres off once the first rollout has landed: later ones finish while it is away.
       await until("the first landing", () => central.listLandedRollouts().length > 0);
       await pg.pause();
-      const reader = new ClusterStatusReader(redis.url);
+      const reader = new ClusterStatusReader(cluster.redis.url);
       try {
         await until("a spooled rollout in the node's heartbeat", async () => {
           const s = await reader.snapshot();
@@ -115,11 +108,11 @@ describe("rollout node faults (in-process nodes, real Redis)", () => {
     const blocker = join(root, "not-a-dir");
     writeFileSync(blocker, "");
     const broken = await startNode({ nodeId: "broken-node", capacity: 1, sandboxStateRoot: join(blocker, "state"), unhealthyAfter: 2, cooldownMs: 60_000 });
-    const reader = new ClusterStatusReader(redis.url);
+    const reader = new ClusterStatusReader(cluster.redis.url);
     const out = join(root, "out-wedged");
     try {
       // The broken node alone first: it takes jobs, fails them as infra errors and pauses itself.
-      const run = runRolloutJob("rollout", { cluster: redis.url, tasks: "arith:test?n=4", out }, { tasks: "arith:test?n=4" });
+      const run = runRolloutJob("rollout", { cluster: cluster.redis.url, tasks: "arith:test?n=4", out }, { tasks: "arith:test?n=4" });
       let state = "";
       await until("the broken node cooling", async () => {
         state = (await reader.snapshot()).nodes.find((x) => x.nodeId === "broken-node")?.state ?? "";
@@ -180,7 +173,7 @@ describe("rollout node faults (in-process nodes, real Redis)", () => {
     const out = join(root, "out-hang");
     try {
       const t0 = Date.now();
-      const { results } = await runRolloutJob("rollout", { cluster: redis.url, tasks: "arith:test?n=1", out }, { tasks: "arith:test?n=1" });
+      const { results } = await runRolloutJob("rollout", { cluster: cluster.redis.url, tasks: "arith:test?n=1", out }, { tasks: "arith:test?n=1" });
       // Three attempts (the dispatcher's default), each cut off after 500 ms, with 1 s and 2 s of backoff between.
       expect(Date.now() - t0).toBeLessThan(30_000);
       expect(results).toHaveLength(1);
