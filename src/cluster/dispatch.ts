@@ -3,7 +3,7 @@ import { Job, Queue, QueueEvents } from "bullmq";
 import { Redis } from "ioredis";
 import { InfraError, errorMessage } from "../core/errors.js";
 import { redisOptionsOf } from "./connection.js";
-import { ROLLOUT_QUEUE, jobIdOf, rolloutJobReturnSchema, type RolloutJob, type RolloutJobReturn } from "./job.js";
+import { ROLLOUT_QUEUE, jobIdOf, parseJobReturn, type RolloutJob, type RolloutJobReturn } from "./job.js";
 import { HEARTBEAT_PREFIX, type NodeHeartbeat } from "./node.js";
 
 /** How a dispatched rollout ended: completed on some node, or in the failed set (the dead-letter place) with why. */
@@ -104,12 +104,14 @@ export class ClusterDispatcher {
       if (state !== "completed" && state !== "failed") return;
       const job = await Job.fromId(this.queue, id);
       if (!job) return;
-      const rolloutId = jobs[idOf.get(id)!]!.rolloutId;
+      const asked = jobs[idOf.get(id)!]!;
+      const rolloutId = asked.rolloutId;
       if (state === "completed") {
-        const ret = rolloutJobReturnSchema.safeParse(job.returnvalue);
+        // A node's answer is untrusted (it could forge a reward or answer with another rollout's result).
+        const ret = parseJobReturn(asked, job.returnvalue);
         const times = { addedAt: job.timestamp, processedOn: job.processedOn ?? 0, finishedOn: job.finishedOn ?? 0, gatheredAt: Date.now() };
-        if (ret.success) finish(id, { rolloutId, outcome: "completed", ret: ret.data, times });
-        else finish(id, { rolloutId, outcome: "failed", reason: `node answered a malformed result: ${ret.error.issues[0]?.message ?? ""}`, attempts: job.attemptsMade });
+        if (ret.ok) finish(id, { rolloutId, outcome: "completed", ret: ret.ret, times });
+        else finish(id, { rolloutId, outcome: "failed", reason: `${ret.error.code}: ${ret.error.message}`, attempts: job.attemptsMade });
       } else if (state === "failed") {
         finish(id, { rolloutId, outcome: "failed", reason: job.failedReason || "failed", attempts: job.attemptsMade });
       }

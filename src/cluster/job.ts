@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { UserError } from "../core/errors.js";
+import { rolloutResultSchema } from "../tasks/rollout-result.js";
 import { taskSchema, type Task } from "../tasks/task.js";
 
 /**
@@ -36,9 +37,13 @@ export const rolloutJobSchema = z.strictObject({
 });
 export type RolloutJob = z.infer<typeof rolloutJobSchema>;
 
-/** What a node answers for a job it completed: the result line, and whether its records landed or wait in a spool. */
+/**
+ * What a node answers for a job it completed: the result line, and whether its records landed or wait in a spool.
+ * Untrusted like the job (a node, or anyone with the queue's password, writes it): the control plane reads it only
+ * through {@link parseJobReturn}.
+ */
 export const rolloutJobReturnSchema = z.strictObject({
-  result: z.record(z.string(), z.unknown()),
+  result: rolloutResultSchema,
   /** `landed`: in the central store now; `duplicate`: an earlier attempt had landed; `spooled`: kept on the node. */
   delivery: z.enum(["landed", "duplicate", "spooled"]),
   attempt: z.number().int().min(1),
@@ -59,6 +64,27 @@ export function parseRolloutJob(data: unknown): RolloutJob {
     throw new UserError("invalid_cluster_job", `rollout job does not validate: ${first ? `${first.path.join(".") || "(root)"}: ${first.message}` : "unknown"} (${r.error.issues.length} issue(s))`);
   }
   return r.data;
+}
+
+/**
+ * Validates a node's answer to `job`: its shape, and that its result is the one the job asked for (same rollout, task,
+ * family, split, harness and sample: a node must not answer one job with another's result). Refused answers come
+ * back as an `invalid_cluster_result` error saying why; the control plane counts the rollout as failed.
+ */
+export function parseJobReturn(job: RolloutJob, value: unknown): { ok: true; ret: RolloutJobReturn } | { ok: false; error: UserError } {
+  const refuse = (why: string): { ok: false; error: UserError } => ({ ok: false, error: new UserError("invalid_cluster_result", `the answer to rollout job ${job.rolloutId} is refused: ${why}`) });
+  const r = rolloutJobReturnSchema.safeParse(value);
+  if (!r.success) {
+    const first = r.error.issues[0];
+    return refuse(`it does not validate: ${first ? `${first.path.join(".") || "(root)"}: ${first.message}` : "unknown"} (${r.error.issues.length} issue(s))`);
+  }
+  const got = r.data.result;
+  const want = { rolloutId: job.rolloutId, taskId: job.task.id, family: job.task.family, split: job.task.split, harness: job.harness, sample: job.sample };
+  for (const [k, v] of Object.entries(want)) {
+    const g = got[k as keyof typeof want];
+    if (g !== v) return refuse(`its result's ${k} is ${JSON.stringify(g).slice(0, 100)}, the job's is ${JSON.stringify(v)} (node ${r.data.nodeId.slice(0, 100)})`);
+  }
+  return { ok: true, ret: r.data };
 }
 
 /** The queue's job id of a rollout: the same rollout enqueued twice (a restarted control plane) is one job. */

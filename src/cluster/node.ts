@@ -39,6 +39,11 @@ export interface NodeOptions {
   /** Infra errors in a row that mark the node unhealthy (it stops pulling jobs for `cooldownMs`). */
   unhealthyAfter?: number;
   cooldownMs?: number;
+  /**
+   * How long opening a rollout stack (engine, capture proxy, sandbox backend) may take before the job fails with the
+   * retryable `cluster_setup_timeout` (default 300 000 ms): a sandbox host or engine that hangs would hold the job.
+   */
+  setupTimeoutMs?: number;
   log?: (line: string) => void;
 }
 
@@ -135,8 +140,18 @@ export class RolloutNode {
     const key = createHash("sha256").update(JSON.stringify([job.engine, job.sampling])).digest("hex").slice(0, 16);
     let s = this.stacks.get(key);
     if (!s) {
-      s = RolloutStack.open({ engine: job.engine, store: `sqlite:${join(this.o.workDir, `records-${key}.sqlite`)}`, sandbox: this.o.sandbox, sampling: job.sampling, sandboxPool: this.o.capacity, hidePaths: [this.o.workDir], ...(this.o.sandboxStateRoot === undefined ? {} : { sandboxStateRoot: this.o.sandboxStateRoot }) });
-      s.catch(() => this.stacks.delete(key));
+      const opening = RolloutStack.open({ engine: job.engine, store: `sqlite:${join(this.o.workDir, `records-${key}.sqlite`)}`, sandbox: this.o.sandbox, sampling: job.sampling, sandboxPool: this.o.capacity, hidePaths: [this.o.workDir], ...(this.o.sandboxStateRoot === undefined ? {} : { sandboxStateRoot: this.o.sandboxStateRoot }) });
+      const ms = this.o.setupTimeoutMs ?? 300_000;
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new InfraError("cluster_setup_timeout", `node ${this.o.nodeId}: the rollout stack (engine, capture proxy, sandbox backend ${this.o.sandbox}) did not open within ${ms} ms`)), ms);
+      });
+      s = Promise.race([opening, late]).finally(() => clearTimeout(timer));
+      s.catch(() => {
+        this.stacks.delete(key);
+        // A stack that opens after its job gave up on it would leak its proxy and sandboxes: close it then.
+        opening.then((st) => st.close()).catch(() => undefined);
+      });
       this.stacks.set(key, s);
     }
     return s;
@@ -234,7 +249,12 @@ export class RolloutNode {
       const delivery = await this.ship(bundle, this.o.store ?? job.store);
       const shipMs = performance.now() - s0;
       this.completed++;
-      return { result: result as unknown as Record<string, unknown>, delivery, attempt, nodeId: this.o.nodeId, timing: { rolloutMs, shipMs, jobMs: performance.now() - t0, setupMs } };
+      return { result, delivery, attempt, nodeId: this.o.nodeId, timing: { rolloutMs, shipMs, jobMs: performance.now() - t0, setupMs } };
+    } catch (e) {
+      // The queue keeps only the message as the failed reason: lead it with the code, so the failed set and the
+      // dropped result name the catalogue's entry.
+      if (isHarnessRLError(e) && !e.message.startsWith(`${e.code}:`)) e.message = `${e.code}: ${e.message}`;
+      throw e;
     } finally {
       this.active--;
     }

@@ -31,7 +31,8 @@ export function jobsOfPlan(plan: RolloutPlan, common: JobCommon): RolloutJob[] {
  * becomes an `infra_error` result (kept out of advantages) that says it was dropped and why.
  */
 export function resultOfGathered(job: RolloutJob, g: GatheredRollout): RolloutResult {
-  if (g.outcome === "completed") return g.ret.result as unknown as RolloutResult;
+  // Validated against the job when gathered (job.ts parseJobReturn).
+  if (g.outcome === "completed") return g.ret.result;
   const request = { rolloutId: job.rolloutId, taskId: job.task.id, harness: job.harness, sample: job.sample };
   return pendingRolloutResult(request, job.task, Date.now(), `cluster_job_failed: dropped after ${g.attempts} attempt(s), in the queue's failed set: ${g.reason}`);
 }

@@ -104,6 +104,7 @@ export const ERROR_CODES = {
     dashboard_token_required: once("the dashboard is asked to listen beyond loopback without a --token"),
     invalid_dashboard_token: once("the dashboard token is too short to guess-proof the server"),
     invalid_cluster_job: once("a rollout job taken from the cluster queue does not validate (nodes never trust payloads)"),
+    invalid_cluster_result: once("a rollout node's answer to a job does not validate or answers another rollout; the rollout counts as failed"),
     invalid_cluster_url: once("a cluster (Redis) URL is malformed"),
     unsupported_cluster_run: once("a run config's cluster: section asks for something the cluster cannot run yet"),
     invalid_engine_request: once("a request to `harnessrl serve` is not JSON, does not match its schema, or names a bad upload (HTTP 400)"),
@@ -194,6 +195,7 @@ export const ERROR_CODES = {
     cluster_rollout_infra: retry("a rollout attempt on a node ended in an infra error; the queue retries the job"),
     cluster_rollout_wedged: retry("a rollout attempt on a node did not end within its budget (wedged sandbox host)"),
     cluster_node_draining: retry("a node stopped while it ran a rollout attempt; the attempt is handed back to the queue"),
+    cluster_setup_timeout: retry("a node's rollout stack (engine, proxy, sandbox backend) did not open in time; the queue retries the job"),
     cluster_lock_lost: retry("a node lost a job's lock (cut off too long) and did not ship its attempt"),
   },
 } as const satisfies Record<Fault, Record<string, CodeInfo>>;

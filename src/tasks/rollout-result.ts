@@ -1,4 +1,5 @@
-import type { VerifierResult } from "./verifier-result.js";
+import { z } from "zod";
+import { subscoreSchema, type VerifierResult } from "./verifier-result.js";
 
 /**
  * How a rollout ended. `infra_error` is ours (sandbox, proxy, verifier machinery) and is excluded from advantage
@@ -6,7 +7,7 @@ import type { VerifierResult } from "./verifier-result.js";
  */
 export type RolloutStatus = "ok" | "task_failed" | "timeout" | "oom" | "harness_crash" | "infra_error";
 
-export const ROLLOUT_STATUSES: readonly RolloutStatus[] = ["ok", "task_failed", "timeout", "oom", "harness_crash", "infra_error"];
+export const ROLLOUT_STATUSES = ["ok", "task_failed", "timeout", "oom", "harness_crash", "infra_error"] as const satisfies readonly RolloutStatus[];
 
 export interface RolloutRequest {
   rolloutId: string;
@@ -44,6 +45,36 @@ export interface RolloutResult extends RolloutRequest {
   calls: number;
   timings: RolloutTimings;
 }
+
+const time = z.number().finite().min(0);
+
+/**
+ * A result line that crossed a trust boundary (a rollout node's answer through the cluster queue): every field of
+ * {@link RolloutResult} and nothing else, the score in [0, 1] and equal to the verifier's (0 without one; the runner
+ * sets it only from the verifier, so a score that disagrees was not computed by it).
+ */
+export const rolloutResultSchema: z.ZodType<RolloutResult> = z
+  .strictObject({
+    rolloutId: z.string().min(1),
+    taskId: z.string().min(1),
+    harness: z.string().min(1),
+    sample: z.number().int().min(0),
+    family: z.string(),
+    split: z.string(),
+    status: z.enum(ROLLOUT_STATUSES),
+    score: z.number().finite().min(0).max(1),
+    verifier: z.strictObject({ score: z.number().finite().min(0).max(1), subscores: z.record(z.string(), subscoreSchema), error: z.string().optional() }).nullable(),
+    harnessDetail: z.string(),
+    exitCode: z.number().int().nullable(),
+    signal: z.string().nullable(),
+    stdout: z.string(),
+    stderr: z.string(),
+    error: z.string().nullable(),
+    sessionIds: z.array(z.string()),
+    calls: z.number().int().min(0),
+    timings: z.strictObject({ startedAt: time, sandboxReadyAt: time.nullable(), harnessEndedAt: time.nullable(), settledAt: time.nullable(), verifiedAt: time.nullable(), endedAt: time }),
+  })
+  .refine((r) => r.score === (r.verifier?.score ?? 0), { message: "score differs from the verifier's score", path: ["score"] });
 
 /**
  * A rollout that has not got anywhere yet: `infra_error` with no output, started and ended at `at`. The runner fills

@@ -28,6 +28,8 @@ export class ByteTokenizer implements Tokenizer {
   readonly specialTokens: ReadonlyMap<string, number>;
   readonly stopTokenIds: readonly number[];
   private readonly bytesById: Uint8Array[];
+  /** Special-token texts by id − 256 (encodeMarked needs the text of a matched id per literal occurrence). */
+  private readonly specialTexts: readonly string[];
   /** Special tokens' UTF-8 bytes, longest first, and which bytes can start one. */
   private readonly specialBytes: { bytes: Uint8Array; id: number }[];
   private readonly firstByte = new Uint8Array(256);
@@ -41,6 +43,7 @@ export class ByteTokenizer implements Tokenizer {
       map.set(s, 256 + i);
     });
     this.specialTokens = map;
+    this.specialTexts = [...specials];
     this.vocabSize = 256 + specials.length;
     this.stopTokenIds = ["<|im_end|>", "<|endoftext|>"].flatMap((s) => (map.has(s) ? [map.get(s) as number] : []));
     this.bytesById = [];
@@ -123,9 +126,8 @@ export class ByteTokenizer implements Tokenizer {
         from = at;
         continue;
       }
-      const special = [...this.specialTokens].find(([, v]) => v === id)?.[0] ?? "";
-      for (const b of Buffer.from(special, "utf8")) out.push(b);
-      from = at + special.length;
+      for (const b of this.bytesById[id] as Uint8Array) out.push(b);
+      from = at + (this.specialTexts[id - 256] as string).length;
     }
     for (const id of this.encodeUnmarked(clean.slice(from))) out.push(id);
     return out;

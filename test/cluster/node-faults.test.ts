@@ -1,15 +1,16 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { startLocalPostgres, type LocalPostgres } from "../../scripts/local-postgres.mjs";
 import { runRolloutJob } from "../../src/cli/rollout-job.js";
 import { RolloutNode, type NodeOptions } from "../../src/cluster/node.js";
-import { startRedisServer, type RedisServerHandle } from "../../src/cluster/redis-server.js";
 import { ClusterStatusReader } from "../../src/cluster/status.js";
+import { registerSandboxBackend, sandboxBackends } from "../../src/sandbox/registry.js";
+import type { SandboxBackend } from "../../src/sandbox/types.js";
 import { PostgresStore } from "../../src/store/postgres.js";
 import { SqliteStore } from "../../src/store/sqlite.js";
+import { usePrivateRedis } from "./private-redis.js";
 
 /**
  * Node-side faults with real rollout nodes in this process (real bwrap sandboxes, real capture proxies, the oracle
@@ -18,8 +19,8 @@ import { SqliteStore } from "../../src/store/sqlite.js";
  */
 process.env.HARNESSRL_HARNESS_CACHE ??= join(process.cwd(), ".cache", "harnesses");
 
-const root = mkdtempSync(join(tmpdir(), "hrl-node-faults-"));
-let redis: RedisServerHandle;
+const cluster = usePrivateRedis("hrl-node-faults-");
+const root = cluster.root;
 const nodes: RolloutNode[] = [];
 
 interface Logged {
@@ -27,9 +28,9 @@ interface Logged {
   lines: string[];
 }
 
-async function startNode(o: Omit<NodeOptions, "cluster" | "workDir" | "sandbox" | "log">): Promise<Logged> {
+async function startNode(o: Omit<NodeOptions, "cluster" | "workDir" | "sandbox" | "log"> & { sandbox?: string }): Promise<Logged> {
   const lines: string[] = [];
-  const node = new RolloutNode({ cluster: redis.url, workDir: join(root, o.nodeId), sandbox: "bwrap", lockMs: 5000, heartbeatMs: 300, log: (l) => lines.push(l), ...o });
+  const node = new RolloutNode({ cluster: cluster.redis.url, workDir: join(root, o.nodeId), sandbox: "bwrap", lockMs: 5000, heartbeatMs: 300, log: (l) => lines.push(l), ...o });
   nodes.push(node);
   await node.start();
   return { node, lines };
@@ -43,14 +44,8 @@ async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 12
   }
 }
 
-beforeAll(async () => {
-  redis = await startRedisServer({ dir: join(root, "redis") });
-}, 60_000);
-
 afterAll(async () => {
   for (const n of nodes) await n.drain().catch(() => undefined);
-  await redis?.kill();
-  rmSync(root, { recursive: true, force: true });
 }, 60_000);
 
 describe("rollout node faults (in-process nodes, real Redis)", () => {
@@ -68,11 +63,11 @@ describe("rollout node faults (in-process nodes, real Redis)", () => {
     const out = join(root, "out-pg");
     let spooledSeen = 0;
     try {
-      const run = runRolloutJob("rollout", { cluster: redis.url, store: spec, tasks: "arith:test?n=8", out }, { tasks: "arith:test?n=8" });
+      const run = runRolloutJob("rollout", { cluster: cluster.redis.url, store: spec, tasks: "arith:test?n=8", out }, { tasks: "arith:test?n=8" });
       // Cut Postgres off once the first rollout has landed: later ones finish while it is away.
       await until("the first landing", () => central.listLandedRollouts().length > 0);
       await pg.pause();
-      const reader = new ClusterStatusReader(redis.url);
+      const reader = new ClusterStatusReader(cluster.redis.url);
       try {
         await until("a spooled rollout in the node's heartbeat", async () => {
           const s = await reader.snapshot();
@@ -113,11 +108,11 @@ describe("rollout node faults (in-process nodes, real Redis)", () => {
     const blocker = join(root, "not-a-dir");
     writeFileSync(blocker, "");
     const broken = await startNode({ nodeId: "broken-node", capacity: 1, sandboxStateRoot: join(blocker, "state"), unhealthyAfter: 2, cooldownMs: 60_000 });
-    const reader = new ClusterStatusReader(redis.url);
+    const reader = new ClusterStatusReader(cluster.redis.url);
     const out = join(root, "out-wedged");
     try {
       // The broken node alone first: it takes jobs, fails them as infra errors and pauses itself.
-      const run = runRolloutJob("rollout", { cluster: redis.url, tasks: "arith:test?n=4", out }, { tasks: "arith:test?n=4" });
+      const run = runRolloutJob("rollout", { cluster: cluster.redis.url, tasks: "arith:test?n=4", out }, { tasks: "arith:test?n=4" });
       let state = "";
       await until("the broken node cooling", async () => {
         state = (await reader.snapshot()).nodes.find((x) => x.nodeId === "broken-node")?.state ?? "";
@@ -151,4 +146,47 @@ describe("rollout node faults (in-process nodes, real Redis)", () => {
       await reader.close();
     }
   }, 300_000);
+
+  it("fails a job whose rollout stack does not open in time with cluster_setup_timeout, and closes a stack that opens late", async () => {
+    // Only this test's node may take its job: the earlier tests' nodes go first.
+    for (const earlier of nodes.splice(0)) await earlier.drain();
+    // A sandbox host whose open hangs (until the test lets it go, long after the jobs gave up): the node's stack
+    // open must not hold the job.
+    let release!: () => void;
+    const gate = new Promise<void>((done) => (release = done));
+    let opened = 0;
+    let closed = 0;
+    registerSandboxBackend({
+      name: "hangs-on-open",
+      summary: "test: local-unsafe behind an open that hangs until released",
+      open: async (o): Promise<SandboxBackend> => {
+        opened++;
+        await gate;
+        const b = await sandboxBackends.get("local-unsafe").open(o);
+        return { name: "hangs-on-open", unsafe: true, create: (x) => b.create(x), reapOrphans: () => b.reapOrphans(), live: () => b.live(), close: async () => {
+          closed++;
+          await b.close();
+        } };
+      },
+    });
+    const n = await startNode({ nodeId: "hang-node", capacity: 1, sandbox: "hangs-on-open", setupTimeoutMs: 500, unhealthyAfter: 100 });
+    const out = join(root, "out-hang");
+    try {
+      const t0 = Date.now();
+      const { results } = await runRolloutJob("rollout", { cluster: cluster.redis.url, tasks: "arith:test?n=1", out }, { tasks: "arith:test?n=1" });
+      // Three attempts (the dispatcher's default), each cut off after 500 ms, with 1 s and 2 s of backoff between.
+      expect(Date.now() - t0).toBeLessThan(30_000);
+      expect(results).toHaveLength(1);
+      expect(results[0]!.status).toBe("infra_error");
+      expect(results[0]!.error).toMatch(/dropped after 3 attempt\(s\).*: cluster_setup_timeout: node hang-node: the rollout stack .* did not open within 500 ms/);
+      expect(opened).toBe(3);
+      // The stacks that open after their jobs gave up are closed, not leaked.
+      release();
+      await until("the late stacks to close", () => closed === 3, 30_000);
+      expect(n.lines.join("\n")).not.toMatch(/unhealthy/);
+    } finally {
+      await n.node.drain();
+      nodes.splice(nodes.indexOf(n.node), 1);
+    }
+  }, 120_000);
 });

@@ -4,10 +4,9 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ClusterStatusReader } from "../../src/cluster/status.js";
 import { startDashboard, type Dashboard } from "../../src/dashboard/server.js";
 import { writeReport } from "../../src/report/write.js";
-import { startClusterFixture, type ClusterFixture } from "./cluster-fixture.js";
+import { startClusterDashboard, type ClusterDashboard, type ClusterFixture } from "./cluster-fixture.js";
 import { buildDemoRun, metricsLine } from "./demo-run.js";
 
 /** Debian's chromium (scripts/setup.mjs installs it); playwright-core drives it and downloads nothing. */
@@ -22,8 +21,8 @@ const root = mkdtempSync(join(tmpdir(), "harnessrl-dash-browser-"));
 let dash: Dashboard;
 /** A second dashboard over the same runs, given a cluster (a private redis-server with nodes and jobs). */
 let clusterDash: Dashboard;
+let cluster: ClusterDashboard | undefined;
 let fixture: ClusterFixture;
-let reader: ClusterStatusReader;
 /** node-b's heartbeat expires this long after the fixture starts (the page must then show it lost). */
 const SHORT_TTL_MS = 4000;
 let browser: Browser;
@@ -48,9 +47,8 @@ beforeAll(async () => {
   buildDemoRun(join(root, "runs", "live-run"));
   buildDemoRun(join(root, "runs", "finished-run"), { steps: 6, finished: true });
   dash = await startDashboard({ runs: join(root, "runs"), port: 0 });
-  fixture = await startClusterFixture(join(root, "redis"), SHORT_TTL_MS);
-  reader = new ClusterStatusReader(fixture.url);
-  clusterDash = await startDashboard({ runs: join(root, "runs"), port: 0, cluster: reader });
+  cluster = await startClusterDashboard(join(root, "runs"), join(root, "redis"), SHORT_TTL_MS);
+  ({ fixture, dash: clusterDash } = cluster);
   if (!existsSync(CHROMIUM)) throw new Error(`no chromium at ${CHROMIUM} (npm run setup installs Debian's)`);
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
   page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
@@ -67,9 +65,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await dash?.close();
-  await clusterDash?.close();
-  await reader?.close();
-  await fixture?.close();
+  await cluster?.close();
   rmSync(root, { recursive: true, force: true });
 });
 

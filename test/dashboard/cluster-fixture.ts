@@ -4,6 +4,8 @@ import { redisOptionsOf } from "../../src/cluster/connection.js";
 import { ROLLOUT_QUEUE } from "../../src/cluster/job.js";
 import { writeHeartbeat, type NodeHeartbeat } from "../../src/cluster/node.js";
 import { startRedisServer, type RedisServerHandle } from "../../src/cluster/redis-server.js";
+import { ClusterStatusReader } from "../../src/cluster/status.js";
+import { startDashboard, type Dashboard } from "../../src/dashboard/server.js";
 
 /**
  * A cluster's Redis in a known state, for the cluster page's tests: a private redis-server; the rollout queue with one
@@ -53,6 +55,31 @@ export async function startClusterFixture(dir: string, shortTtlMs: number): Prom
       await queue.close().catch(() => undefined);
       client.disconnect();
       await redis.stop();
+    },
+  };
+}
+
+/** The fixture, a status reader over it and a dashboard of `runs` that shows it (the cluster page's tests). */
+export interface ClusterDashboard {
+  fixture: ClusterFixture;
+  reader: ClusterStatusReader;
+  dash: Dashboard;
+  /** Stops the dashboard, the reader and the fixture, in that order. */
+  close(): Promise<void>;
+}
+
+export async function startClusterDashboard(runs: string, redisDir: string, shortTtlMs: number): Promise<ClusterDashboard> {
+  const fixture = await startClusterFixture(redisDir, shortTtlMs);
+  const reader = new ClusterStatusReader(fixture.url);
+  const dash = await startDashboard({ runs, port: 0, cluster: reader });
+  return {
+    fixture,
+    reader,
+    dash,
+    close: async () => {
+      await dash.close();
+      await reader.close();
+      await fixture.close();
     },
   };
 }

@@ -7,30 +7,27 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ClusterStatusReader } from "../../src/cluster/status.js";
 import type { ClusterSnapshot } from "../../src/dashboard/cluster.js";
 import { startDashboard, type Dashboard } from "../../src/dashboard/server.js";
-import { FAILED_REASON, startClusterFixture, type ClusterFixture } from "./cluster-fixture.js";
+import { FAILED_REASON, startClusterDashboard, type ClusterDashboard, type ClusterFixture } from "./cluster-fixture.js";
 import { getJson, rawGet } from "./http.js";
 
 const repo = join(import.meta.dirname, "..", "..");
 const root = mkdtempSync(join(tmpdir(), "harnessrl-dash-cluster-"));
 const SHORT_TTL_MS = 1500;
+let cluster: ClusterDashboard | undefined;
 let fixture: ClusterFixture;
-let reader: ClusterStatusReader;
 let dash: Dashboard;
 let plain: Dashboard;
 
 beforeAll(async () => {
   mkdirSync(join(root, "runs"));
-  fixture = await startClusterFixture(join(root, "redis"), SHORT_TTL_MS);
-  reader = new ClusterStatusReader(fixture.url);
-  dash = await startDashboard({ runs: join(root, "runs"), port: 0, cluster: reader });
+  cluster = await startClusterDashboard(join(root, "runs"), join(root, "redis"), SHORT_TTL_MS);
+  ({ fixture, dash } = cluster);
   plain = await startDashboard({ runs: join(root, "runs"), port: 0 });
 }, 60_000);
 
 afterAll(async () => {
-  await dash?.close();
   await plain?.close();
-  await reader?.close();
-  await fixture?.close();
+  await cluster?.close();
   rmSync(root, { recursive: true, force: true });
 });
 

@@ -1,36 +1,26 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/index.js";
 import { checkConsistency, workerScorer } from "../../src/train/consistency.js";
-import { createTrainer } from "../../src/trainer/index.js";
-import type { Trainer } from "../../src/trainer/types.js";
 import { startCpuLoad } from "./cpu-load.js";
+import { useTorchTrainer } from "./torch-fixture.js";
 
 // Training–inference consistency on real components: models made by the PyTorch worker, sampled by llama.cpp from
 // our GGUF export, teacher-forced by the worker in float32.
-const root = mkdtempSync(join(tmpdir(), "harnessrl-consistency-"));
+const torch = useTorchTrainer("harnessrl-consistency-");
+const root = torch.root;
 const cache = join(root, "cache");
-let trainer: Trainer;
-beforeAll(async () => {
-  trainer = await createTrainer("torch");
-}, 120_000);
-afterAll(async () => {
-  await trainer.close();
-  rmSync(root, { recursive: true, force: true });
-});
 
 describe("llama.cpp vs PyTorch worker logprobs", () => {
   for (const [preset, modelType, tokens] of [["tiny-10m", "qwen3", 1000], ["tiny-1m", "qwen2", 300]] as const) {
     it(`agree within 1e-3 over ≥${tokens} sampled tokens (${preset}, ${modelType}, float32, temperature 0.8)`, async () => {
       const dir = join(root, `${preset}-${modelType}`);
-      await trainer.init({ preset, seed: 7, out: dir, modelType });
-      await trainer.load(dir, { dtype: "float32", attention: "eager" });
+      await torch.trainer.init({ preset, seed: 7, out: dir, modelType });
+      await torch.trainer.load(dir, { dtype: "float32", attention: "eager" });
       const engine = await createEngine(`llamacpp:${dir}?threads=1&sequences=8&cache=${cache}`);
       try {
-        const report = await checkConsistency(engine, workerScorer(trainer), { tokens, temperature: 0.8 });
+        const report = await checkConsistency(engine, workerScorer(torch.trainer), { tokens, temperature: 0.8 });
         expect(report.tokens).toBeGreaterThanOrEqual(tokens);
         expect(report.maxAbsDelta).toBeLessThanOrEqual(1e-3);
         expect(report.meanAbsDelta).toBeLessThan(1e-4);
@@ -46,12 +36,12 @@ describe("llama.cpp vs PyTorch worker logprobs", () => {
   // the fix; llamacpp-batching.test.ts forces the reorder and fails reliably without the gate.)
   it("agree within 1e-3 over ≥1,000 tokens with batch=shared under CPU load (tiny-1m, temperature 1)", async () => {
     const dir = join(root, "tiny-1m-shared");
-    await trainer.init({ preset: "tiny-1m", seed: 5, out: dir });
-    await trainer.load(dir, { dtype: "float32", attention: "eager" });
+    await torch.trainer.init({ preset: "tiny-1m", seed: 5, out: dir });
+    await torch.trainer.load(dir, { dtype: "float32", attention: "eager" });
     const engine = await createEngine(`llamacpp:${dir}?threads=1&sequences=8&batch=shared&cache=${cache}`);
     const stopLoad = startCpuLoad(4);
     try {
-      const report = await checkConsistency(engine, workerScorer(trainer), { tokens: 1000, temperature: 1 });
+      const report = await checkConsistency(engine, workerScorer(torch.trainer), { tokens: 1000, temperature: 1 });
       expect(report.tokens).toBeGreaterThanOrEqual(1000);
       expect(report.maxAbsDelta).toBeLessThanOrEqual(1e-3);
     } finally {
@@ -62,7 +52,7 @@ describe("llama.cpp vs PyTorch worker logprobs", () => {
 
   it("harnessrl doctor consistency reports mean/max |Δ logprob| over ≥1,000 tokens for tiny-1m and exits 0", async () => {
     const dir = join(root, "tiny-1m");
-    await trainer.init({ preset: "tiny-1m", seed: 3, out: dir });
+    await torch.trainer.init({ preset: "tiny-1m", seed: 3, out: dir });
     const cli = join(import.meta.dirname, "..", "..", "dist", "cli", "main.js");
     const r = spawnSync(process.execPath, [cli, "doctor", "consistency", "--model", dir, "--tokens", "1000", "--json"], { encoding: "utf8", env: { ...process.env, HARNESSRL_CACHE_DIR: cache } });
     expect(r.status, `stderr: ${r.stderr}\nstdout: ${r.stdout}`).toBe(0);

@@ -1,31 +1,21 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/index.js";
 import { compareLogprobs, referenceScorer, sampleSequences, workerScorer, type SampledSequence } from "../../src/train/consistency.js";
-import { createTrainer } from "../../src/trainer/index.js";
-import type { Trainer } from "../../src/trainer/types.js";
 import { BYTE_VOCAB_SIZE } from "../../src/tokenizer/bytes.js";
 import { writeRandomModelDir } from "../../src/weights/random-model.js";
+import { useTorchTrainer } from "./torch-fixture.js";
 
 // A model whose embedding has more rows than its tokenizer has ids, as real Qwen checkpoints are padded (151,936 rows
 // for 151,669 ids). Here 512 rows over the byte tokenizer's 265 ids: at this random init about half the probability
 // sits on the padded rows, so an engine that samples them does so within a few tokens, and a trainer that does not
 // mask them is off by log(1 − padded mass) ≈ −0.6 on every token.
 const ROWS = 512;
-const root = mkdtempSync(join(tmpdir(), "harnessrl-padded-vocab-"));
+const torch = useTorchTrainer("harnessrl-padded-vocab-");
+const root = torch.root;
 const cache = join(root, "cache");
 const dir = join(root, "padded");
 writeRandomModelDir(dir, { modelType: "qwen3", hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, intermediateSize: 128, tieWordEmbeddings: true, seed: 3, vocabSize: ROWS });
-let trainer: Trainer;
-beforeAll(async () => {
-  trainer = await createTrainer("torch");
-}, 120_000);
-afterAll(async () => {
-  await trainer.close();
-  rmSync(root, { recursive: true, force: true });
-});
 
 const sampled: Partial<Record<"isolated" | "shared", SampledSequence[]>> = {};
 
@@ -54,9 +44,9 @@ describe("padded vocabulary rows (embedding rows beyond the tokenizer's ids)", (
 
   it("the worker's and the reference forward's logprobs of the sampled tokens equal llama.cpp's (softmax over ids with text)", async () => {
     const sequences = sampled.isolated ?? (await sample("isolated"));
-    const info = await trainer.load(dir, { dtype: "float32", attention: "eager" });
+    const info = await torch.trainer.load(dir, { dtype: "float32", attention: "eager" });
     expect(info.config.vocab_size).toBe(ROWS);
-    const worker = compareLogprobs(sequences, await workerScorer(trainer)(sequences, 1), 1, 0, 0);
+    const worker = compareLogprobs(sequences, await workerScorer(torch.trainer)(sequences, 1), 1, 0, 0);
     expect(worker.tokens).toBeGreaterThanOrEqual(600);
     expect(worker.maxAbsDelta).toBeLessThanOrEqual(1e-3);
     expect(worker.meanAbsDelta).toBeLessThan(1e-4);

@@ -4,16 +4,17 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEngine } from "../../src/engine/index.js";
 import { isHotSwappable, DEFAULT_SAMPLING } from "../../src/engine/types.js";
-import { writeRandomModelDir, TINY_VOCAB } from "../../src/weights/random-model.js";
+import { TINY_VOCAB } from "../../src/weights/random-model.js";
 import { runEngineContract } from "./engine-contract.js";
 import { startFakeServer, type FakeServer } from "./fake-inference-servers.js";
 import { adapterVersionDir } from "./lora-adapters-fixture.js";
+import { expectPaddedRowsBiased, writeRemoteModelDir } from "./padded-rows.js";
 
 // No GPU server runs here: a local HTTP server reproduces SGLang's documented /generate and
 // /update_weights_from_disk shapes.
 const root = mkdtempSync(join(tmpdir(), "harnessrl-sglang-"));
 const modelDir = join(root, "model");
-writeRandomModelDir(modelDir, { modelType: "qwen3", hiddenSize: 16, numLayers: 1, numHeads: 2, numKvHeads: 1, intermediateSize: 32, seed: 1 });
+writeRemoteModelDir(modelDir);
 let server: FakeServer;
 beforeAll(async () => {
   server = await startFakeServer("sglang", { vocabSize: TINY_VOCAB, stopIds: [258, 256] });
@@ -92,16 +93,6 @@ describe("sglang adapter with LoRA policies (?lora=1)", () => {
 });
 
 describe("sglang adapter on a model with padded vocabulary rows", () => {
-  it("sends sampling_params.logit_bias of −100 for every row without text (none for an unpadded model)", async () => {
-    const padded = join(root, "padded");
-    writeRandomModelDir(padded, { modelType: "qwen3", hiddenSize: 16, numLayers: 1, numHeads: 2, numKvHeads: 1, intermediateSize: 32, seed: 1, vocabSize: TINY_VOCAB + 35 });
-    for (const [dir, expected] of [[padded, 35], [modelDir, 0]] as const) {
-      const engine = await createEngine(`sglang:${server.url}?model_dir=${dir}`);
-      await engine.generate({ promptTokens: [257, 117, 10], params: { ...DEFAULT_SAMPLING, maxTokens: 3 } });
-      const sampling = server.requests.at(-1)?.body.sampling_params as { logit_bias?: Record<string, number> } | undefined;
-      expect(Object.keys(sampling?.logit_bias ?? {}).length).toBe(expected);
-      if (expected) expect(sampling?.logit_bias?.[String(TINY_VOCAB)]).toBe(-100);
-      await engine.close();
-    }
-  });
+  it("sends sampling_params.logit_bias of −100 for every row without text (none for an unpadded model)", () =>
+    expectPaddedRowsBiased("sglang", server, root, modelDir, (body) => (body.sampling_params as { logit_bias?: Record<string, number> } | undefined)?.logit_bias));
 });

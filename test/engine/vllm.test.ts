@@ -5,15 +5,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineError, UserError } from "../../src/core/errors.js";
 import { createEngine } from "../../src/engine/index.js";
 import { isHotSwappable, DEFAULT_SAMPLING } from "../../src/engine/types.js";
-import { writeRandomModelDir, TINY_VOCAB } from "../../src/weights/random-model.js";
+import { TINY_VOCAB } from "../../src/weights/random-model.js";
 import { runEngineContract } from "./engine-contract.js";
 import { startFakeServer, type FakeServer } from "./fake-inference-servers.js";
 import { adapterVersionDir } from "./lora-adapters-fixture.js";
+import { expectPaddedRowsBiased, writeRemoteModelDir } from "./padded-rows.js";
 
 // No GPU server runs here: a local HTTP server reproduces vLLM's documented /v1/completions shapes.
 const root = mkdtempSync(join(tmpdir(), "harnessrl-vllm-"));
 const modelDir = join(root, "model");
-writeRandomModelDir(modelDir, { modelType: "qwen3", hiddenSize: 16, numLayers: 1, numHeads: 2, numKvHeads: 1, intermediateSize: 32, seed: 1 });
+writeRemoteModelDir(modelDir);
 const stopIds = [258, 256];
 let server: FakeServer;
 let legacy: FakeServer;
@@ -148,7 +149,7 @@ describe("vllm adapter with LoRA policies (?lora=1)", () => {
     server.adapters.clear();
     // A run resumed at version 5: the engine starts on that version's directory, which holds an adapter.
     const dir = join(root, "lora-start");
-    writeRandomModelDir(dir, { modelType: "qwen3", hiddenSize: 16, numLayers: 1, numHeads: 2, numKvHeads: 1, intermediateSize: 32, seed: 1 });
+    writeRemoteModelDir(dir);
     adapterVersionDir(root, "lora-start");
     const engine = await createEngine(`vllm:${server.url}?model_dir=${dir}&lora=1&version=5`);
     await Promise.all([1, 2].map(() => engine.generate({ promptTokens: [257, 10], params: { ...DEFAULT_SAMPLING, maxTokens: 2 } })));
@@ -159,16 +160,6 @@ describe("vllm adapter with LoRA policies (?lora=1)", () => {
 });
 
 describe("vllm adapter on a model with padded vocabulary rows", () => {
-  it("sends a logit_bias of −100 for every row without text (none for an unpadded model)", async () => {
-    const padded = join(root, "padded");
-    writeRandomModelDir(padded, { modelType: "qwen3", hiddenSize: 16, numLayers: 1, numHeads: 2, numKvHeads: 1, intermediateSize: 32, seed: 1, vocabSize: TINY_VOCAB + 35 });
-    for (const [dir, expected] of [[padded, 35], [modelDir, 0]] as const) {
-      const engine = await createEngine(`vllm:${server.url}?model_dir=${dir}`);
-      await engine.generate({ promptTokens: [257, 117, 10], params: { ...DEFAULT_SAMPLING, maxTokens: 3 } });
-      const bias = server.requests.at(-1)?.body.logit_bias as Record<string, number> | undefined;
-      expect(Object.keys(bias ?? {}).length).toBe(expected);
-      if (bias) expect([bias[String(TINY_VOCAB)], bias[String(TINY_VOCAB + 34)], bias[String(TINY_VOCAB - 1)]]).toEqual([-100, -100, undefined]);
-      await engine.close();
-    }
-  });
+  it("sends a logit_bias of −100 for every row without text (none for an unpadded model)", () =>
+    expectPaddedRowsBiased("vllm", server, root, modelDir, (body) => body.logit_bias as Record<string, number> | undefined));
 });

@@ -5,7 +5,7 @@ import { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";
 import { AGENT_RESERVE } from "../../src/sandbox/bwrap/cell.js";
 import { SandboxCgroup, detectCgroups } from "../../src/sandbox/cgroups.js";
 import type { Sandbox } from "../../src/sandbox/types.js";
-import { DIST_SANDBOX, LIMITS, hostProcessesMentioning, sleep, spawnControlPlane, tempRoot } from "./helpers.js";
+import { DIST_SANDBOX, LIMITS, hostProcessesMentioning, sleep, spawnControlPlane, tempRoot, useColdBwrapBackend } from "./helpers.js";
 
 const layout = detectCgroups();
 const cgroupOf = (id: string): SandboxCgroup => SandboxCgroup.forSandbox(layout, id, true);
@@ -47,19 +47,10 @@ const STEAL_AGENT_STDOUT = [
 ].join("\n");
 
 describe("bwrap exec agent", () => {
-  const root = tempRoot("agent");
-  let backend!: BwrapBackend;
-
-  beforeAll(async () => {
-    backend = await BwrapBackend.open({ stateRoot: root.path, pool: { size: 0 } });
-  });
-  afterAll(async () => {
-    await backend?.close();
-    root.remove();
-  });
+  const bwrap = useColdBwrapBackend("agent");
 
   it("runs many execs through one agent, and starts a new one after it was killed", async () => {
-    const s = await backend.create({ limits: LIMITS });
+    const s = await bwrap.backend.create({ limits: LIMITS });
     const agentPids = cgroupOf(s.id).pids();
     for (let i = 0; i < 5; i++) expect((await s.exec(["echo", String(i)])).stdout).toBe(`${i}\n`);
     expect(cgroupOf(s.id).pids().sort()).toEqual(agentPids.sort()); // same agent throughout, nothing left over
@@ -89,7 +80,7 @@ describe("bwrap exec agent", () => {
     // Commands run as the agent's user: without the filter, pidfd_getfd hands them the socket the agent sends its
     // frames on (the host then kills the agent as a broken stream and scores the exec as killed, never as an
     // InfraError a rollout could hide behind; that path stays in agent-process.ts as a second line).
-    const s = await backend.create({ limits: LIMITS });
+    const s = await bwrap.backend.create({ limits: LIMITS });
     const r = await s.exec(["python3", "-c", STEAL_AGENT_STDOUT], { timeoutMs: 20_000 });
     expect(r).toMatchObject({ exitCode: 1, signal: null, timedOut: false });
     expect(r.stderr).toMatch(/AssertionError: Operation not permitted/);
@@ -101,7 +92,7 @@ describe("bwrap exec agent", () => {
   it("lets the OOM killer take the sandbox's commands, not its agent", async () => {
     // Six ~25 MB processes in a 96 MiB sandbox: each is smaller than the agent (node), which the kernel would pick
     // first by size; with the commands' oom_score_adj raised it kills commands and the agent lives on.
-    const s = await backend.create({ limits: { ...LIMITS, memoryBytes: 96 * 1024 * 1024 } });
+    const s = await bwrap.backend.create({ limits: { ...LIMITS, memoryBytes: 96 * 1024 * 1024 } });
     const agent = cgroupOf(s.id).pids();
     const script = "for i in 1 2 3 4 5 6; do python3 -c 'b = b\"x\" * (20 << 20); import time; time.sleep(4)' & done; wait; echo finished";
     const r = await s.exec(["sh", "-c", script], { timeoutMs: 30_000 });
@@ -114,7 +105,7 @@ describe("bwrap exec agent", () => {
 
   it("relays a large output without charging it to the sandbox's memory", async () => {
     // 300 MB through the agent in a sandbox allowed 32 MiB: the agent must not queue or retain what it relayed.
-    const s = await backend.create({ limits: { ...LIMITS, memoryBytes: 32 * 1024 * 1024 } });
+    const s = await bwrap.backend.create({ limits: { ...LIMITS, memoryBytes: 32 * 1024 * 1024 } });
     const r = await s.exec(["sh", "-c", "head -c 300000000 /dev/zero; echo END"], { stdoutLimit: 1000, timeoutMs: 50_000 });
     expect(r).toMatchObject({ exitCode: 0, oomKilled: false, stdoutBytes: 300_000_004, stdoutTruncated: true });
     expect(r.stdout.endsWith("END\n")).toBe(true);
@@ -122,7 +113,7 @@ describe("bwrap exec agent", () => {
   });
 
   it("keeps concurrent execs apart: a timeout kills only its own tree, orphaned setsid'd children included", async () => {
-    const s = await backend.create({ limits: LIMITS });
+    const s = await bwrap.backend.create({ limits: LIMITS });
     // The loop runs in a session of its own, orphaned (its parent exits): only the exec's marker still finds it.
     const stray = "setsid sh -c \"(trap '' TERM; while :; do echo x >> beat-a; sleep 0.05; done) &\"; sleep 100";
     const a = s.exec(["sh", "-c", stray], { timeoutMs: 1000 });

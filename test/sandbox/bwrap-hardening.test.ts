@@ -1,26 +1,16 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";
+import { describe, expect, it } from "vitest";
 import { diskUsage } from "../../src/sandbox/disk-usage.js";
-import { LIMITS, tempRoot } from "./helpers.js";
+import { LIMITS, useColdBwrapBackend } from "./helpers.js";
 
 const MiB = 1024 * 1024;
 
 describe("bwrap sandbox: disk budget and host details", () => {
-  const root = tempRoot("hardening");
-  let backend!: BwrapBackend;
-
-  beforeAll(async () => {
-    backend = await BwrapBackend.open({ stateRoot: root.path, pool: { size: 0 } });
-  });
-  afterAll(async () => {
-    await backend?.close();
-    root.remove();
-  });
+  const bwrap = useColdBwrapBackend("hardening");
 
   it("a command writing many files past the disk budget is killed and flagged; the host directory stops near the budget", async () => {
-    const s = await backend.create({ limits: { ...LIMITS, diskBytes: 32 * MiB } });
+    const s = await bwrap.backend.create({ limits: { ...LIMITS, diskBytes: 32 * MiB } });
     try {
       const r = await s.exec(["sh", "-c", "i=0; while [ $i -lt 400 ]; do head -c 1048576 /dev/zero > f$i; i=$((i+1)); done; echo wrote-all; sleep 30"], { timeoutMs: 60_000 });
       expect(r.diskLimitHit).toBe(true);
@@ -43,7 +33,7 @@ describe("bwrap sandbox: disk budget and host details", () => {
   });
 
   it("one file can never grow past the budget, sparse or preallocated (RLIMIT_FSIZE)", async () => {
-    const s = await backend.create({ limits: { ...LIMITS, diskBytes: 8 * MiB } });
+    const s = await bwrap.backend.create({ limits: { ...LIMITS, diskBytes: 8 * MiB } });
     try {
       const script = [
         "head -c 20000000 /dev/zero > big 2>/dev/null; echo big=$(stat -c %s big)",
@@ -61,7 +51,7 @@ describe("bwrap sandbox: disk budget and host details", () => {
   });
 
   it("sees neither the host's cgroups nor its network interfaces under /sys", async () => {
-    const s = await backend.create({ limits: LIMITS });
+    const s = await bwrap.backend.create({ limits: LIMITS });
     try {
       const script = [
         'echo "cgroupfs=$(ls -A /sys/fs/cgroup | wc -l)"',
@@ -108,7 +98,7 @@ describe("bwrap sandbox: disk budget and host details", () => {
       "os.kill(pid, 9); os.waitpid(pid, 0)",
       "print(' '.join(out))",
     ].join("\n");
-    const s = await backend.create({ limits: LIMITS, workspaceFiles: { "probe.py": probe } });
+    const s = await bwrap.backend.create({ limits: LIMITS, workspaceFiles: { "probe.py": probe } });
     try {
       const r = await s.exec(["/usr/bin/python3", "probe.py"]);
       expect(r.stderr).toBe("");

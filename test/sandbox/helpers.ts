@@ -6,6 +6,8 @@ import type { Server } from "node:http";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll } from "vitest";
+import { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const DIST_SANDBOX = join(REPO_ROOT, "dist", "sandbox", "index.js");
@@ -17,6 +19,32 @@ export const LIMITS = { memoryBytes: 512 * 1024 * 1024, maxPids: 256, wallClockM
 export function tempRoot(prefix: string): { path: string; remove: () => void } {
   const path = mkdtempSync(join(tmpdir(), `hrl-${prefix}-`));
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/**
+ * A bwrap backend with no warm pool (every create is a cold start, so a test sees exactly its own sandboxes) over a
+ * state root of its own, opened before the enclosing describe block's tests and closed, root removed, after them.
+ */
+export function useColdBwrapBackend(prefix: string): { readonly root: string; readonly backend: BwrapBackend } {
+  const root = tempRoot(prefix);
+  let backend: BwrapBackend | undefined;
+  beforeAll(async () => {
+    backend = await BwrapBackend.open({ stateRoot: root.path, pool: { size: 0 } });
+  });
+  afterAll(async () => {
+    try {
+      await backend?.close();
+    } finally {
+      root.remove();
+    }
+  });
+  return {
+    root: root.path,
+    get backend(): BwrapBackend {
+      if (!backend) throw new Error("the bwrap backend opens in beforeAll; use it inside a test");
+      return backend;
+    },
+  };
 }
 
 /** A real HTTP server on 127.0.0.1:0 standing in for the capture proxy; records the paths it was asked for. */

@@ -35,6 +35,7 @@ import torch  # noqa: E402
 from harnessrl_worker.precision import parse_autocast  # noqa: E402
 from harnessrl_worker.server import handle  # noqa: E402
 from harnessrl_worker.state import WorkerSettings, WorkerState  # noqa: E402
+from harnessrl_worker.synthetic import policy_frames  # noqa: E402
 
 # name → (weights dtype for load, autocast) ; tolerances per case: logprob max |Δ|, gradient relative L2 error,
 # gradient cosine ≥, next-step weight change relative error.
@@ -72,17 +73,7 @@ def batch(seed: int = 1, rows: int = 6, prompt: int = 48, completion: int = 40) 
             positions += list(range(prompt, prompt + completion))
         trainable += [0] * prompt + [1] * (2 * completion)
         lengths.append(n)
-    total = len(tokens)
-    frames = {
-        "tokens": torch.tensor(tokens, dtype=torch.int32),
-        "parent": torch.tensor(parent, dtype=torch.int32),
-        "positions": torch.tensor(positions, dtype=torch.int32),
-        "trainable": torch.tensor(trainable, dtype=torch.uint8),
-        "old_logprobs": -torch.rand(total, generator=gen) * 4 - 1,
-        "advantages": torch.randn(total, generator=gen),
-        "loss_weights": torch.full((total,), 1.0 / sum(trainable)),
-    }
-    return lengths, frames
+    return lengths, policy_frames(tokens, parent, positions, trainable, gen)
 
 
 def session(device: str, dtype: str, autocast: Optional[str], preset: str, workdir: Path, rows: int = 6) -> Dict[str, Any]:

@@ -33,6 +33,7 @@ sys.path.insert(0, str(WORKER))
 import torch  # noqa: E402
 
 from harnessrl_worker.protocol import encode_message, read_message  # noqa: E402
+from harnessrl_worker.synthetic import policy_frames  # noqa: E402
 
 
 class Client:
@@ -89,16 +90,7 @@ def quickstart_batch(groups: int, samples: int, prompt: int, completion: int, se
             start += size
         trainable += [0] * prompt + [1] * sum(sizes)
         lengths.append(n)
-    total = len(tokens)
-    return lengths, {
-        "tokens": torch.tensor(tokens, dtype=torch.int32),
-        "parent": torch.tensor(parent, dtype=torch.int32),
-        "positions": torch.tensor(positions, dtype=torch.int32),
-        "trainable": torch.tensor(trainable, dtype=torch.uint8),
-        "old_logprobs": -torch.rand(total, generator=gen) * 3,
-        "advantages": torch.randn(total, generator=gen),
-        "loss_weights": torch.full((total,), 1.0 / sum(trainable)),
-    }
+    return lengths, policy_frames(tokens, parent, positions, trainable, gen, old_logprobs=(0.0, 3.0))
 
 
 def start(layout: str, tmp: Path) -> Tuple[Client, float]:

@@ -19,6 +19,7 @@ import torch
 
 from harnessrl_worker import safetensors as st
 from harnessrl_worker.protocol import encode_message, read_message
+from harnessrl_worker.synthetic import policy_frames
 
 WORKER_DIR = Path(__file__).resolve().parent.parent
 # scripts/gpu-check.sh runs the equivalence test on CUDA (nccl ranks, cuda:<local rank>); here it is the CPU (gloo).
@@ -105,19 +106,7 @@ def batch(seed: int) -> Tuple[List[int], Dict[str, torch.Tensor]]:
     positions += list(range(10)) + list(range(10, 16)) + list(range(10, 15))
     trainable += [0] * 10 + [1] * 11
     lengths.append(21)
-    total = len(tokens)
-    n_train = sum(trainable)
-    frames = {
-        "tokens": torch.tensor(tokens, dtype=torch.int32),
-        "parent": torch.tensor(parent, dtype=torch.int32),
-        "positions": torch.tensor(positions, dtype=torch.int32),
-        "trainable": torch.tensor(trainable, dtype=torch.uint8),
-        "old_logprobs": -torch.rand(total, generator=gen) * 4 - 1,
-        "advantages": torch.randn(total, generator=gen),
-        # Global weights (token mean over the whole batch), as the TypeScript side computes them.
-        "loss_weights": torch.full((total,), 1.0 / n_train),
-    }
-    return lengths, frames
+    return lengths, policy_frames(tokens, parent, positions, trainable, gen)
 
 
 def scoring_frames(frames: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:

@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { RolloutNode } from "../../cluster/node.js";
 import { redact } from "../../cluster/connection.js";
+import { UserError } from "../../core/errors.js";
 import { intOption, parseOptions } from "../args.js";
 import type { Command } from "../command.js";
 
@@ -20,7 +21,15 @@ Options:
   --dir DIR         local records and spool (default .harnessrl-node/<node id>)
   --sandbox NAME    bwrap (default) or local-unsafe
   --lock-ms MS      job lock: a dead node's jobs are retried about this long after it died (default 10000)
-  --heartbeat-ms MS heartbeat period (default 2000; the key expires after three)`;
+  --heartbeat-ms MS heartbeat period (default 2000; the key expires after three)
+  --sandbox-state-root DIR
+                    the sandbox backend's state root (default: the backend's own, HARNESSRL_SANDBOX_ROOT)
+  --unhealthy-after N
+                    infra errors in a row after which the node stops pulling jobs for a while (default 3)
+  --cooldown-ms MS  how long an unhealthy node stops pulling jobs (default 30000; 0: resume at once)
+  --setup-timeout-ms MS
+                    opening the rollout stack (engine, proxy, sandbox backend) longer than this fails the job
+                    with the retryable cluster_setup_timeout (default 300000)`;
 
 export const nodeCommand: Command = {
   name: "node",
@@ -39,6 +48,10 @@ export const nodeCommand: Command = {
         sandbox: { type: "string" },
         "lock-ms": { type: "string" },
         "heartbeat-ms": { type: "string" },
+        "sandbox-state-root": { type: "string" },
+        "unhealthy-after": { type: "string" },
+        "cooldown-ms": { type: "string" },
+        "setup-timeout-ms": { type: "string" },
       },
       usage,
     );
@@ -49,6 +62,8 @@ export const nodeCommand: Command = {
       return 2;
     }
     const nodeId = values["node-id"] ?? `${hostname()}-${process.pid}`;
+    const stateRoot = values["sandbox-state-root"];
+    if (stateRoot !== undefined && stateRoot.trim() === "") throw new UserError("invalid_arguments", "--sandbox-state-root must name a directory, got an empty string");
     const node = new RolloutNode({
       cluster,
       ...(values.store ? { store: values.store } : {}),
@@ -58,6 +73,10 @@ export const nodeCommand: Command = {
       sandbox: values.sandbox ?? "bwrap",
       lockMs: intOption("lock-ms", values["lock-ms"], 10_000, 1000),
       heartbeatMs: intOption("heartbeat-ms", values["heartbeat-ms"], 2000, 100),
+      ...(stateRoot === undefined ? {} : { sandboxStateRoot: resolve(stateRoot) }),
+      unhealthyAfter: intOption("unhealthy-after", values["unhealthy-after"], 3, 1),
+      cooldownMs: intOption("cooldown-ms", values["cooldown-ms"], 30_000, 0),
+      setupTimeoutMs: intOption("setup-timeout-ms", values["setup-timeout-ms"], 300_000, 100),
     });
     let stop: (() => void) | null = null;
     const stopped = new Promise<void>((done) => (stop = done));
