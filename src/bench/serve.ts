@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
+import { InfraError } from "../core/errors.js";
 import { registerBuiltins } from "../builtins.js";
 import { createEngine } from "../engine/index.js";
 import { LlamaCppEngine } from "../engine/llamacpp/engine.js";
@@ -85,7 +86,7 @@ async function main(): Promise<void> {
     const variants = await measure([["llamacpp in process", local], ["llamacpp-http (harnessrl serve on 127.0.0.1)", client]]);
     await local.close();
     const pathClient = await createEngine(`llamacpp-http:${url}?weights=path`);
-    if (!isHotSwappable(client) || !isHotSwappable(pathClient)) throw new Error("the served engine is hot-swappable");
+    if (!isHotSwappable(client) || !isHotSwappable(pathClient)) throw new InfraError("internal", "the served engine is hot-swappable");
     const loads: { mode: string; version: number; ms: number }[] = [];
     for (let v = 1; v <= 6; v++) {
       const dir = join(root, `v${v}`);
