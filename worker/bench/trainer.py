@@ -7,15 +7,18 @@ step, two ways of training on the same rollouts:
 - `ours`: `forward_backward` + `optim_step` through the worker's real op path (server.handle, the dispatch the
   protocol uses: frame checks, row validation, segment attention over packed rows, chunked logits at trainable
   tokens, the sft or pg loss with its statistics, gradient clipping, AdamW);
-- `bare`: the same model class over the same rollouts as plain padded causal rows ([B, N] with a lower-triangular
-  mask, a tree's branches unrolled into one row each), cross-entropy at the same trainable tokens (weighted like ours),
-  clip_grad_norm_, torch.optim.AdamW.
+- `bare`: the same model class over the same rollouts as plain causal rows ([B, N] with a lower-triangular mask, every
+  root-to-leaf path of a tree unrolled into a row of its own, as a plain loop without prefix sharing would train
+  them), cross-entropy at the same trainable tokens (weighted like ours), clip_grad_norm_, torch.optim.AdamW.
 
-Shapes: `sft` — the quickstart's SFT micro-batch (tiny-1m, byte tokenizer, 23 flat rows of 177 tokens, the last 53
-trainable: ~4,096 tokens); `rl` — an RL micro-batch of tree rows, each a 124-token prompt shared by 6 branches of 53
-trainable tokens (9 rows, ~4,000 unique tokens; bare torch sees 54 rows of 177), pg objective with the quickstart's
-loss (clip 0.2/0.28, TIS 2, KL 0.1 to reference logprobs); `qwen3` — qwen3-tiny (Qwen3's 151,669-id vocabulary, tied),
-8 flat rows of 512 tokens, the last 128 trainable (sft).
+Shapes (tiny-1m, byte tokenizer, unless said): `sft` — the quickstart's SFT micro-batch as src/train/batches.ts packs
+it: one tree row, a 669-token system prompt shared by 13 demonstrations of 252 tokens (task 60, call 100 trainable,
+tool result 77, answer 15 trainable): 3,945 tokens, 1,495 trainable (bare: 13 rows of 921); `sft-flat` — 23 flat
+rows of 177 tokens, the last 53 trainable (no shared prompt: the per-path overhead alone); `rl` — an RL row: a
+700-token trunk under 3 task prompts of 56 tokens, each with 6 samples of 120 tokens (call 94 trainable, tool result
+20, answer 6 trainable), pg objective with the quickstart's loss (clip 0.2/0.28, TIS 2, KL 0.1 to reference
+logprobs): 3,028 tokens, 1,800 trainable (bare: 18 rows of 876); `qwen3` — qwen3-tiny (Qwen3's 151,669-id
+vocabulary, tied), 8 flat rows of 512 tokens, the last 128 trainable (sft).
 
 Reported per path: median wall and CPU seconds per step, tokens/s (tokens the path computes: unique tokens for ours,
 padded-row tokens for bare), trainable tokens/s, and ours/bare as a ratio of trainable tokens/s (> 1 = ours faster);
@@ -51,84 +54,107 @@ class Shape:
     preset: str
     objective: str  # "sft" | "pg"
     rows: int
-    prompt: int  # tokens before the trainable stretch (shared by a tree's branches)
-    completion: int  # trainable tokens per branch
-    branches: int  # 1 = flat rows
+    trunk: int  # tokens every path of a row shares (system prompt and tools)
+    groups: int  # per row: task prompts after the trunk
+    prefix: int  # tokens of a group's own prompt (shared by its branches)
+    branches: int  # per group: sampled continuations
+    pattern: Tuple[Tuple[int, int], ...]  # a branch: (tokens, trainable) stretches (a call, a tool result, ...)
     lr: float
 
 
+# Layouts measured on the quickstart's own batches (2026-12-02 run, demos.sqlite and RL step 1 of records.sqlite,
+# packed by src/train/batches.ts): an SFT micro-batch is one 3,947-token tree row (1,498 trainable, 14 segments, depth
+# 921) whose demonstrations share the harness's system prompt; an RL micro-batch holds rows of ~4,000 tokens, each
+# a ~700-token trunk under 3–4 task groups of 6 samples (~100 trainable tokens each: the call and the final answer).
 SHAPES: Dict[str, Shape] = {
-    "sft": Shape("tiny-1m", "sft", 23, 124, 53, 1, 1e-2),
-    "rl": Shape("tiny-1m", "pg", 9, 124, 53, 6, 3e-3),
-    "qwen3": Shape("qwen3-tiny", "sft", 8, 384, 128, 1, 1e-3),
+    "sft": Shape("tiny-1m", "sft", 1, 669, 13, 60, 1, ((100, 1), (77, 0), (15, 1)), 1e-2),
+    # The same demonstrations as flat rows without a shared prompt (every path pays its own context).
+    "sft-flat": Shape("tiny-1m", "sft", 23, 124, 1, 0, 1, ((53, 1),), 1e-2),
+    "rl": Shape("tiny-1m", "pg", 1, 700, 3, 56, 6, ((94, 1), (20, 0), (6, 1)), 3e-3),
+    "qwen3": Shape("qwen3-tiny", "sft", 8, 384, 1, 0, 1, ((128, 1),), 1e-3),
 }
 # The quickstart's RL loss (configs/quickstart.yaml).
 PG_LOSS = {"clip_low": 0.2, "clip_high": 0.28, "tis_cap": 2.0, "kl_coef": 0.1}
 
 
-def build_rollouts(shape: Shape, vocab: int, seed: int) -> List[Tuple[List[int], List[List[int]]]]:
-    """Per row: (prompt, branches). Token ids are random below the byte range (every id has text in both vocabularies)."""
+@dataclass
+class Path:
+    row: int
+    # Indices into the row of the path's tokens, root first.
+    nodes: List[int]
+    advantage: float
+
+
+def build_batch(shape: Shape, vocab: int, seed: int) -> Dict[str, Any]:
+    """The packed rows (DFS order, row-local parents) and every root-to-leaf path of them (what bare torch trains on).
+    Token ids are random below 256 (every id has text in both vocabularies); advantages are ±N(0, 1) per path."""
     import random
 
     rng = random.Random(seed)
     top = min(vocab, 256)
-    trees = []
-    for _ in range(shape.rows):
-        prompt = [rng.randrange(top) for _ in range(shape.prompt)]
-        branches = [[rng.randrange(top) for _ in range(shape.completion)] for _ in range(shape.branches)]
-        trees.append((prompt, branches))
-    return trees
+    rows: List[Dict[str, List[int]]] = []
+    paths: List[Path] = []
+    for r in range(shape.rows):
+        row: Dict[str, List[int]] = {"tokens": [], "parent": [], "positions": [], "trainable": []}
+
+        def extend(parent: int, n: int, trainable: int) -> int:
+            """Appends a chain of n tokens under `parent` (-1: root); returns the last token's index."""
+            for _ in range(n):
+                row["tokens"].append(rng.randrange(top))
+                row["parent"].append(parent)
+                row["positions"].append(0 if parent < 0 else row["positions"][parent] + 1)
+                row["trainable"].append(trainable)
+                parent = len(row["tokens"]) - 1
+            return parent
+
+        trunk_end = extend(-1, shape.trunk, 0)
+        trunk = list(range(shape.trunk))
+        for _ in range(shape.groups):
+            start = len(row["tokens"])
+            prefix_end = extend(trunk_end, shape.prefix, 0)
+            prefix = list(range(start, prefix_end + 1)) if shape.prefix else []
+            for _ in range(shape.branches):
+                first = len(row["tokens"])
+                last = prefix_end
+                for n, trainable in shape.pattern:
+                    last = extend(last, n, trainable)
+                adv = rng.gauss(0.0, 1.0) if shape.objective == "pg" else 1.0
+                paths.append(Path(r, trunk + prefix + list(range(first, last + 1)), adv))
+        rows.append(row)
+    return {"rows": rows, "paths": paths}
 
 
-def packed_frames(shape: Shape, trees: List[Tuple[List[int], List[List[int]]]], seed: int) -> Tuple[Dict[str, Any], List[int], Dict[str, Any]]:
-    """The wire frames of ours (one packed row per tree, DFS order) and, per unrolled branch, the bare path's weights,
-    advantages and reference logprobs (so both paths weigh the same tokens alike)."""
+def packed_frames(shape: Shape, batch: Dict[str, Any]) -> Tuple[Dict[str, Any], List[int], Dict[str, Any]]:
+    """The wire frames of ours, and the per-token advantages of each row (bare torch reads them per path)."""
     import torch
 
-    gen = torch.Generator().manual_seed(seed)
-    tokens: List[int] = []
-    parent: List[int] = []
-    positions: List[int] = []
-    trainable: List[int] = []
-    adv_tokens: List[float] = []
-    lengths: List[int] = []
-    branch_adv: List[float] = []
-    for prompt, branches in trees:
-        start = len(tokens)
-        tokens += prompt
-        # Parent pointers are row-local (src/batch/types.ts).
-        parent += [-1] + list(range(len(prompt) - 1))
-        positions += list(range(len(prompt)))
-        trainable += [0] * len(prompt)
-        adv_tokens += [0.0] * len(prompt)
-        last_prompt = len(prompt) - 1
-        for b in branches:
-            a = float(torch.randn(1, generator=gen)) if shape.objective == "pg" else 1.0
-            branch_adv.append(a)
-            first = len(tokens) - start
-            tokens += b
-            parent += [last_prompt] + [first + i for i in range(len(b) - 1)]
-            positions += list(range(len(prompt), len(prompt) + len(b)))
-            trainable += [1] * len(b)
-            adv_tokens += [a] * len(b)
-        lengths.append(len(tokens) - start)
-    n = len(tokens)
-    n_train = sum(trainable)
+    rows = batch["rows"]
+    adv_rows: List[List[float]] = []
+    for r, row in enumerate(rows):
+        adv = [0.0] * len(row["tokens"])
+        for p in batch["paths"]:
+            if p.row == r:
+                for i in p.nodes:
+                    if row["trainable"][i]:
+                        adv[i] = p.advantage
+        adv_rows.append(adv)
+    cat = lambda key: [x for row in rows for x in row[key]]  # noqa: E731
+    n = len(cat("tokens"))
+    n_train = sum(cat("trainable"))
     frames: Dict[str, Any] = {
-        "tokens": torch.tensor(tokens, dtype=torch.int32),
-        "parent": torch.tensor(parent, dtype=torch.int32),
-        "positions": torch.tensor(positions, dtype=torch.int32),
-        "trainable": torch.tensor(trainable, dtype=torch.uint8),
+        "tokens": torch.tensor(cat("tokens"), dtype=torch.int32),
+        "parent": torch.tensor(cat("parent"), dtype=torch.int32),
+        "positions": torch.tensor(cat("positions"), dtype=torch.int32),
+        "trainable": torch.tensor(cat("trainable"), dtype=torch.uint8),
         # Token mean over the micro-batch's trainable tokens, as src/train/micro-batches.ts setTokenMeanWeights.
         "loss_weights": torch.full((n,), 1.0 / n_train, dtype=torch.float32),
     }
-    extra: Dict[str, Any] = {"branch_adv": branch_adv, "trainable": n_train}
     if shape.objective == "pg":
-        frames["advantages"] = torch.tensor(adv_tokens, dtype=torch.float32)
-        # Engine and reference logprobs a little off the policy's (filled from the policy once it exists).
+        frames["advantages"] = torch.tensor([a for adv in adv_rows for a in adv], dtype=torch.float32)
+        # Engine and reference logprobs: filled from the policy once it exists (setup).
         frames["old_logprobs"] = torch.zeros(n, dtype=torch.float32)
         frames["ref_logprobs"] = torch.zeros(n, dtype=torch.float32)
-    return frames, lengths, extra
+    return frames, [len(row["tokens"]) for row in rows], {"trainable": n_train}
 
 
 def matmul_gflops(threads: int) -> float:
@@ -169,8 +195,8 @@ def setup(shape_name: str, threads: int) -> Dict[str, Any]:
     bare_model = copy.deepcopy(model)
     state = WorkerState(WorkerSettings(device=torch.device("cpu"), threads=threads))
     state.loaded = LoadedModel(model, cfg, None)
-    trees = build_rollouts(shape, cfg.vocab_size, 1)
-    frames, lengths, extra = packed_frames(shape, trees, 2)
+    batch = build_batch(shape, cfg.vocab_size, 1)
+    frames, lengths, extra = packed_frames(shape, batch)
     if shape.objective == "pg":
         # Engine logprobs within TIS range of the policy's, reference logprobs a little further (KL term non-zero).
         from harnessrl_worker.server import handle
@@ -182,7 +208,7 @@ def setup(shape_name: str, threads: int) -> Dict[str, Any]:
         noise = torch.randn(lp.shape, generator=torch.Generator().manual_seed(3))
         frames["old_logprobs"] = (lp + 0.01 * noise).float()
         frames["ref_logprobs"] = (lp + 0.1 * noise).float()
-    return {"shape": shape, "cfg": cfg, "state": state, "bare_model": bare_model, "trees": trees, "frames": frames, "lengths": lengths, "extra": extra}
+    return {"shape": shape, "cfg": cfg, "state": state, "bare_model": bare_model, "batch": batch, "frames": frames, "lengths": lengths, "extra": extra}
 
 
 def ours_step(ctx: Dict[str, Any]) -> float:
@@ -202,24 +228,29 @@ def ours_step(ctx: Dict[str, Any]) -> float:
 
 
 def bare_batch(ctx: Dict[str, Any]) -> Dict[str, Any]:
-    """Every branch as one causal row: prompt + completion, padded to the longest (all equal here)."""
+    """Every root-to-leaf path as one causal row, padded to the longest (equal here), with the same trainable tokens,
+    weights and advantages. Tokens shared by several paths are trained once per path by ours as well (trainable tokens
+    are never shared: each sits on one branch)."""
     import torch
 
-    shape: Shape = ctx["shape"]
-    seqs = [p + b for p, branches in ctx["trees"] for b in branches]
-    width = max(len(s) for s in seqs)
-    ids = torch.zeros(len(seqs), width, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        ids[i, : len(s)] = torch.tensor(s)
-    pos = torch.arange(width).expand(len(seqs), width).contiguous()
-    causal = torch.ones(width, width, dtype=torch.bool).tril_().expand(len(seqs), width, width)
-    # Logits at position t predict token t + 1: the trainable targets are the completion's tokens.
-    sel = torch.zeros(len(seqs), width, dtype=torch.bool)
-    sel[:, shape.prompt - 1 : shape.prompt - 1 + shape.completion] = True
-    targets = ids[:, shape.prompt : shape.prompt + shape.completion].reshape(-1)
+    batch = ctx["batch"]
+    rows, paths = batch["rows"], batch["paths"]
+    width = max(len(p.nodes) for p in paths)
+    ids = torch.zeros(len(paths), width, dtype=torch.long)
+    train = torch.zeros(len(paths), width, dtype=torch.bool)
+    adv = torch.zeros(len(paths), width)
+    for b, p in enumerate(paths):
+        row = rows[p.row]
+        ids[b, : len(p.nodes)] = torch.tensor([row["tokens"][i] for i in p.nodes])
+        train[b, : len(p.nodes)] = torch.tensor([bool(row["trainable"][i]) for i in p.nodes])
+        adv[b] = p.advantage
+    pos = torch.arange(width).expand(len(paths), width).contiguous()
+    causal = torch.ones(width, width, dtype=torch.bool).tril_().expand(len(paths), width, width)
+    # Logits at position t predict token t + 1: select the positions before each trainable token.
+    sel = torch.zeros_like(train)
+    sel[:, :-1] = train[:, 1:]
     n_train = ctx["extra"]["trainable"]
-    adv = torch.tensor(ctx["extra"]["branch_adv"], dtype=torch.float32)[:, None].expand(len(seqs), shape.completion).reshape(-1)
-    return {"ids": ids, "pos": pos, "mask": causal, "sel": sel, "targets": targets, "weights": adv / n_train, "tokens": len(seqs) * width}
+    return {"ids": ids, "pos": pos, "mask": causal, "sel": sel, "targets": ids[train], "weights": adv[train] / n_train, "tokens": len(paths) * width}
 
 
 def bare_step(ctx: Dict[str, Any]) -> float:
@@ -278,7 +309,7 @@ def run_case(shape_name: str, threads: int, steps: int) -> Dict[str, Any]:
         "objective": shape.objective,
         "threads": threads,
         "rows": shape.rows,
-        "branches": shape.branches,
+        "paths": len(ctx["batch"]["paths"]),
         "trainable_tokens": n_train,
         "matmul_gflops": gflops,
         "first_step_nll": {k: round(v, 5) for k, v in first_nll.items()},
@@ -338,7 +369,7 @@ def main(argv: List[str]) -> int:
     prof.add_argument("--steps", type=int, default=3)
     allp = sub.add_parser("run")
     allp.add_argument("--out", default=None)
-    allp.add_argument("--shapes", default="sft,rl,qwen3")
+    allp.add_argument("--shapes", default="sft,sft-flat,rl,qwen3")
     allp.add_argument("--threads", default="1,2")
     allp.add_argument("--steps", type=int, default=5)
     allp.add_argument("--timeout", type=float, default=900)
