@@ -187,6 +187,13 @@ const algorithmSchema = z
     row_tokens: z.number().int().positive().default(ROW_TOKEN_BUDGET),
     /** PPO (`advantage.estimator: ppo`) only: the critic's learning rate. */
     critic_lr: z.number().positive().default(1e-3),
+    /**
+     * Before RL's first optimizer step, reset the policy optimizer's state continued from a warm start or a
+     * `model.checkpoint`: `first_moment` zeroes AdamW's first moment only (RL's first updates no longer continue the
+     * warm start's last ones; the second moment and the step count go on), `all` starts a fresh AdamW. Applied once,
+     * in RL step 1 (a resumed run's checkpoints already hold the reset state).
+     */
+    reset_optimizer: z.enum(["none", "first_moment", "all"]).default("none"),
   })
   .prefault({});
 

@@ -2,7 +2,7 @@ import { advantageMetrics, applyAdvantages, toAdvantageConfig, type AdvantageCon
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import type { Store } from "../store/types.js";
 import { requireCapability } from "../trainer/capabilities.js";
-import type { CapoTrainer, ForwardBackwardOptions, OptimStepResult, Trainer } from "../trainer/types.js";
+import type { CapoTrainer, ForwardBackwardOptions, OptimStepOptions, OptimStepResult, OptimizerReset, Trainer } from "../trainer/types.js";
 import { batchForRollouts } from "./batches.js";
 import type { RunConfig } from "./config.js";
 import { lrAt } from "./lr-schedule.js";
@@ -39,7 +39,7 @@ export interface TrainStepOptions {
   sketch?: { dim: number; seed: number } | null;
   /** CAPO: whether partitions exist already, and whether to re-probe them this step. */
   capo?: { probe: boolean; hasPartitions: boolean } | null;
-  /** The optimizer step (1-based) for the learning-rate schedule. */
+  /** The RL step (1-based): the learning-rate schedule's position; step 1 applies `algorithm.reset_optimizer`. */
   step?: number;
   /** The reference policy (the one RL started from), loaded in its own trainer, for `algorithm.kl_coef`. */
   reference?: Trainer | null;
@@ -60,6 +60,15 @@ async function capoProbe(store: Store, results: readonly RolloutResult[], traine
   metrics["capo/overlap"] = probe.overlapFraction;
   metrics["capo/probed"] = 1;
   return true;
+}
+
+/**
+ * `algorithm.reset_optimizer` for RL step `step`: the reset, on step 1 only (it then rides the step's first optimizer
+ * step; a run resumed later continues from checkpoints that already hold the reset state), else null.
+ */
+export function optimizerResetFor(config: RunConfig, step: number | undefined): OptimizerReset | null {
+  const reset = config.algorithm.reset_optimizer;
+  return reset !== "none" && step === 1 ? reset : null;
 }
 
 export async function trainOnRollouts(store: Store, results: readonly RolloutResult[], trainer: Trainer, config: RunConfig, currentVersion: number, options: TrainStepOptions = {}): Promise<TrainStepResult> {
@@ -145,8 +154,11 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     // The sketch must see the accumulated gradient, so it is taken before the optimizer step clears it (with several
     // minibatches: the first one's, i.e. the gradient at the policy that sampled the batch).
     if (k === 0 && options.sketch && sketcher && stats.tokenMeanAbsAdvantage > 0) sketch = (await sketcher.gradSketch(options.sketch)).sketch;
-    const adamw = { lr, weightDecay: alg.weight_decay, maxGradNorm: alg.max_grad_norm };
+    const reset = k === 0 ? optimizerResetFor(config, options.step) : null;
+    const adamw: OptimStepOptions = { lr, weightDecay: alg.weight_decay, maxGradNorm: alg.max_grad_norm, ...(reset ? { reset } : {}) };
     opt = capo && capoTrainer ? await capoTrainer.optimStep({ ...adamw, capo: true }) : await trainer.optimStep(adamw);
+    // How many parameters' AdamW state the reset found (0: the optimizer was fresh, e.g. no warm start).
+    if (reset) metrics["train/optimizer_reset_params"] = opt.resetParameters ?? 0;
     if (critic) await critic.criticOptimStep({ lr: alg.critic_lr, maxGradNorm: alg.max_grad_norm });
   }
   if (ppo) metrics["critic/value_loss"] = valueLoss;

@@ -163,6 +163,13 @@ export interface ForwardBackwardResult {
   longRows?: boolean;
 }
 
+/**
+ * Resetting AdamW's state before a step: "first_moment" zeroes the first moment (the second moment and the step count,
+ * hence both bias corrections, continue), so the step carries none of the earlier updates' direction; "all" drops the
+ * state, making the step a fresh AdamW's.
+ */
+export type OptimizerReset = "first_moment" | "all";
+
 export interface OptimStepOptions {
   lr: number;
   weightDecay?: number;
@@ -171,6 +178,8 @@ export interface OptimStepOptions {
   eps?: number;
   /** Clip the global gradient norm; 0 disables. Default 1. */
   maxGradNorm?: number;
+  /** Reset the policy optimizer's moments before this step (critic steps take no reset). */
+  reset?: OptimizerReset;
 }
 
 /** optimStep options of a CapoTrainer. */
@@ -184,6 +193,8 @@ export interface OptimStepResult {
   skipped: boolean;
   gradNorm: number | null;
   step: number;
+  /** With `reset`: parameters whose optimizer state was reset (0 when the optimizer had not stepped yet). */
+  resetParameters?: number;
 }
 
 /** The PPO critic: a trunk of the policy's architecture plus a scalar value head, trained beside the policy. */

@@ -93,7 +93,7 @@ export const WORKER_OPS = {
     },
     framesOut: ["logprobs"],
   },
-  optim_step: { capability: "core", args: z.strictObject({ ...ADAMW, capo: bool.optional() }), capabilityArgs: { capo: "capo" }, framesIn: {}, framesOut: [] },
+  optim_step: { capability: "core", args: z.strictObject({ ...ADAMW, reset: z.enum(["first_moment", "all"]).optional(), capo: bool.optional() }), capabilityArgs: { capo: "capo" }, framesIn: {}, framesOut: [] },
   zero_grad: { capability: "core", args: none, framesIn: {}, framesOut: [] },
   checkpoint_save: { capability: "core", args: z.strictObject({ dir: str, policy_version: int.optional(), extra: z.unknown() }), framesIn: {}, framesOut: [] },
   checkpoint_load: { capability: "core", args: z.strictObject({ dir: str, dtype: dtypeOrAuto.optional() }), framesIn: {}, framesOut: [] },

@@ -77,7 +77,10 @@ def pg_token_loss(
     else:
         is_weight = torch.ones_like(behaviour)
         is_limited = torch.zeros_like(mask)
-    per_token = -is_weight * surrogate - cfg.entropy_coef * entropy
+    per_token = -is_weight * surrogate
+    if cfg.entropy_coef != 0:
+        # Only then does the entropy enter the graph: its backward (a pass over every logit) is skipped otherwise.
+        per_token = per_token - cfg.entropy_coef * entropy
     ref_kl = torch.zeros_like(logp)
     if ref is not None:
         # k3 = exp(ref - logp) - (ref - logp) - 1 ≥ 0: an unbiased, low-variance per-token KL(π ‖ π_ref) estimate.

@@ -146,26 +146,44 @@ class _ChunkScores(torch.autograd.Function):
     only hidden, the log-sum-exp and the entropy for backward, where the [C, V] logits are recomputed once.
 
     With log p = z − lse and H = −Σ p log p:  ∂log p_t/∂z = onehot(t) − p  and  ∂H/∂z = −p ⊙ (log p + H).
+    Every pass over a [C, V] tensor counts (a Qwen3 vocabulary makes them the step's largest after the matmuls), so
+    forward takes one exp (H = log s − Σ e z′ / s with z′ = z − max, e = exp z′, s = Σ e), and backward skips the
+    entropy term when nothing uses the entropy's gradient (SFT, pg without an entropy bonus).
     """
 
     @staticmethod
     def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, temperature: float, dtype: torch.dtype, textless: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, torch.Tensor]:  # type: ignore[override]
         z = _scaled_logits(hidden, weight, temperature, dtype, textless)
-        lse = torch.logsumexp(z, dim=-1)
-        lp = z.gather(1, targets[:, None]).squeeze(1) - lse
-        logp = z.sub_(lse[:, None])
-        ent = -(logp.exp() * logp).sum(-1)
+        m = z.amax(dim=-1, keepdim=True)
+        shifted = z.sub_(m)
+        e = shifted.exp()
+        total = e.sum(-1)
+        log_total = total.log()
+        lse = log_total + m.squeeze(1)
+        lp = shifted.gather(1, targets[:, None]).squeeze(1) - log_total
+        # Σ e z′ per row as a batched dot product: no [C, V] product tensor.
+        ent = log_total - torch.bmm(e.unsqueeze(1), shifted.unsqueeze(2)).view(-1) / total
         ctx.save_for_backward(hidden, weight, targets, lse, ent)
         ctx.temperature, ctx.dtype, ctx.textless = temperature, dtype, textless
+        # An unused output's gradient arrives as None instead of a tensor of zeros (see backward).
+        ctx.set_materialize_grads(False)
         return lp, ent
 
     @staticmethod
-    def backward(ctx, g_lp: torch.Tensor, g_ent: torch.Tensor):  # type: ignore[override]
+    def backward(ctx, g_lp: Optional[torch.Tensor], g_ent: Optional[torch.Tensor]):  # type: ignore[override]
         hidden, weight, targets, lse, ent = ctx.saved_tensors
+        if g_lp is None and g_ent is None:
+            return None, None, None, None, None, None
+        if g_lp is None:
+            g_lp = torch.zeros_like(lse)
         logp = _scaled_logits(hidden, weight, ctx.temperature, ctx.dtype, ctx.textless).sub_(lse[:, None])
-        p = logp.exp()
-        # grad_z = −p ⊙ (g_lp + g_ent · (log p + H)) + g_lp · onehot(target), built in place over logp.
-        grad = logp.add_(ent[:, None]).mul_(g_ent[:, None]).add_(g_lp[:, None]).mul_(p).neg_()
+        if g_ent is None:
+            # grad_z = −p · g_lp + g_lp · onehot(target), in place over logp.
+            grad = logp.exp_().mul_(-g_lp[:, None])
+        else:
+            p = logp.exp()
+            # grad_z = −p ⊙ (g_lp + g_ent · (log p + H)) + g_lp · onehot(target), built in place over logp.
+            grad = logp.add_(ent[:, None]).mul_(g_ent[:, None]).add_(g_lp[:, None]).mul_(p).neg_()
         grad.scatter_add_(1, targets[:, None], g_lp[:, None])
         if ctx.temperature != 1.0:
             grad.div_(ctx.temperature)

@@ -8,6 +8,7 @@ import unittest
 from typing import Dict, List, Tuple
 
 import torch
+import torch.nn.functional as F
 
 from harnessrl_worker import packed, segments
 from harnessrl_worker.model import CausalLM, init_weights
@@ -115,6 +116,36 @@ class LongRowPathTest(unittest.TestCase):
         for temperature in (1.0, 0.7):
             fn = lambda h, w: packed._ChunkScores.apply(h, w, targets, temperature, torch.float64)  # noqa: E731
             self.assertTrue(torch.autograd.gradcheck(fn, (hidden, weight)))
+            # Only one output used: the other's gradient arrives as None (backward's shortcut without the entropy term).
+            for used in (0, 1):
+                one = lambda h, w: packed._ChunkScores.apply(h, w, targets, temperature, torch.float64)[used]  # noqa: E731
+                self.assertTrue(torch.autograd.gradcheck(one, (hidden, weight)), f"output {used} alone")
+
+    def test_recomputed_scores_equal_autograd_log_softmax_in_float32(self) -> None:
+        # The one-exp forward (H = log s − Σ e z′ / s) against log_softmax and autograd, at a vocabulary large enough
+        # for rounding to show, with an id masked out (its logit is the dtype's lowest value).
+        gen = torch.Generator().manual_seed(5)
+        hidden = torch.randn(7, 16, generator=gen)
+        weight = torch.randn(3000, 16, generator=gen) * 0.5
+        targets = torch.tensor([0, 5, 2999, 17, 5, 100, 2000])
+        textless = torch.tensor([11])
+        # Small weights, as real loss weights are: |g| ≥ 1 would overflow (lowest logit) · g before the zero p.
+        coef = torch.randn(7, generator=gen) * 0.01
+        for temperature in (1.0, 0.7):
+            grads = []
+            outs = []
+            for fused in (True, False):
+                h, w = hidden.clone().requires_grad_(True), weight.clone().requires_grad_(True)
+                if fused:
+                    lp, ent = packed._ChunkScores.apply(h, w, targets, temperature, torch.float32, textless)
+                else:
+                    logp = torch.log_softmax(packed.mask_textless(F.linear(h, w) / temperature, textless), dim=-1)
+                    lp, ent = logp.gather(1, targets[:, None]).squeeze(1), -(logp.exp() * logp).sum(-1)
+                (coef * lp + coef.flip(0) * ent).sum().backward()
+                outs.append((lp.detach(), ent.detach()))
+                grads.append((h.grad, w.grad))
+            for a, b in zip(outs[0] + grads[0], outs[1] + grads[1]):
+                self.assertTrue(torch.allclose(a, b, rtol=1e-5, atol=1e-6), float((a - b).abs().max()))
 
     def test_forward_backward_op_gives_the_same_step_on_both_paths_and_reports_peak_memory(self) -> None:
         model = CausalLM(small_config("qwen3"))

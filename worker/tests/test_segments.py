@@ -88,6 +88,47 @@ class SegmentAttentionTest(unittest.TestCase):
         for a, b in zip(before, after):
             self.assertLess(float((a - b).abs().max()), 1e-12)
 
+    def test_split_pieces_give_the_numbers_of_per_segment_slices(self) -> None:
+        # The previous code sliced q/k/v per segment (each slice's backward filled a zero tensor of the whole
+        # micro-batch); one split and one key gather must give the same values and gradients (float32), on both the
+        # stored and the recomputed path, with and without query blocks.
+        plan = plan_segments([r.parent for r in self.rows])
+        gen = torch.Generator().manual_seed(11)
+        heads, d = 3, 8
+        base = [torch.randn(heads, plan.total, d, generator=gen) for _ in range(3)]
+        weight = torch.randn(heads, plan.total, d, generator=gen)
+
+        def sliced(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            outs = []
+            for seg in plan.segments:
+                idx = seg.keys
+                ks, vs = (k[:, seg.start : seg.end], v[:, seg.start : seg.end]) if seg.ancestors == 0 else (k.index_select(1, idx), v.index_select(1, idx))
+                qs = q[:, seg.start : seg.end]
+                if plan.recompute:
+                    outs.append(segments._SegmentAttention.apply(qs, ks, vs, seg.ancestors, 0.3))
+                    continue
+                n = seg.end - seg.start
+                causal = torch.ones(n, n, dtype=torch.bool).triu_(1)
+                scores = torch.matmul(qs, ks.transpose(-1, -2)) * 0.3
+                scores[:, :, seg.ancestors :] = scores[:, :, seg.ancestors :].masked_fill(causal, float("-inf"))
+                outs.append(torch.matmul(torch.softmax(scores, dim=-1), vs))
+            return torch.cat(outs, dim=1)
+
+        old_block = segments.QUERY_BLOCK
+        try:
+            for recompute, block in ((False, 512), (False, 4), (True, 512), (True, 4)):
+                plan.recompute, segments.QUERY_BLOCK = recompute, block
+                results = []
+                for fn in (sliced, lambda q, k, v: segments.segment_attention(q, k, v, plan, 0.3)):
+                    q, k, v = (t.clone().requires_grad_(True) for t in base)
+                    out = fn(q, k, v)
+                    (out * weight).sum().backward()
+                    results.append([out.detach(), q.grad, k.grad, v.grad])
+                for name, a, b in zip(("out", "dq", "dk", "dv"), *results):
+                    self.assertTrue(torch.allclose(a, b, rtol=1e-5, atol=1e-6), f"{name} recompute={recompute} block={block}: {float((a - b).abs().max())}")
+        finally:
+            segments.QUERY_BLOCK = old_block
+
 
 if __name__ == "__main__":
     unittest.main()

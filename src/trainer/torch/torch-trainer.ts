@@ -93,7 +93,7 @@ function packPerRow(batch: PackedBatch, perRow: readonly Float32Array[]): Float3
   return packed.frames.get("old_logprobs") as Float32Array;
 }
 
-const optimStepSchema = z.object({ skipped: z.boolean(), grad_norm: z.number().nullable(), step: z.number().int() });
+const optimStepSchema = z.object({ skipped: z.boolean(), grad_norm: z.number().nullable(), step: z.number().int(), reset_parameters: z.number().int().optional() });
 
 /** AdamW hyper-parameters as the policy's and the critic's optimizer steps take them. */
 function adamw(options: OptimStepOptions): { lr: number; weight_decay?: number; beta1?: number; beta2?: number; eps?: number; max_grad_norm?: number } {
@@ -103,7 +103,7 @@ function adamw(options: OptimStepOptions): { lr: number; weight_decay?: number; 
 
 function optimStepResult(reply: WorkerReply, op: string): OptimStepResult {
   const r = parseReply(optimStepSchema, reply, op);
-  return { skipped: r.skipped, gradNorm: r.grad_norm, step: r.step };
+  return { skipped: r.skipped, gradNorm: r.grad_norm, step: r.step, ...(r.reset_parameters !== undefined ? { resetParameters: r.reset_parameters } : {}) };
 }
 
 function parseReply<T>(schema: z.ZodType<T>, reply: WorkerReply, op: string): T {
@@ -237,7 +237,7 @@ export class TorchTrainer implements CriticTrainer, CapoTrainer, SketchTrainer, 
   }
 
   async optimStep(options: CapoOptimStepOptions): Promise<OptimStepResult> {
-    const reply = await this.client.request("optim_step", { ...adamw(options), ...(options.capo ? { capo: true } : {}) });
+    const reply = await this.client.request("optim_step", { ...adamw(options), ...(options.reset ? { reset: options.reset } : {}), ...(options.capo ? { capo: true } : {}) });
     return optimStepResult(reply, "optim_step");
   }
 

@@ -207,19 +207,47 @@ def optimizer_for(state: WorkerState, betas: tuple[float, float], eps: float) ->
 
 @op("optim_step")
 def optim_step(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) -> Reply:
-    """args: {lr, weight_decay? (0), beta1? (0.9), beta2? (0.999), eps? (1e-8), max_grad_norm? (1.0; 0 = no clipping)}.
-    Clips the accumulated gradient, applies AdamW, zeroes gradients. A non-finite gradient skips the update.
+    """args: {lr, weight_decay? (0), beta1? (0.9), beta2? (0.999), eps? (1e-8), max_grad_norm? (1.0; 0 = no clipping),
+    reset? ("first_moment" | "all")}. Resets the moments when asked (reset_moments), clips the accumulated gradient,
+    applies AdamW, zeroes gradients. A non-finite gradient skips the update (a requested reset still happened).
     """
+    reset = args.opt_str("reset")
+    if reset is not None and reset not in RESETS:
+        raise bad_request(f"args.reset must be one of {', '.join(RESETS)}")
     h = adamw_args(args)
     opt = optimizer_for(state, h.betas, h.eps)
+    reset_count = None if reset is None else reset_moments(opt, reset)
     distributed.sync_grads(state.settings.dist, opt.model)
     if not args.opt_bool("capo", False):
-        return adamw_step(opt, h)
-    model = state.require_model().model
-    before = freeze_outside_partitions(state, model)
-    reply = adamw_step(opt, h)
-    reply.result["capo_held_entries"] = restore_outside_partitions(state, model, before)
+        reply = adamw_step(opt, h)
+    else:
+        model = state.require_model().model
+        before = freeze_outside_partitions(state, model)
+        reply = adamw_step(opt, h)
+        reply.result["capo_held_entries"] = restore_outside_partitions(state, model, before)
+    if reset_count is not None:
+        reply.result["reset_parameters"] = reset_count
     return reply
+
+
+RESETS = ("first_moment", "all")
+
+
+def reset_moments(opt: OptimState, which: str) -> int:
+    """Before a step: "first_moment" zeroes exp_avg and keeps exp_avg_sq and AdamW's step count, so the new gradients
+    enter the first moment exactly as they would have without the reset (same bias correction, same second moment)
+    and only the old direction is gone: e.g. RL continuing a warm start's optimizer no longer continues SFT's last
+    updates. "all" drops the state: the next step is a fresh AdamW's (its first update moves every weight by about
+    lr). Resetting the second moment alone is not offered: its bias correction shares the step count with the first
+    moment's. Returns the number of parameters whose state was reset (0 for an optimizer that has not stepped yet)."""
+    state = opt.optimizer.state
+    count = len(state)
+    if which == "all":
+        state.clear()
+    else:
+        for entry in state.values():
+            entry["exp_avg"].zero_()
+    return count
 
 
 @dataclass
