@@ -10,23 +10,10 @@ import { parseEngineSpec } from "../../src/engine/spec.js";
 import { buildRunContext } from "../../src/run/context.js";
 import { openStore } from "../../src/store/registry.js";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
-import type { Task } from "../../src/tasks/task.js";
 import { loadRunConfig } from "../../src/train/config.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
 import { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
-
-/** Random-score tasks (as in end-to-end.test.ts): rewards with variance, so GRPO always has something to train on. */
-function noiseTask(i: number): Task {
-  return {
-    id: `noise-${i}`,
-    family: "noise",
-    split: "train",
-    prompt: `Say something about the number ${i}.`,
-    files: { "README.txt": `task ${i}\n` },
-    verifier: { files: { "score.cjs": 'process.stdout.write(JSON.stringify({ score: Math.random(), subscores: {} }) + "\\n");\n' }, command: ["node", ".harnessrl/verifier/score.cjs"] },
-    metadata: {},
-  };
-}
+import { noiseTask } from "./noise-tasks.js";
 
 // A training run whose engine is `harnessrl serve` (engine.kind: llamacpp-http): the trainer pushes every new policy
 // version to the service, and the rollouts of each step sample from it and record its instance.
@@ -59,7 +46,7 @@ describe("train with engine kind llamacpp-http (harnessrl serve)", () => {
     process.env.HARNESSRL_SERVE_TOKEN = "train-gen-token";
     process.env.HARNESSRL_SERVE_ADMIN_TOKEN = "train-admin-token";
     const suite = join(root, "suite");
-    await writeNativeSuite([0, 1].map(noiseTask), suite);
+    await writeNativeSuite([0, 1].map((i) => noiseTask(i, "train")), suite);
     const config = join(root, "served.yaml");
     writeFileSync(
       config,

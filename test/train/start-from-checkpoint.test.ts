@@ -4,23 +4,10 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
-import type { Task } from "../../src/tasks/task.js";
 import { loadRunConfig } from "../../src/train/config.js";
 import { buildRunContext } from "../../src/run/context.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
-
-/** Random-score tasks (as in end-to-end.test.ts): rewards with variance, so GRPO always has something to train on. */
-function noiseTask(i: number): Task {
-  return {
-    id: `noise-${i}`,
-    family: "noise",
-    split: "train",
-    prompt: `Say something about the number ${i}.`,
-    files: { "README.txt": `task ${i}\n` },
-    verifier: { files: { "score.cjs": 'process.stdout.write(JSON.stringify({ score: Math.random(), subscores: {} }) + "\\n");\n' }, command: ["node", ".harnessrl/verifier/score.cjs"] },
-    metadata: {},
-  };
-}
+import { noiseTask } from "./noise-tasks.js";
 
 const common = {
   seed: 2,
@@ -49,7 +36,7 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
   beforeAll(async () => {
     const root = mkdtempSync(join(tmpdir(), "hrl-ckpt-start-"));
     const suite = join(root, "suite");
-    await writeNativeSuite([0, 1].map(noiseTask), suite);
+    await writeNativeSuite([0, 1].map((i) => noiseTask(i, "train")), suite);
     const write = (name: string, config: object): string => {
       const path = join(root, `${name}.yaml`);
       writeFileSync(path, stringify({ name, ...common, tasks: { train: `dir:${suite}` }, ...config }));
