@@ -19,12 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
 from typing import Any, Dict, List, Optional
+
+from bench_report import machine, write_json  # this directory (run as a script)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.dirname(HERE)
@@ -147,10 +148,6 @@ def run_case(kind: str, tokens: int, path: str, threads: int) -> Dict[str, Any]:
     }
 
 
-def torch_version() -> str:
-    out = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
-    return out.stdout.strip()
-
 
 def rss_mb(pid: int) -> float:
     try:
@@ -222,7 +219,7 @@ def write_report(opts: argparse.Namespace, results: List[Dict[str, Any]], second
     report = {
         "bench": "long-rows",
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {"cpus": os.cpu_count(), "loadavg_at_end": [round(x, 1) for x in os.getloadavg()], "python": platform.python_version(), "torch": torch_version()},
+        "machine": machine(),
         "model": model_config(),
         "rows": {"completion": COMPLETION, "group": GROUP, "flat_trainable": COMPLETION},
         "threads": opts.threads,
@@ -231,12 +228,7 @@ def write_report(opts: argparse.Namespace, results: List[Dict[str, Any]], second
         "total_seconds": round(seconds, 1),
         "results": results,
     }
-    text = json.dumps(report, indent=2) + "\n"
-    if opts.out:
-        with open(opts.out, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    write_json(opts.out, report)
 
 
 if __name__ == "__main__":

@@ -36,13 +36,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Tuple
+
+from bench_report import machine, write_json  # this directory (run as a script)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.dirname(HERE)
@@ -351,10 +352,6 @@ def profile(shape_name: str, path: str, steps: int) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
-def torch_version() -> str:
-    out = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
-    return out.stdout.strip()
-
 
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser()
@@ -401,18 +398,13 @@ def write_report(opts: argparse.Namespace, results: List[Dict[str, Any]], load_a
     report = {
         "bench": "trainer",
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": {"cpus": os.cpu_count(), "loadavg_at_start": load_at_start, "loadavg_at_end": [round(x, 1) for x in os.getloadavg()], "python": platform.python_version(), "torch": torch_version()},
+        "machine": machine(load_at_start),
         "shapes": {k: vars(v) for k, v in SHAPES.items()},
         "steps": opts.steps,
         "total_seconds": round(seconds, 1),
         "results": results,
     }
-    text = json.dumps(report, indent=2) + "\n"
-    if opts.out:
-        with open(opts.out, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    write_json(opts.out, report)
 
 
 if __name__ == "__main__":
