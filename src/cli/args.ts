@@ -19,6 +19,14 @@ export function intOption(name: string, value: string | undefined, fallback: num
   return n;
 }
 
+/** A TCP port (0 picks a free one): digits only, at most 65535. */
+export function portOption(value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n > 65535) throw new UserError("invalid_arguments", `--port must be a port number, got "${value}"`);
+  return n;
+}
+
 export function numberOption(name: string, value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);

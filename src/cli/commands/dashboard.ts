@@ -3,6 +3,7 @@ import { UserError, errorMessage } from "../../core/errors.js";
 import { redact } from "../../cluster/connection.js";
 import { ClusterStatusReader } from "../../cluster/status.js";
 import { startDashboard } from "../../dashboard/index.js";
+import { portOption } from "../args.js";
 import type { Command } from "../command.js";
 import { untilStopped } from "../until-stopped.js";
 
@@ -33,11 +34,7 @@ async function run(argv: string[]): Promise<number> {
   } catch (e) {
     throw new UserError("invalid_arguments", `${errorMessage(e)}\n\n${usage}`);
   }
-  let port = 7860;
-  if (values.port !== undefined) {
-    port = Number(values.port);
-    if (!/^\d+$/.test(values.port) || port > 65535) throw new UserError("invalid_arguments", `--port must be a port number, got "${values.port}"`);
-  }
+  const port = portOption(values.port, 7860);
   const token = values.token ?? process.env.HARNESSRL_DASHBOARD_TOKEN;
   const clusterUrl = values.cluster ?? process.env.HARNESSRL_CLUSTER;
   // Connects lazily: the dashboard starts even while the cluster's Redis is down (the page then says so).

@@ -6,7 +6,7 @@ import { isLoopback } from "../../dashboard/access.js";
 import { createEngine } from "../../engine/index.js";
 import { EngineService, asServable } from "../../engine/service/server.js";
 import { isHotSwappable } from "../../engine/types.js";
-import { intOption, joinNegativeValues, parseOptions } from "../args.js";
+import { joinNegativeValues, parseOptions, portOption } from "../args.js";
 import type { Command } from "../command.js";
 import { untilStopped } from "../until-stopped.js";
 
@@ -62,8 +62,7 @@ export const serveCommand: Command = {
     if (!values["model-dir"]) throw new UserError("invalid_arguments", `serve needs --model-dir DIR\n\n${usage}`);
     const modelDir = resolve(values["model-dir"]);
     const host = values.host ?? "127.0.0.1";
-    const port = intOption("port", values.port, 8500, 0);
-    if (port > 65535) throw new UserError("invalid_arguments", `--port must be at most 65535, got ${port}`);
+    const port = portOption(values.port, 8500);
     const token = values.token ?? (process.env.HARNESSRL_SERVE_TOKEN || undefined);
     if (token === undefined && !isLoopback(host)) throw new UserError("serve_token_required", `serving on ${host} lets anyone who reaches it sample: set HARNESSRL_SERVE_TOKEN (or --token)`);
     const given = values["admin-token"] ?? (process.env.HARNESSRL_SERVE_ADMIN_TOKEN || undefined);
