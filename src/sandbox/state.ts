@@ -1,5 +1,5 @@
-import { readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
-import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs";
+import { readFile, readdir, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
@@ -60,10 +60,15 @@ export function isOwnerAlive(state: Pick<SandboxState, "ownerPid" | "ownerStartT
   }
 }
 
-export async function writeState(dir: string, state: SandboxState): Promise<void> {
-  await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, "state.json.tmp"), JSON.stringify(state));
-  await rename(join(dir, "state.json.tmp"), join(dir, "state.json"));
+/**
+ * Creates a sandbox's state directory and state.json. Synchronous on purpose: a sandbox registers its exit cleanup
+ * first, and a signal's process.exit then never lands between an async mkdir queued in the thread pool and the
+ * cleanup that should remove it (a directory created after its cleanup ran would outlive the control plane).
+ */
+export function writeStateSync(dir: string, state: SandboxState): void {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "state.json.tmp"), JSON.stringify(state));
+  renameSync(join(dir, "state.json.tmp"), join(dir, "state.json"));
 }
 
 /** Rewrites an existing sandbox's state.json in place (a pooled sandbox handed out: a small file, no thread-pool hops). */

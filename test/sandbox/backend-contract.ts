@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { UserError } from "../../src/core/errors.js";
@@ -244,6 +244,33 @@ export function backendContract(name: string, open: OpenBackend, variant = ""): 
       expect(existsSync(workspaceDir)).toBe(false);
       expect(processesWithSandboxId(id)).toEqual([]);
       termRoot.remove();
+    });
+
+    it("leaves nothing behind when SIGTERM lands while sandboxes are being created and destroyed", async () => {
+      // A pool refilling while a run is stopped: creates and destroys in flight at the moment of the signal.
+      for (const delayMs of [0, 40, 150]) {
+        const churnRoot = tempRoot(`churn-${name}-${delayMs}`);
+        onTestFinished(() => churnRoot.remove());
+        const code = `
+          import { registerBuiltins } from ${JSON.stringify(DIST_BUILTINS)};
+          import { openSandboxBackend } from ${JSON.stringify(DIST_SANDBOX)};
+          registerBuiltins();
+          const b = await openSandboxBackend(${JSON.stringify(name)}, { stateRoot: ${JSON.stringify(churnRoot.path)} });
+          const limits = { memoryBytes: 256 * 1024 * 1024, maxPids: 64, wallClockMs: 600000 };
+          const churn = async () => { for (let i = 0; i < 200; i++) await (await b.create({ limits })).destroy(); };
+          await (await b.create({ limits })).destroy();
+          console.log("READY");
+          for (let k = 0; k < 4; k++) void churn();
+          setInterval(() => {}, 1000);`;
+        const cp = await spawnControlPlane(code, "READY");
+        onTestFinished(() => cp.kill());
+        await sleep(delayMs);
+        process.kill(cp.pid, "SIGTERM");
+        for (let i = 0; i < 100 && isAlive(cp.pid); i++) await sleep(50);
+        expect(isAlive(cp.pid)).toBe(false);
+        expect(readdirSync(churnRoot.path).filter((e) => e.startsWith("sbx_")), `SIGTERM after ${delayMs} ms of churn`).toEqual([]);
+        churnRoot.remove();
+      }
     });
 
     it("leaves live control planes' sandboxes alone when reaping", async () => {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { rmSync } from "node:fs";
-import { chown, mkdir, writeFile } from "node:fs/promises";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { chown } from "node:fs/promises";
 import { delimiter, dirname, join } from "node:path";
 import { InfraError, UserError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
@@ -9,13 +9,13 @@ import type { SandboxDirs } from "../base-sandbox.js";
 import { SandboxCgroup } from "../cgroups.js";
 import type { CgroupLayout } from "../cgroups.js";
 import { onExitCleanup } from "../exit-cleanup.js";
-import { ownerIdentity, removeDir, rewriteStateSync, writeState } from "../state.js";
+import { ownerIdentity, removeDir, rewriteStateSync, writeStateSync } from "../state.js";
 import type { SandboxState } from "../state.js";
 import { chownTree } from "../workspace.js";
 import type { Owner } from "../workspace.js";
 import type { SandboxLimits } from "../types.js";
 import { AgentProcess } from "./agent-process.js";
-import { writeMountOwner } from "./mount-root.js";
+import { writeMountOwnerSync } from "./mount-root.js";
 import type { AgentLaunch } from "./agent-process.js";
 import { IN_SANDBOX, mountArgs } from "./mounts.js";
 import type { MountPlan } from "./mounts.js";
@@ -127,18 +127,20 @@ export class Cell {
       const { workspaceDir, homeDir } = cell.dirs;
       const socket = join(cell.bridgeDir, "proxy.sock");
       if (Buffer.byteLength(socket) > 100) throw new InfraError("sandbox_root_too_long", `sandbox mount root is too deep for a unix socket path: ${cell.mountDir}`);
-      // state.json before anything else in the directory: a control plane killed mid-create (e.g. while refilling its
-      // pool) leaves a directory the next reaper can attribute at once instead of after the half-created grace.
-      await cell.writeState(spec.labels);
-      await mkdir(cell.mountDir, { mode: 0o711 });
-      await writeMountOwner(cell.mountDir);
-      await mkdir(workspaceDir);
-      await mkdir(homeDir);
-      await mkdir(cell.bridgeDir);
-      // The agent's code, copied: binding dist/sandbox/agent would name the project's path in mountinfo.
-      await mkdir(cell.agentDir);
-      for (const [name, code] of ctx.agentFiles) await writeFile(join(cell.agentDir, name), code, { mode: 0o644 });
+      // The exit cleanup first, then the directories synchronously: a SIGTERM's process.exit (e.g. while the pool
+      // refills) then finds either nothing on disk or everything its cleanup removes, never a directory still being
+      // created in the thread pool. state.json comes first in the directory: a control plane SIGKILLed mid-create
+      // leaves a directory the next reaper can attribute at once instead of after the half-created grace.
       cell.unregisterExit = onExitCleanup(() => cell.teardownSync());
+      writeStateSync(cell.dirs.stateDir, cell.state(spec.labels));
+      mkdirSync(cell.mountDir, { mode: 0o711 });
+      writeMountOwnerSync(cell.mountDir);
+      mkdirSync(workspaceDir);
+      mkdirSync(homeDir);
+      mkdirSync(cell.bridgeDir);
+      // The agent's code, copied: binding dist/sandbox/agent would name the project's path in mountinfo.
+      mkdirSync(cell.agentDir);
+      for (const [name, code] of ctx.agentFiles) writeFileSync(join(cell.agentDir, name), code, { mode: 0o644 });
       cell.cgroup.create(withReserve(spec.limits));
       cell.current = cell.spawnAgent();
       // The socket exists from the start, so a pooled sandbox only has to be told its proxy.
@@ -157,10 +159,6 @@ export class Cell {
 
   private state(labels: Record<string, string>): SandboxState {
     return { id: this.id, backend: "bwrap", ...ownerIdentity(), createdAt: new Date().toISOString(), cgroups: this.cgroup.paths, labels, mountDir: this.mountDir };
-  }
-
-  writeState(labels: Record<string, string>): Promise<void> {
-    return writeState(this.dirs.stateDir, this.state(labels));
   }
 
   /** A pooled cell handed out: its state.json gets the sandbox's labels (and creation time). */
@@ -256,7 +254,8 @@ export class Cell {
     this.current?.kill();
     this.cgroup.killAll(500);
     this.cgroup.remove(500);
-    rmSync(this.mountDir, { recursive: true, force: true });
-    rmSync(this.dirs.stateDir, { recursive: true, force: true });
+    // Retries: an async destroy may be removing the same tree in the thread pool right now (ENOTEMPTY races).
+    rmSync(this.mountDir, { recursive: true, force: true, maxRetries: 3, retryDelay: 10 });
+    rmSync(this.dirs.stateDir, { recursive: true, force: true, maxRetries: 3, retryDelay: 10 });
   }
 }

@@ -1,4 +1,5 @@
-import { readFile, lstat, mkdir, chmod, readdir, writeFile } from "node:fs/promises";
+import { readFile, lstat, mkdir, chmod, readdir } from "node:fs/promises";
+import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { InfraError, errorMessage } from "../../core/errors.js";
 import { isOwnerAlive, mayBeHalfCreated, ownerIdentity, removeDir } from "../state.js";
@@ -34,8 +35,8 @@ export async function mountRootFor(requested: string | undefined, stateRoot: str
 }
 
 /** Names the mount directory's owner inside it (not bound into the sandbox), for sweepMountRoot. */
-export async function writeMountOwner(mountDir: string): Promise<void> {
-  await writeFile(join(mountDir, "owner.json"), JSON.stringify(ownerIdentity()));
+export function writeMountOwnerSync(mountDir: string): void {
+  writeFileSync(join(mountDir, "owner.json"), JSON.stringify(ownerIdentity()));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
 import { newId } from "../../core/ids.js";
@@ -9,7 +9,7 @@ import { validateCreateOptions } from "../options.js";
 import type { ResolvedExec } from "../options.js";
 import { reapOrphans } from "../reaper.js";
 import { runProcess } from "../run-process.js";
-import { defaultStateRoot, killBySandboxId, ownerIdentity, processesWithSandboxId, removeDir, writeState } from "../state.js";
+import { defaultStateRoot, killBySandboxId, ownerIdentity, processesWithSandboxId, removeDir, writeStateSync } from "../state.js";
 import { seedWorkspace } from "../workspace.js";
 import type { ExecResult, ReapReport, Sandbox, SandboxBackend, SandboxBackendOptions, SandboxCreateOptions, SandboxPaths } from "../types.js";
 
@@ -52,12 +52,10 @@ class LocalSandbox extends BaseSandbox {
   }
 
   async start(): Promise<void> {
-    await mkdir(this.workspaceDir, { recursive: true });
-    await mkdir(this.homeDir, { recursive: true });
-    await mkdir(join(this.stateDir, "tmp"), { recursive: true });
-    await mkdir(join(this.stateDir, "services"), { recursive: true });
-    await writeState(this.stateDir, { id: this.id, backend: this.backend, ...ownerIdentity(), createdAt: new Date().toISOString(), cgroups: {}, labels: this.options.labels ?? {} });
+    // The exit cleanup first, then the directories synchronously (see writeStateSync): a signal never leaves one behind.
     this.unregisterExit = onExitCleanup(() => this.teardownSync());
+    for (const dir of [this.workspaceDir, this.homeDir, join(this.stateDir, "tmp"), join(this.stateDir, "services")]) mkdirSync(dir, { recursive: true });
+    writeStateSync(this.stateDir, { id: this.id, backend: this.backend, ...ownerIdentity(), createdAt: new Date().toISOString(), cgroups: {}, labels: this.options.labels ?? {} });
     await seedWorkspace(this.workspaceDir, this.options.workspaceFiles);
   }
 
@@ -120,7 +118,7 @@ class LocalSandbox extends BaseSandbox {
 
   private teardownSync(): void {
     this.killEverything();
-    rmSync(this.stateDir, { recursive: true, force: true });
+    rmSync(this.stateDir, { recursive: true, force: true, maxRetries: 3, retryDelay: 10 }); // an async destroy may race it
   }
 }
 
