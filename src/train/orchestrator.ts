@@ -17,6 +17,7 @@ import { advantageConfigOf, trainOnRollouts } from "./rl-step.js";
 import { writeReport } from "../report/index.js";
 import type { RunState } from "./run-dir.js";
 import { faultPoint } from "./fault.js";
+import { checkClusterTraining, ClusterSteps } from "./cluster-launch.js";
 import { TaskSampler } from "./task-sampler.js";
 import { checkTrainerCapabilities } from "./trainer-capabilities.js";
 import { warmStart, type WarmStartReport } from "./warm-start.js";
@@ -100,6 +101,7 @@ export function passDelta(before: EvalSummary, after: EvalSummary): PassDelta {
 export async function runTraining(ctx: RunContext, log: (line: string) => void = (l) => console.error(l)): Promise<RunSummary> {
   const { config, run } = ctx;
   const started = Date.now();
+  checkClusterTraining(config);
   // Whatever a kill left past the last commit (a newer policy, a checkpoint, a metrics line, tmp files) goes first.
   const recovered = run.recover();
   let state: RunState = recovered ?? { version: 1, step: 0, policyVersion: 0, warmStartDone: false, evalBeforeDone: false, taskCursor: 0, checkpoint: null, startedAt: started, trainMs: 0 };
@@ -111,6 +113,8 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
   const trainer = await openTrainer(ctx, "policy");
   let stack: RolloutStack | null = null;
   let reference: Trainer | null = null;
+  // `cluster:`: each step's rollouts run as jobs on rollout nodes and train from the central store (cluster-launch.ts).
+  let cluster: ClusterSteps | null = null;
   try {
     // PPO, CAPO and sketch-comparing schedulers need optional trainer capabilities: fail before any work is done.
     checkTrainerCapabilities(trainer, config);
@@ -175,6 +179,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     stack = await RolloutStack.open(runStackOptions(ctx, runEngine(ctx, { policyDir: run.policyDir(state.policyVersion) }), ctx.stores.rollouts));
     const engine = stack.engine;
     if (!isHotSwappable(engine)) throw new UserError("unsupported_weight_reload", `engine ${engine.spec} cannot switch policies between steps`);
+    if (config.cluster) cluster = await ClusterSteps.open(ctx, engine, run.policyDir(state.policyVersion), log);
     const evalTasks: Task[] = config.eval ? (await loadSuite(config.eval.tasks)).tasks : [];
 
     let before: EvalSummary | null = null;
@@ -205,7 +210,9 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const harnesses = choice ? [choice.harness] : config.harnesses;
       const startedAt = Date.now();
       return {
-        promise: runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings }),
+        promise: cluster
+          ? cluster.launch({ tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: cluster.idPrefix(step) }, state.policyVersion, run.policyDir(state.policyVersion))
+          : runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings }),
         cursor: take.cursor,
         startedAt,
         harness: choice?.harness ?? null,
@@ -236,7 +243,8 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     while (pending && state.step < budget.steps) {
       const step = state.step + 1;
       const waited = Date.now();
-      const results = await pending.promise;
+      const gathered = await pending.promise;
+      const { results, metrics: clusterMetrics } = cluster ? cluster.admit(gathered, state.policyVersion) : { results: gathered, metrics: {} };
       timing.rollouts += since(waited);
       const rolloutSeconds = (Date.now() - pending.startedAt) / 1000;
       const cursor = pending.cursor;
@@ -246,7 +254,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const t0 = Date.now();
       // CAPO partitions live in the worker (and in its checkpoints); probe when there are none or on schedule.
       const capoOptions = config.capo?.enabled ? { probe: !capoReady || (step - 1) % config.capo.reprobe_every === 0, hasPartitions: capoReady } : null;
-      const trained = await trainOnRollouts(stack.store, results, trainer, config, state.policyVersion, { sketch: scheduler?.sketchOptions ?? null, capo: capoOptions, step, reference });
+      const trained = await trainOnRollouts(cluster?.store ?? stack.store, results, trainer, config, state.policyVersion, { sketch: scheduler?.sketchOptions ?? null, capo: capoOptions, step, reference });
       if (trained.metrics["capo/probed"] === 1) capoReady = true;
       const m = trained.metrics;
       if (scheduler && harness) {
@@ -259,6 +267,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const version = state.policyVersion + 1;
       await trainer.save(run.policyDir(version), { policyVersion: version });
       await engine.loadPolicy(run.policyDir(version), version);
+      await cluster?.publish(run.policyDir(version), version);
       const checkpoint = run.checkpointDir(step);
       await trainer.saveCheckpoint(checkpoint, { policyVersion: version, extra: { step, cursor } });
       const swapSeconds = since(t1);
@@ -281,6 +290,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
         ...byHarness,
         ...statuses,
         ...m,
+        ...clusterMetrics,
         "time/rollout_s": rolloutSeconds,
         "time/train_s": trainSeconds,
         "time/swap_s": swapSeconds,
@@ -334,6 +344,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     writeReport(run.root);
     return summary;
   } finally {
+    await cluster?.close().catch(() => undefined);
     await stack?.close().catch(() => undefined);
     await reference?.close().catch(() => undefined);
     await trainer.close().catch(() => undefined);

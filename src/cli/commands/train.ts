@@ -3,7 +3,7 @@ import { checkRunConfigNames } from "../../run/check-names.js";
 import { buildRunContext } from "../../run/context.js";
 import { configCheckLine, loadRunConfig } from "../../train/config.js";
 import { runTraining } from "../../train/orchestrator.js";
-import { UserError } from "../../core/errors.js";
+import { checkClusterTraining } from "../../train/cluster-launch.js";
 import { parseOptions } from "../args.js";
 import type { Command } from "../command.js";
 
@@ -30,11 +30,10 @@ export const trainCommand: Command = {
     const config = loadRunConfig(values.config);
     if (values.check) {
       checkRunConfigNames(config, values.config);
+      checkClusterTraining(config);
       console.log(configCheckLine(values.config, config));
       return 0;
     }
-    // The section validates (so configs can be written now); the orchestrator does not dispatch to nodes yet.
-    if (config.cluster) throw new UserError("unsupported_cluster_run", "train does not run on a cluster yet (the cluster: section is for `harnessrl rollout --cluster`/`eval --cluster` today; docs/cluster.md); remove it to train on this machine");
     const runDir = resolve(values["run-dir"] ?? `runs/${config.name}`);
     const summary = await runTraining(buildRunContext(config, { runDir, configPath: resolve(values.config) }));
     console.log(JSON.stringify(summary, null, 2));
