@@ -27,66 +27,90 @@ process.env.HARNESSRL_HARNESS_CACHE ??= join(process.cwd(), ".cache", "harnesses
 const cluster = usePrivateRedis("hrl-train-cluster-");
 const root = cluster.root;
 
+let engine: LlamaCppEngine;
+let service: EngineService;
+let url: string;
+const nodes: RolloutNode[] = [];
+
+afterAll(async () => {
+  for (const n of nodes) await n.drain().catch(() => undefined);
+  await service?.close();
+  await engine?.close();
+  delete process.env.HARNESSRL_SERVE_TOKEN;
+  delete process.env.HARNESSRL_SERVE_ADMIN_TOKEN;
+}, 60_000);
+
+beforeAll(async () => {
+  const start = join(root, "start");
+  const trainer = await TorchTrainer.start({ threads: 1 });
+  try {
+    await trainer.init({ preset: "tiny-1m", seed: 3, out: start });
+  } finally {
+    await trainer.close();
+  }
+  const spec = `llamacpp:${start}?threads=1&sequences=4&ctx=2048&cache=${join(root, "cache")}`;
+  engine = await LlamaCppEngine.create(spec, llamaCppOptions(parseEngineSpec(spec)));
+  service = new EngineService({ engine, modelDir: start, token: "cluster-gen-token", adminToken: "cluster-admin-token", uploadDir: join(root, "uploads") });
+  url = await service.listen(0, "127.0.0.1");
+  process.env.HARNESSRL_SERVE_TOKEN = "cluster-gen-token";
+  process.env.HARNESSRL_SERVE_ADMIN_TOKEN = "cluster-admin-token";
+  // One slot each: a step's four jobs need both nodes.
+  for (const nodeId of ["node-a", "node-b"]) {
+    const node = new RolloutNode({ cluster: cluster.redis.url, capacity: 1, nodeId, workDir: join(root, nodeId), sandbox: "bwrap", lockMs: 10_000, heartbeatMs: 500, log: () => undefined });
+    nodes.push(node);
+    await node.start();
+  }
+  await writeNativeSuite([0, 1].map((i) => noiseTask(i, "train")), join(root, "suite"));
+}, 300_000);
+
+/** A run config of the tiny policy on the cluster, written to `<root>/<name>.yaml`. */
+function clusterConfig(name: string, extra: Record<string, unknown>): string {
+  const config = join(root, `${name}.yaml`);
+  writeFileSync(
+    config,
+    stringify({
+      name,
+      seed: 2,
+      model: { dir: join(root, "start") },
+      engine: { kind: "llamacpp-http", url },
+      sampling: { temperature: 1, max_tokens: 24 },
+      rollout: { sandbox: "bwrap", concurrency: 2, max_turns: 2, timeout_s: 60, memory_mb: 1024 },
+      harnesses: ["chat-agent"],
+      tasks: { train: `dir:${join(root, "suite")}` },
+      algorithm: { lr: 0.001 },
+      budget: { steps: 2, tasks_per_step: 2, samples: 2 },
+      cluster: { queue: cluster.redis.url, store: `sqlite:${join(root, `${name}-central.sqlite`)}`, attempts: 2 },
+      ...extra,
+    }),
+  );
+  return config;
+}
+
+function rlRows(runDir: string): Record<string, number | string>[] {
+  return readFileSync(join(runDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number | string>).filter((r) => r.phase === "rl");
+}
+
+function rolloutLines(runDir: string): RolloutResult[] {
+  return readFileSync(join(runDir, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as RolloutResult);
+}
+
 describe("train on a cluster: two rollout nodes, a served policy, a central store, a stop mid-step and a resume", () => {
-  let engine: LlamaCppEngine;
-  let service: EngineService;
-  const nodes: RolloutNode[] = [];
   let summary: RunSummary;
   let interrupted: unknown;
   let central: SqliteStore;
   const runDir = join(root, "run");
-  const centralFile = join(root, "central.sqlite");
+  const centralFile = join(root, "sync-central.sqlite");
+  let versionsBefore = 0;
 
-  afterAll(async () => {
+  afterAll(() => {
     setFaultHandler(null);
     delete process.env.HARNESSRL_FAULT;
     central?.close();
-    for (const n of nodes) await n.drain().catch(() => undefined);
-    await service?.close();
-    await engine?.close();
-    delete process.env.HARNESSRL_SERVE_TOKEN;
-    delete process.env.HARNESSRL_SERVE_ADMIN_TOKEN;
-  }, 60_000);
+  });
 
   beforeAll(async () => {
-    const start = join(root, "start");
-    const trainer = await TorchTrainer.start({ threads: 1 });
-    try {
-      await trainer.init({ preset: "tiny-1m", seed: 3, out: start });
-    } finally {
-      await trainer.close();
-    }
-    const spec = `llamacpp:${start}?threads=1&sequences=4&ctx=2048&cache=${join(root, "cache")}`;
-    engine = await LlamaCppEngine.create(spec, llamaCppOptions(parseEngineSpec(spec)));
-    service = new EngineService({ engine, modelDir: start, token: "cluster-gen-token", adminToken: "cluster-admin-token", uploadDir: join(root, "uploads") });
-    const url = await service.listen(0, "127.0.0.1");
-    process.env.HARNESSRL_SERVE_TOKEN = "cluster-gen-token";
-    process.env.HARNESSRL_SERVE_ADMIN_TOKEN = "cluster-admin-token";
-    // One slot each: a step's four jobs need both nodes.
-    for (const nodeId of ["node-a", "node-b"]) {
-      const node = new RolloutNode({ cluster: cluster.redis.url, capacity: 1, nodeId, workDir: join(root, nodeId), sandbox: "bwrap", lockMs: 10_000, heartbeatMs: 500, log: () => undefined });
-      nodes.push(node);
-      await node.start();
-    }
-    const suite = join(root, "suite");
-    await writeNativeSuite([0, 1].map((i) => noiseTask(i, "train")), suite);
-    const config = join(root, "cluster.yaml");
-    writeFileSync(
-      config,
-      stringify({
-        name: "cluster",
-        seed: 2,
-        model: { dir: start },
-        engine: { kind: "llamacpp-http", url },
-        sampling: { temperature: 1, max_tokens: 24 },
-        rollout: { sandbox: "bwrap", concurrency: 2, max_turns: 2, timeout_s: 60, memory_mb: 1024 },
-        harnesses: ["chat-agent"],
-        tasks: { train: `dir:${suite}` },
-        algorithm: { lr: 0.001 },
-        budget: { steps: 2, tasks_per_step: 2, samples: 2 },
-        cluster: { queue: cluster.redis.url, store: `sqlite:${centralFile}`, attempts: 2 },
-      }),
-    );
+    versionsBefore = engine.loadTimings.length;
+    const config = clusterConfig("sync", {});
     const train = (): Promise<RunSummary> => runTraining(buildRunContext(loadRunConfig(config), { runDir, configPath: config }), () => undefined);
     // Stopped after step 2's rollouts were gathered and trained, its policy pushed and checkpoint written, before the
     // commit: the rerun redoes step 2 from step 1's state.
@@ -108,7 +132,7 @@ describe("train on a cluster: two rollout nodes, a served policy, a central stor
     expect(String(interrupted)).toMatch(/stopped at after-checkpoint-write@2/);
     expect(summary).toMatchObject({ steps: 2, plannedSteps: 2, policyVersion: 2, timeCapped: false });
     for (const f of ["metrics.jsonl", "summary.json", "rollouts.jsonl", "state.json", "cluster-run.json"]) expect(existsSync(join(runDir, f)), f).toBe(true);
-    const rl = readFileSync(join(runDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number | string>).filter((r) => r.phase === "rl");
+    const rl = rlRows(runDir);
     // Each step once (the interrupted attempt's line was never committed).
     expect(rl.map((r) => r.step)).toEqual([1, 2]);
     for (const r of rl) {
@@ -117,7 +141,7 @@ describe("train on a cluster: two rollout nodes, a served policy, a central stor
       expect(r["tokens/trainable"]).toBeGreaterThan(0);
     }
     // The served engine: v1 after step 1, v2 pushed before the stop, v1 again when the resumed run connected, v2.
-    expect(engine.loadTimings.map((t) => t.version)).toEqual([0, 1, 2, 1, 2]);
+    expect(engine.loadTimings.slice(versionsBefore).map((t) => t.version)).toEqual([1, 2, 1, 2]);
   });
 
   it("trained each step on rollouts of both nodes, each landed once and run once (the resume re-added the same jobs)", async () => {
@@ -134,7 +158,7 @@ describe("train on a cluster: two rollout nodes, a served policy, a central stor
       await dispatcher.close();
     }
     // rollouts.jsonl: the steps' results, each rollout once, exactly the landed ones.
-    const results = readFileSync(join(runDir, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as RolloutResult);
+    const results = rolloutLines(runDir);
     expect(results).toHaveLength(8);
     expect(new Set(results.map((r) => r.rolloutId))).toEqual(new Set(landed.map((r) => r.rolloutId)));
   });
@@ -151,5 +175,40 @@ describe("train on a cluster: two rollout nodes, a served policy, a central stor
         expect(c.engineInstance).toBe(engine.instanceId);
       }
     }
+  });
+});
+
+describe("async training on a cluster: the staleness bound checked against the versions the records carry", () => {
+  const runDir = join(root, "async-run");
+  let summary: RunSummary;
+  let central: SqliteStore;
+  afterAll(() => central?.close());
+
+  beforeAll(async () => {
+    // max_staleness 0: step 2's jobs are added (as v0 jobs) before step 1 trains; calls a node makes before v1 is
+    // pushed record v0 and make their rollout stale, calls after it record v1 although the job says v0.
+    // Eight jobs a step on two one-slot nodes: four waves, so the later ones start after v1 is pushed.
+    const config = clusterConfig("async", { mode: "async", max_staleness: 0, budget: { steps: 2, tasks_per_step: 2, samples: 4 } });
+    summary = await runTraining(buildRunContext(loadRunConfig(config), { runDir, configPath: config }), () => undefined);
+    central = new SqliteStore(join(root, "async-central.sqlite"), { readonly: true });
+  }, 300_000);
+
+  it("drops exactly the step-2 rollouts with a call sampled by v0, reports them, and counts calls sampled off their job's version", () => {
+    expect(summary).toMatchObject({ steps: 2, policyVersion: 2 });
+    const { key } = JSON.parse(readFileSync(join(runDir, "cluster-run.json"), "utf8")) as { key: string };
+    const step2 = central.listLandedRollouts().filter((r) => r.rolloutId.startsWith(`s2-${key}-`));
+    expect(step2).toHaveLength(8);
+    const versions = new Map(step2.map((r) => [r.rolloutId, central.listCalls({ rolloutId: r.rolloutId }).map((c) => c.policyVersion)]));
+    const stale = [...versions].filter(([, vs]) => vs.some((v) => v === 0)).map(([id]) => id);
+    const offJob = [...versions.values()].flat().filter((v) => v !== 0).length;
+    const [row1, row2] = rlRows(runDir);
+    expect(row1).toMatchObject({ step: 1, "cluster/stale_dropped": 0, "cluster/calls_off_job_version": 0 });
+    expect(row2).toMatchObject({ step: 2, "cluster/stale_dropped": stale.length, "cluster/calls_off_job_version": offJob });
+    const lines = rolloutLines(runDir).filter((r) => r.rolloutId.startsWith(`s2-${key}-`));
+    expect(lines.filter((r) => r.status === "infra_error").map((r) => r.rolloutId).sort()).toEqual(stale.sort());
+    for (const r of lines.filter((x) => stale.includes(x.rolloutId))) expect(r.error).toMatch(/^stale: a call was sampled by policy v0, 1 versions behind v1 \(max_staleness 0\)/);
+    console.log(`async step 2: ${stale.length} of 8 rollouts stale, ${offJob} calls sampled by v1 under v0 jobs`);
+    // Every call of a kept rollout is within the bound.
+    for (const r of lines.filter((x) => x.status !== "infra_error")) expect(versions.get(r.rolloutId)?.every((v) => v === 1)).toBe(true);
   });
 });
