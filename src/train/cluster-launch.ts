@@ -29,6 +29,8 @@ export function clusterTrainingIssue(config: RunConfig): string | null {
   if (config.engine.kind !== "llamacpp-http") {
     return `training on a cluster needs engine.kind: llamacpp-http (a \`harnessrl serve\` the nodes sample from and the trainer pushes each policy version to), not ${config.engine.kind}`;
   }
+  // Nodes ship to the store from their own processes (and machines): an in-memory store is nobody else's.
+  if (/^memory(:|$)/.test(c.store.trim())) return "cluster.store is memory; rollout nodes ship to it from other processes: use postgres://… or sqlite:<path> that every node reaches";
   for (const [i, e] of (c.engines ?? []).entries()) {
     let kind: string;
     try {
