@@ -73,7 +73,7 @@ function clusterConfig(name: string, extra: Record<string, unknown>): string {
       seed: 2,
       model: { dir: join(root, "start") },
       engine: { kind: "llamacpp-http", url },
-      sampling: { temperature: 1, max_tokens: 24 },
+      sampling: { temperature: 1, max_tokens: 16 },
       rollout: { sandbox: "bwrap", concurrency: 2, max_turns: 2, timeout_s: 60, memory_mb: 1024 },
       harnesses: ["chat-agent"],
       tasks: { train: `dir:${join(root, "suite")}` },
@@ -133,6 +133,7 @@ describe("train on a cluster: two rollout nodes, a served policy, a central stor
     expect(summary).toMatchObject({ steps: 2, plannedSteps: 2, policyVersion: 2, timeCapped: false });
     for (const f of ["metrics.jsonl", "summary.json", "rollouts.jsonl", "state.json", "cluster-run.json"]) expect(existsSync(join(runDir, f)), f).toBe(true);
     const rl = rlRows(runDir);
+    console.log(`cluster sync run: ${rl.map((r) => `step ${r.step}: rollouts ${Number(r["time/rollout_s"]).toFixed(1)} s, train ${Number(r["time/train_s"]).toFixed(1)} s, swap ${Number(r["time/swap_s"]).toFixed(1)} s`).join("; ")}`);
     // Each step once (the interrupted attempt's line was never committed).
     expect(rl.map((r) => r.step)).toEqual([1, 2]);
     for (const r of rl) {
@@ -188,7 +189,7 @@ describe("async training on a cluster: the staleness bound checked against the v
     // max_staleness 0: step 2's jobs are added (as v0 jobs) before step 1 trains; calls a node makes before v1 is
     // pushed record v0 and make their rollout stale, calls after it record v1 although the job says v0.
     // Eight jobs a step on two one-slot nodes: four waves, so the later ones start after v1 is pushed.
-    const config = clusterConfig("async", { mode: "async", max_staleness: 0, budget: { steps: 2, tasks_per_step: 2, samples: 4 } });
+    const config = clusterConfig("async", { mode: "async", max_staleness: 0, budget: { steps: 2, tasks_per_step: 2, samples: 4 }, rollout: { sandbox: "bwrap", concurrency: 2, max_turns: 1, timeout_s: 60, memory_mb: 1024 } });
     summary = await runTraining(buildRunContext(loadRunConfig(config), { runDir, configPath: config }), () => undefined);
     central = new SqliteStore(join(root, "async-central.sqlite"), { readonly: true });
   }, 300_000);
