@@ -179,17 +179,29 @@ describe("train on a cluster: two rollout nodes, a served policy, a central stor
   });
 });
 
-describe("async training on a cluster: the staleness bound checked against the versions the records carry", () => {
+describe("async training on two served endpoints: the staleness bound checked against the versions the records carry", () => {
   const runDir = join(root, "async-run");
   let summary: RunSummary;
   let central: SqliteStore;
-  afterAll(() => central?.close());
+  // A second `harnessrl serve` with its own engine: cluster.engines spreads the jobs over both.
+  let engine2: LlamaCppEngine;
+  let service2: EngineService;
+  afterAll(async () => {
+    central?.close();
+    await service2?.close();
+    await engine2?.close();
+  });
 
   beforeAll(async () => {
+    const start = join(root, "start");
+    const spec = `llamacpp:${start}?threads=1&sequences=4&ctx=2048&cache=${join(root, "cache2")}`;
+    engine2 = await LlamaCppEngine.create(spec, llamaCppOptions(parseEngineSpec(spec)));
+    service2 = new EngineService({ engine: engine2, modelDir: start, token: "cluster-gen-token", adminToken: "cluster-admin-token", uploadDir: join(root, "uploads2") });
+    const url2 = await service2.listen(0, "127.0.0.1");
     // max_staleness 0: step 2's jobs are added (as v0 jobs) before step 1 trains; calls a node makes before v1 is
     // pushed record v0 and make their rollout stale, calls after it record v1 although the job says v0.
     // Eight jobs a step on two one-slot nodes: four waves, so the later ones start after v1 is pushed.
-    const config = clusterConfig("async", { mode: "async", max_staleness: 0, budget: { steps: 2, tasks_per_step: 2, samples: 4 }, rollout: { sandbox: "bwrap", concurrency: 2, max_turns: 1, timeout_s: 60, memory_mb: 1024 } });
+    const config = clusterConfig("async", { mode: "async", max_staleness: 0, budget: { steps: 2, tasks_per_step: 2, samples: 4 }, rollout: { sandbox: "bwrap", concurrency: 2, max_turns: 1, timeout_s: 60, memory_mb: 1024 }, cluster: { queue: cluster.redis.url, store: `sqlite:${join(root, "async-central.sqlite")}`, engines: [`llamacpp-http:${url}`, `llamacpp-http:${url2}`] } });
     summary = await runTraining(buildRunContext(loadRunConfig(config), { runDir, configPath: config }), () => undefined);
     central = new SqliteStore(join(root, "async-central.sqlite"), { readonly: true });
   }, 300_000);
@@ -209,6 +221,11 @@ describe("async training on a cluster: the staleness bound checked against the v
     expect(lines.filter((r) => r.status === "infra_error").map((r) => r.rolloutId).sort()).toEqual(stale.sort());
     for (const r of lines.filter((x) => stale.includes(x.rolloutId))) expect(r.error).toMatch(/^stale: a call was sampled by policy v0, 1 versions behind v1 \(max_staleness 0\)/);
     console.log(`async step 2: ${stale.length} of 8 rollouts stale, ${offJob} calls sampled by v1 under v0 jobs`);
+    // Both endpoints sampled, and both were pushed each new version (the second started at v0 like the run).
+    const instances = new Set(central.listLandedRollouts().flatMap((r) => central.listCalls({ rolloutId: r.rolloutId }).map((c) => c.engineInstance)));
+    expect(instances).toEqual(new Set([engine.instanceId, engine2.instanceId]));
+    expect(engine2.loadTimings.map((t) => t.version)).toEqual([0, 1, 2]);
+    expect(engine2.policyVersion).toBe(2);
     // Every call of a kept rollout is within the bound.
     for (const r of lines.filter((x) => x.status !== "infra_error")) expect(versions.get(r.rolloutId)?.every((v) => v === 1)).toBe(true);
   });
