@@ -115,7 +115,7 @@ export class ClusterSteps {
     private readonly options: ClusterStepsOptions,
     private readonly log: (line: string) => void,
   ) {
-    this.ownId = new RegExp(`^s\\d+-${identity.key}-`);
+    this.ownId = new RegExp(`^s(\\d+)-${identity.key}-`);
   }
 
   /**
@@ -191,7 +191,7 @@ export class ClusterSteps {
     const jobs = jobsOfPlan(plan, { runId: this.identity.runId, engine: this.endpoints[0]!, store: c.store, policyVersion: version, sampling: { temperature: s.temperature, maxTokens: s.max_tokens }, settings }).map((j, i): RolloutJob => ({ ...j, engine: this.endpoints[i % this.endpoints.length]! }));
     const gathered = await this.dispatcher.run(jobs, { attempts: c.attempts, ...(this.options.dispatchTimeoutMs === undefined ? {} : { timeoutMs: this.options.dispatchTimeoutMs }) });
     const completed = gathered.filter((g) => g.outcome === "completed").map((g) => g.rolloutId);
-    await this.awaitLanding(completed);
+    await this.awaitLanding(completed, Number(/^s(\d+)-/.exec(plan.idPrefix)?.[1] ?? 0));
     const failed: string[] = [];
     const results = jobs.map((job, i): RolloutResult => {
       const g = gathered[i]!;
@@ -215,14 +215,21 @@ export class ClusterSteps {
     return results;
   }
 
-  /** Reads newly landed rollouts of this run until every id in `ids` has landed or the wait is over. */
-  private async awaitLanding(ids: readonly string[]): Promise<void> {
+  /**
+   * Reads newly landed rollouts of this run until every id in `ids` has landed or the wait is over. Rows of steps
+   * before `step` are not kept (a resumed run reads the store from its start; those steps are committed).
+   */
+  private async awaitLanding(ids: readonly string[], step: number): Promise<void> {
     const deadline = Date.now() + (this.options.landingWaitMs ?? 300_000);
+    for (const id of this.landed.keys()) if (Number(this.ownId.exec(id)?.[1] ?? 0) < step) this.landed.delete(id);
     for (let i = 0; i < 100_000; i++) {
       try {
         for (let page = 0; page < 10_000; page++) {
           const rows = this.central.listLandedRollouts({ afterLandedAt: this.cursor, limit: 2000 });
-          for (const row of rows) if (this.ownId.test(row.rolloutId)) this.landed.set(row.rolloutId, row);
+          for (const row of rows) {
+            const own = this.ownId.exec(row.rolloutId);
+            if (own && Number(own[1]) >= step) this.landed.set(row.rolloutId, row);
+          }
           if (rows.length > 0) this.cursor = rows[rows.length - 1]!.landedAt;
           if (rows.length < 2000) break;
         }

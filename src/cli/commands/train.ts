@@ -11,7 +11,8 @@ const usage = `Usage: harnessrl train --config <file.yaml> [--run-dir DIR] [--ch
 
 Runs RL training as the config describes into a run directory (default runs/<name>): config copy, metrics.jsonl,
 checkpoints, policy versions, records.sqlite, rollouts.jsonl, eval-before/after.json, summary.json and report.html.
-Run the same command again to resume after a crash.
+Run the same command again to resume after a crash. With a cluster: section (and engine.kind: llamacpp-http), each
+step's rollouts run as jobs on rollout nodes (harnessrl node) and train from the central store (docs/cluster.md).
 
 --check  validate the whole config (every section, cross-field rules, and that every harness, task suite, sandbox,
          trainer and engine it names exists) and exit: one OK line, or one line per error
