@@ -9,10 +9,11 @@ import type { Command } from "../command.js";
 
 const usage = `Usage:
   harnessrl doctor consistency --model <dir> [--tokens 1000] [--temperature 1] [--scorer worker|reference]
-                               [--max-delta 1e-3] [--threads N] [--batch isolated|shared] [--json]
+                               [--max-delta 1e-3] [--threads N] [--batch isolated|shared] [--kv f32|f16]
+                               [--fa 0|1] [--json]
 
 consistency  samples ≥ --tokens tokens with the llama.cpp engine (GGUF exported from <dir>; 8 concurrent sequences,
-             --batch as in the engine spec), teacher-forces the same sequences with the PyTorch worker (--scorer
+             --batch, --kv and --fa as in the engine spec), teacher-forces the same sequences with the PyTorch worker (--scorer
              worker, float32) or the TypeScript reference forward (--scorer reference, slow), and reports mean / max
              |Δ logprob|. Exits 1 if max > --max-delta.`;
 
@@ -36,6 +37,8 @@ async function consistency(argv: string[]): Promise<number> {
         "max-delta": { type: "string" },
         threads: { type: "string" },
         batch: { type: "string" },
+        kv: { type: "string" },
+        fa: { type: "string" },
         json: { type: "boolean" },
       },
       strict: true,
@@ -54,7 +57,12 @@ async function consistency(argv: string[]): Promise<number> {
   const batch = values.batch ?? "";
   if (batch !== "" && batch !== "isolated" && batch !== "shared") throw new UserError("invalid_arguments", `--batch must be isolated or shared`);
 
-  const engine = await createEngine(`llamacpp:${dir}?threads=${threads}&sequences=8${batch ? `&batch=${batch}` : ""}`);
+  const kv = values.kv ?? "f32";
+  if (kv !== "f32" && kv !== "f16") throw new UserError("invalid_arguments", `--kv must be f32 or f16`);
+  const fa = values.fa ?? "0";
+  if (fa !== "0" && fa !== "1") throw new UserError("invalid_arguments", `--fa must be 0 or 1`);
+
+  const engine = await createEngine(`llamacpp:${dir}?threads=${threads}&sequences=8&kv=${kv}&fa=${fa}${batch ? `&batch=${batch}` : ""}`);
   let trainer: Trainer | undefined;
   try {
     let scorer: Scorer;
@@ -65,12 +73,13 @@ async function consistency(argv: string[]): Promise<number> {
     } else scorer = referenceScorer(dir);
     const report = await checkConsistency(engine, scorer, { tokens, temperature });
     const ok = report.maxAbsDelta <= maxDelta;
-    if (values.json === true) console.log(JSON.stringify({ model: dir, scorer: scorerName, batch: batch || "default", maxAllowed: maxDelta, ok, ...report }, null, 2));
+    if (values.json === true) console.log(JSON.stringify({ model: dir, scorer: scorerName, batch: batch || "default", kv, fa: fa === "1", maxAllowed: maxDelta, ok, ...report }, null, 2));
     else {
       console.log(
         [
           `model       ${dir}`,
           `compared    llama.cpp sampling logprobs vs ${scorerName === "worker" ? "PyTorch worker (float32)" : "TypeScript reference forward"} teacher forcing`,
+          `engine      KV cache ${kv}, flash attention ${fa === "1" ? "on" : "off"}`,
           `tokens      ${report.tokens} in ${report.sequences} sequences at temperature ${temperature}`,
           `|Δ logprob| mean ${report.meanAbsDelta.toExponential(2)}, max ${report.maxAbsDelta.toExponential(2)} (allowed ${maxDelta}); mean Δ ${report.meanDelta.toExponential(2)}`,
           `time        sampling ${report.samplingMs.toFixed(0)} ms, scoring ${report.scoringMs.toFixed(0)} ms`,
