@@ -2,7 +2,8 @@ import { posix } from "node:path";
 import { InfraError, errorMessage } from "../../core/errors.js";
 import { BaseSandbox } from "../base-sandbox.js";
 import { BoundedOutput } from "../bounded-output.js";
-import { DEFAULT_DISK_BYTES, DISK_POLL_BACKOFF, DISK_POLL_MS, diskUsage, fileSizeCapArgv } from "../disk-usage.js";
+import { DEFAULT_DISK_BYTES, DISK_POLL_BACKOFF, DISK_POLL_MS, fileSizeCapArgv } from "../disk-usage.js";
+import { sharedDiskMeter } from "../disk-meter/client.js";
 import type { ResolvedExec } from "../options.js";
 import { chownTree, seedWorkspace } from "../workspace.js";
 import type { ExecResult, SandboxCreateOptions, SandboxPaths } from "../types.js";
@@ -64,7 +65,7 @@ export class BwrapSandbox extends BaseSandbox {
     let lastMs = 0;
     const tick = async (): Promise<void> => {
       const t = performance.now();
-      const bytes = await diskUsage([this.workspaceDir, this.homeDir]);
+      const bytes = await sharedDiskMeter().measure([this.workspaceDir, this.homeDir]);
       lastMs = performance.now() - t;
       if (bytes > this.diskBytes && this.running.size > 0 && !this.destroyed) {
         this.diskHits++;
@@ -152,7 +153,7 @@ export class BwrapSandbox extends BaseSandbox {
     const diskHitsBefore = this.diskHits;
     // Once over budget, the sandbox stays refused while it is (its files remain until destroy): no agent start.
     if (this.diskHits > 0) {
-      if ((await diskUsage([this.workspaceDir, this.homeDir])) > this.diskBytes) return this.diskLimitResult(undefined, started, false, false, undefined);
+      if ((await sharedDiskMeter().measure([this.workspaceDir, this.homeDir])) > this.diskBytes) return this.diskLimitResult(undefined, started, false, false, undefined);
     }
     let r: AgentRun;
     let timedOut = false;
