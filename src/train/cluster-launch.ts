@@ -58,7 +58,13 @@ const CLUSTER_RUN_FILE = "cluster-run.json";
 function clusterRunOf(ctx: RunContext): ClusterRun {
   const path = ctx.run.path(CLUSTER_RUN_FILE);
   if (existsSync(path)) {
-    const r = clusterRunSchema.safeParse(JSON.parse(readFileSync(path, "utf8")));
+    let raw: unknown;
+    try {
+      raw = JSON.parse(readFileSync(path, "utf8"));
+    } catch {
+      raw = undefined; // a torn or edited file: the run gets a new identity (its earlier jobs are not this run's)
+    }
+    const r = clusterRunSchema.safeParse(raw);
     if (r.success) return r.data;
   }
   // A key of this run's own: rollout ids (and so job ids and the central store's landing keys) never meet those of
