@@ -13,8 +13,8 @@ const usage = `Usage:
                                [--fa 0|1] [--json]
 
 consistency  samples ≥ --tokens tokens with the llama.cpp engine (GGUF exported from <dir>; 8 concurrent sequences,
-             --batch, --kv and --fa as in the engine spec), teacher-forces the same sequences with the PyTorch worker (--scorer
-             worker, float32) or the TypeScript reference forward (--scorer reference, slow), and reports mean / max
+             --batch, --kv and --fa as in the engine spec), teacher-forces the same sequences with the PyTorch
+             worker (--scorer worker, float32) or the TypeScript reference forward (--scorer reference, slow), and reports mean / max
              |Δ logprob|. Exits 1 if max > --max-delta.`;
 
 function num(name: string, v: string | undefined, fallback: number, min: number): number {
