@@ -15,9 +15,9 @@ import type { RolloutResult } from "../../src/tasks/rollout-result.js";
 import { loadRunConfig } from "../../src/train/config.js";
 import { setFaultHandler } from "../../src/train/fault.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
-import { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
 import { usePrivateRedis } from "../cluster/private-redis.js";
 import { noiseTask } from "./noise-tasks.js";
+import { startServedPolicy } from "./served-policy.js";
 
 // `harnessrl train` with a cluster: section. A private redis-server (the project's starter), `harnessrl serve`'s
 // service on a tiny preset, two rollout nodes (real bwrap sandboxes and capture proxies) and a central SQLite store.
@@ -41,17 +41,7 @@ afterAll(async () => {
 }, 60_000);
 
 beforeAll(async () => {
-  const start = join(root, "start");
-  const trainer = await TorchTrainer.start({ threads: 1 });
-  try {
-    await trainer.init({ preset: "tiny-1m", seed: 3, out: start });
-  } finally {
-    await trainer.close();
-  }
-  const spec = `llamacpp:${start}?threads=1&sequences=4&ctx=2048&cache=${join(root, "cache")}`;
-  engine = await LlamaCppEngine.create(spec, llamaCppOptions(parseEngineSpec(spec)));
-  service = new EngineService({ engine, modelDir: start, token: "cluster-gen-token", adminToken: "cluster-admin-token", uploadDir: join(root, "uploads") });
-  url = await service.listen(0, "127.0.0.1");
+  ({ engine, service, url } = await startServedPolicy(root, { token: "cluster-gen-token", adminToken: "cluster-admin-token" }));
   process.env.HARNESSRL_SERVE_TOKEN = "cluster-gen-token";
   process.env.HARNESSRL_SERVE_ADMIN_TOKEN = "cluster-admin-token";
   // One slot each: a step's four jobs need both nodes.

@@ -3,17 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
-import { llamaCppOptions } from "../../src/engine/llamacpp/options.js";
-import { EngineService } from "../../src/engine/service/server.js";
-import { parseEngineSpec } from "../../src/engine/spec.js";
+import type { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
+import type { EngineService } from "../../src/engine/service/server.js";
 import { buildRunContext } from "../../src/run/context.js";
 import { openStore } from "../../src/store/registry.js";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
 import { loadRunConfig } from "../../src/train/config.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
-import { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
 import { noiseTask } from "./noise-tasks.js";
+import { startServedPolicy } from "./served-policy.js";
 
 // A training run whose engine is `harnessrl serve` (engine.kind: llamacpp-http): the trainer pushes every new policy
 // version to the service, and the rollouts of each step sample from it and record its instance.
@@ -32,17 +30,9 @@ describe("train with engine kind llamacpp-http (harnessrl serve)", () => {
   });
 
   beforeAll(async () => {
-    const start = join(root, "start");
-    const trainer = await TorchTrainer.start({ threads: 1 });
-    try {
-      await trainer.init({ preset: "tiny-1m", seed: 3, out: start });
-    } finally {
-      await trainer.close();
-    }
-    const spec = `llamacpp:${start}?threads=1&sequences=4&ctx=2048&cache=${join(root, "cache")}`;
-    engine = await LlamaCppEngine.create(spec, llamaCppOptions(parseEngineSpec(spec)));
-    service = new EngineService({ engine, modelDir: start, token: "train-gen-token", adminToken: "train-admin-token", uploadDir: join(root, "uploads") });
-    const url = await service.listen(0, "127.0.0.1");
+    const served = await startServedPolicy(root, { token: "train-gen-token", adminToken: "train-admin-token" });
+    ({ engine, service } = served);
+    const { start, url } = served;
     process.env.HARNESSRL_SERVE_TOKEN = "train-gen-token";
     process.env.HARNESSRL_SERVE_ADMIN_TOKEN = "train-admin-token";
     const suite = join(root, "suite");
