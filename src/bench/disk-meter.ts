@@ -30,23 +30,15 @@ interface Way {
   measurements: number;
 }
 
-/** User + system CPU (ms) of a process and its waited-for children, from /proc/<pid>/stat. */
-function processCpuMs(pid: number | "self"): number {
+/** Sum (ms) of the given CPU-time fields of /proc/<pid>/stat (utime 11, stime 12, cutime 13, cstime 14; USER_HZ 100). */
+function statCpuMs(pid: number | "self", fields: readonly number[]): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(f[i] ?? 0), 0);
-    return (ticks * 1000) / 100; // USER_HZ is 100 on Linux
+    return (fields.reduce((sum, i) => sum + Number(f[i] ?? 0), 0) * 1000) / 100;
   } catch {
     return 0;
   }
-}
-
-/** CPU of waited-for children only (the du processes the control plane spawned and reaped). */
-function childrenCpuMs(): number {
-  const stat = readFileSync("/proc/self/stat", "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return ((Number(f[13] ?? 0) + Number(f[14] ?? 0)) * 1000) / 100;
 }
 
 async function main(): Promise<void> {
@@ -74,7 +66,7 @@ async function main(): Promise<void> {
       ["disk meter child process (now)", (roots) => meter.measure(roots)],
     ];
     const results = ways.map((): Way => ({ wallMs: [], userMs: 0, sysMs: 0, helperMs: 0, measurements: 0 }));
-    const helperCpu = (k: number): number => (k === 0 ? childrenCpuMs() : meter.pid === undefined ? 0 : processCpuMs(meter.pid));
+    const helperCpu = (k: number): number => (k === 0 ? statCpuMs("self", [13, 14]) : meter.pid === undefined ? 0 : statCpuMs(meter.pid, [11, 12, 13, 14]));
     // Warm-up: starts the meter, fills caches.
     for (const [, measure] of ways) await Promise.all(sandboxes.map((s) => measure(s)));
     for (let r = 0; r < rounds; r++) {

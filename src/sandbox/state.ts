@@ -67,8 +67,7 @@ export function isOwnerAlive(state: Pick<SandboxState, "ownerPid" | "ownerStartT
  */
 export function writeStateSync(dir: string, state: SandboxState): void {
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, "state.json.tmp"), JSON.stringify(state));
-  renameSync(join(dir, "state.json.tmp"), join(dir, "state.json"));
+  rewriteStateSync(dir, state);
 }
 
 /** Rewrites an existing sandbox's state.json in place (a pooled sandbox handed out: a small file, no thread-pool hops). */

@@ -60,12 +60,17 @@ export class BwrapSandbox extends BaseSandbox {
    * Measures workspace + HOME every DISK_POLL_MS while an exec runs; past the budget, every process of the sandbox is
    * killed (the running execs end with `diskLimitHit`). What was written stays until destroy() removes it.
    */
+  /** Allocated bytes of the workspace and HOME (measured by the control plane's disk meter). */
+  private diskUsed(): Promise<number> {
+    return sharedDiskMeter().measure([this.workspaceDir, this.homeDir]);
+  }
+
   private watchDisk(): void {
     if (this.diskTimer) return;
     let lastMs = 0;
     const tick = async (): Promise<void> => {
       const t = performance.now();
-      const bytes = await sharedDiskMeter().measure([this.workspaceDir, this.homeDir]);
+      const bytes = await this.diskUsed();
       lastMs = performance.now() - t;
       if (bytes > this.diskBytes && this.running.size > 0 && !this.destroyed) {
         this.diskHits++;
@@ -153,7 +158,7 @@ export class BwrapSandbox extends BaseSandbox {
     const diskHitsBefore = this.diskHits;
     // Once over budget, the sandbox stays refused while it is (its files remain until destroy): no agent start.
     if (this.diskHits > 0) {
-      if ((await sharedDiskMeter().measure([this.workspaceDir, this.homeDir])) > this.diskBytes) return this.diskLimitResult(undefined, started, false, false, undefined);
+      if ((await this.diskUsed()) > this.diskBytes) return this.diskLimitResult(undefined, started, false, false, undefined);
     }
     let r: AgentRun;
     let timedOut = false;
