@@ -44,6 +44,11 @@ export interface NodeOptions {
    * retryable `cluster_setup_timeout` (default 300 000 ms): a sandbox host or engine that hangs would hold the job.
    */
   setupTimeoutMs?: number;
+  /**
+   * Slack on top of an attempt's own budgets (harness + verifier + settle) before it counts as wedged (default
+   * 30 000 ms): a sandbox host whose commands never return would otherwise hold the job, its lock renewed, forever.
+   */
+  wedgeGraceMs?: number;
   log?: (line: string) => void;
 }
 
@@ -215,7 +220,7 @@ export class RolloutNode {
       const setupMs = performance.now() - t0;
       const settings: RolloutSettings = { ...DEFAULT_ROLLOUT_SETTINGS, ...job.settings };
       // A wedged sandbox host would hold the job (its lock renewed) forever: bound the attempt as a whole.
-      const budget = settings.harnessTimeoutMs + settings.verifierTimeoutMs + settings.settle.timeoutMs + 30_000;
+      const budget = settings.harnessTimeoutMs + settings.verifierTimeoutMs + settings.settle.timeoutMs + (this.o.wedgeGraceMs ?? 30_000);
       let timer: NodeJS.Timeout | undefined;
       const wedged = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new InfraError("cluster_rollout_wedged", `rollout ${job.rolloutId} did not end within ${budget} ms on node ${this.o.nodeId}`)), budget);

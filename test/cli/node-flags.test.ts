@@ -26,6 +26,7 @@ describe("harnessrl node flags", () => {
     [["--unhealthy-after", "0"], /--unhealthy-after must be an integer ≥ 1, got "0"/],
     [["--cooldown-ms", "-5"], /--cooldown-ms must be an integer ≥ 0, got "-5"/],
     [["--setup-timeout-ms", "soon"], /--setup-timeout-ms must be an integer ≥ 100, got "soon"/],
+    [["--wedge-grace-ms", "1.5"], /--wedge-grace-ms must be an integer ≥ 0, got "1.5"/],
     [["--sandbox-state-root", " "], /--sandbox-state-root must name a directory/],
   ])("refuses %j in one line", async (flags, why) => {
     // A cluster URL nobody answers: the flags must be refused before the node connects.

@@ -7,7 +7,7 @@ import { runRolloutJob } from "../../src/cli/rollout-job.js";
 import { RolloutNode, type NodeOptions } from "../../src/cluster/node.js";
 import { ClusterStatusReader } from "../../src/cluster/status.js";
 import { registerSandboxBackend, sandboxBackends } from "../../src/sandbox/registry.js";
-import type { SandboxBackend } from "../../src/sandbox/types.js";
+import type { ExecResult, Sandbox, SandboxBackend } from "../../src/sandbox/types.js";
 import { PostgresStore } from "../../src/store/postgres.js";
 import { SqliteStore } from "../../src/store/sqlite.js";
 import { usePrivateRedis } from "./private-redis.js";
@@ -109,7 +109,7 @@ describe("rollout node faults (in-process nodes, real Redis)", () => {
     writeFileSync(blocker, "");
     const broken = await startNode({ nodeId: "broken-node", capacity: 1, sandboxStateRoot: join(blocker, "state"), unhealthyAfter: 2, cooldownMs: 60_000 });
     const reader = new ClusterStatusReader(cluster.redis.url);
-    const out = join(root, "out-wedged");
+    const out = join(root, "out-broken");
     try {
       // The broken node alone first: it takes jobs, fails them as infra errors and pauses itself.
       const run = runRolloutJob("rollout", { cluster: cluster.redis.url, tasks: "arith:test?n=4", out }, { tasks: "arith:test?n=4" });
@@ -144,6 +144,69 @@ describe("rollout node faults (in-process nodes, real Redis)", () => {
       expect(s.nodes.find((x) => x.nodeId === "good-node")).toMatchObject({ state: "up", healthy: true, completed: 4 });
     } finally {
       await reader.close();
+    }
+  }, 300_000);
+
+  it("fails the attempt of a node whose sandboxes' commands never return with cluster_rollout_wedged; a healthy node runs the job, the wedged one cools down", async () => {
+    for (const earlier of nodes.splice(0)) await earlier.drain();
+    // A sandbox host that is wedged: sandboxes are created, but no command run in them ever returns (as with
+    // processes stuck in the kernel). Nothing but the node's attempt budget can end such an attempt.
+    let execs = 0;
+    registerSandboxBackend({
+      name: "wedges-on-exec",
+      summary: "test: local-unsafe sandboxes whose commands never return",
+      open: async (o): Promise<SandboxBackend> => {
+        const b = await sandboxBackends.get("local-unsafe").open(o);
+        const wedge = async (s: Sandbox): Promise<Sandbox> => ({
+          id: s.id,
+          backend: "wedges-on-exec",
+          workspaceDir: s.workspaceDir,
+          homeDir: s.homeDir,
+          paths: s.paths,
+          proxyUrl: s.proxyUrl,
+          exec: () => {
+            execs++;
+            return new Promise<ExecResult>(() => undefined);
+          },
+          readFile: (p, x) => s.readFile(p, x),
+          writeFile: (p, d, x) => s.writeFile(p, d, x),
+          listFiles: (d, x) => s.listFiles(d, x),
+          serve: (n, h) => s.serve(n, h),
+          destroy: () => s.destroy(),
+        });
+        return { name: "wedges-on-exec", unsafe: true, create: async (x) => wedge(await b.create(x)), reapOrphans: () => b.reapOrphans(), live: () => b.live(), close: () => b.close() };
+      },
+    });
+    // Attempt budget: 15 s harness (enough for the healthy node on a loaded machine) + 30 s verifier + 30 s settle (the defaults) + 0.5 s grace.
+    const wedged = await startNode({ nodeId: "wedged-node", capacity: 1, sandbox: "wedges-on-exec", wedgeGraceMs: 500, cooldownMs: 120_000 });
+    const reader = new ClusterStatusReader(cluster.redis.url);
+    const out = join(root, "out-wedged");
+    try {
+      const t0 = Date.now();
+      const run = runRolloutJob("rollout", { cluster: cluster.redis.url, tasks: "arith:test?n=2", out, "timeout-s": "15" }, { tasks: "arith:test?n=2" });
+      await until("the wedged node cooling", async () => (await reader.snapshot()).nodes.find((x) => x.nodeId === "wedged-node")?.state === "cooling", 120_000);
+      // Not before its budget: the attempt was cut off by the wedge bound, not by anything earlier.
+      expect(Date.now() - t0).toBeGreaterThan(75_000);
+      expect(execs).toBeGreaterThanOrEqual(1);
+      expect(wedged.lines.some((l) => /unhealthy for 120000 ms \(a rollout wedged\)/.test(l))).toBe(true);
+      await startNode({ nodeId: "healthy-node", capacity: 2 });
+      const { results } = await run;
+      expect(results.map((r) => r.status)).toEqual(["ok", "ok"]);
+      const central = new SqliteStore(join(out, "records.sqlite"), { readonly: true });
+      try {
+        const rows = central.listLandedRollouts();
+        expect(rows).toHaveLength(2);
+        expect(rows.every((r) => r.nodeId === "healthy-node")).toBe(true);
+        // The wedged node's job was retried: its landed attempt is the second.
+        expect(rows.map((r) => r.attempt).sort()).toEqual([1, 2]);
+      } finally {
+        central.close();
+      }
+      expect((await reader.snapshot()).nodes.find((x) => x.nodeId === "wedged-node")).toMatchObject({ state: "cooling", healthy: false, completed: 0 });
+    } finally {
+      await reader.close();
+      await wedged.node.drain();
+      nodes.splice(nodes.indexOf(wedged.node), 1);
     }
   }, 300_000);
 

@@ -29,7 +29,10 @@ Options:
   --cooldown-ms MS  how long an unhealthy node stops pulling jobs (default 30000; 0: resume at once)
   --setup-timeout-ms MS
                     opening the rollout stack (engine, proxy, sandbox backend) longer than this fails the job
-                    with the retryable cluster_setup_timeout (default 300000)`;
+                    with the retryable cluster_setup_timeout (default 300000)
+  --wedge-grace-ms MS
+                    an attempt that outlives its harness + verifier + settle budgets by this much fails with the
+                    retryable cluster_rollout_wedged and marks the node unhealthy (default 30000)`;
 
 export const nodeCommand: Command = {
   name: "node",
@@ -52,6 +55,7 @@ export const nodeCommand: Command = {
         "unhealthy-after": { type: "string" },
         "cooldown-ms": { type: "string" },
         "setup-timeout-ms": { type: "string" },
+        "wedge-grace-ms": { type: "string" },
       },
       usage,
     );
@@ -77,6 +81,7 @@ export const nodeCommand: Command = {
       unhealthyAfter: intOption("unhealthy-after", values["unhealthy-after"], 3, 1),
       cooldownMs: intOption("cooldown-ms", values["cooldown-ms"], 30_000, 0),
       setupTimeoutMs: intOption("setup-timeout-ms", values["setup-timeout-ms"], 300_000, 100),
+      wedgeGraceMs: intOption("wedge-grace-ms", values["wedge-grace-ms"], 30_000, 0),
     });
     let stop: (() => void) | null = null;
     const stopped = new Promise<void>((done) => (stop = done));
