@@ -52,7 +52,8 @@ describe("harnessrl model", () => {
     expect(unknown.stderr).toContain("tiny-1m");
     expect(harnessrl("model", "init", "--preset", "tiny-1m", "--seed", "-3", "--out", join(dir, "y")).status).toBe(2);
     expect(harnessrl("model", "info", join(dir, "nothing-here")).status).toBe(2);
-  });
+    // Six CLI starts, two of them building a model with torch: over 60 s once on a 2-core machine at load ~12.
+  }, 180_000);
 
   it("lists the same presets (names and sizes) as the worker builds", async () => {
     const trainer = await TorchTrainer.start({ threads: 1 });

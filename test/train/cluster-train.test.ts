@@ -1,8 +1,13 @@
+import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
+import { redisOptionsOf } from "../../src/cluster/connection.js";
 import { ClusterDispatcher } from "../../src/cluster/dispatch.js";
+import { ROLLOUT_QUEUE } from "../../src/cluster/job.js";
 import { RolloutNode } from "../../src/cluster/node.js";
 import { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
 import { llamaCppOptions } from "../../src/engine/llamacpp/options.js";
@@ -13,15 +18,15 @@ import { SqliteStore } from "../../src/store/sqlite.js";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
 import type { RolloutResult } from "../../src/tasks/rollout-result.js";
 import { loadRunConfig } from "../../src/train/config.js";
-import { setFaultHandler } from "../../src/train/fault.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
 import { usePrivateRedis } from "../cluster/private-redis.js";
+import { REPO_ROOT } from "../setup/cli.js";
 import { noiseTask } from "./noise-tasks.js";
 import { startServedPolicy } from "./served-policy.js";
 
 // `harnessrl train` with a cluster: section. A private redis-server (the project's starter), `harnessrl serve`'s
 // service on a tiny preset, two rollout nodes (real bwrap sandboxes and capture proxies) and a central SQLite store.
-// The first run is stopped after step 2 trained but before it committed; the rerun resumes it.
+// The first run (a `harnessrl train` process) is killed while step 2's jobs run on the nodes; the rerun resumes it.
 process.env.HARNESSRL_HARNESS_CACHE ??= join(process.cwd(), ".cache", "harnesses");
 
 const cluster = usePrivateRedis("hrl-train-cluster-");
@@ -84,64 +89,73 @@ function rolloutLines(runDir: string): RolloutResult[] {
   return readFileSync(join(runDir, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as RolloutResult);
 }
 
-describe("train on a cluster: two rollout nodes, a served policy, a central store, a stop mid-step and a resume", () => {
+describe("train on a cluster: two rollout nodes, a served policy, a central store, the control plane killed while a step's jobs run, and a resume", () => {
   let summary: RunSummary;
-  let interrupted: unknown;
+  let killed: { code: number | null; signal: NodeJS.Signals | null; stderr: string };
+  /** Step-2 jobs the queue had active when the control plane was killed. */
+  let inFlight: string[] = [];
   let central: SqliteStore;
   const runDir = join(root, "run");
   const centralFile = join(root, "sync-central.sqlite");
   let versionsBefore = 0;
 
   afterAll(() => {
-    setFaultHandler(null);
-    delete process.env.HARNESSRL_FAULT;
     central?.close();
   });
 
   beforeAll(async () => {
     versionsBefore = engine.loadTimings.length;
     const config = clusterConfig("sync", {});
-    const train = (): Promise<RunSummary> => runTraining(buildRunContext(loadRunConfig(config), { runDir, configPath: config }), () => undefined);
-    // Stopped after step 2's rollouts were gathered and trained, its policy pushed and checkpoint written, before the
-    // commit: the rerun redoes step 2 from step 1's state.
-    process.env.HARNESSRL_FAULT = "after-checkpoint-write@2";
-    setFaultHandler((point, step) => {
-      throw new Error(`stopped at ${point}@${step}`);
-    });
-    interrupted = await train().then(
-      () => null,
-      (e: unknown) => e,
-    );
-    setFaultHandler(null);
-    delete process.env.HARNESSRL_FAULT;
-    summary = await train();
+    // The first run is `harnessrl train` in its own process, SIGKILLed as soon as a step-2 job is running on a node:
+    // nothing of the control plane gets to clean up, and the nodes go on with the jobs they hold.
+    const child = spawn(process.execPath, ["dist/cli/main.js", "train", "--config", config, "--run-dir", runDir], { cwd: REPO_ROOT, env: process.env, stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("close", (code, signal) => resolve({ code, signal })));
+    const queue = new Queue(ROLLOUT_QUEUE, { connection: redisOptionsOf(cluster.redis.url) });
+    try {
+      const deadline = Date.now() + 300_000;
+      while (inFlight.length === 0 && child.exitCode === null && Date.now() < deadline) {
+        inFlight = (await queue.getActive()).map((j) => j.id ?? "").filter((id) => /\.s2-/.test(id));
+        if (inFlight.length === 0) await sleep(100);
+      }
+      child.kill("SIGKILL");
+      killed = { ...(await exited), stderr };
+    } finally {
+      await queue.close();
+    }
+    summary = await runTraining(buildRunContext(loadRunConfig(config), { runDir, configPath: config }), () => undefined);
     central = new SqliteStore(centralFile, { readonly: true });
   }, 600_000);
 
-  it("was stopped mid-step 2 and resumed to the planned steps, with the usual run files", () => {
-    expect(String(interrupted)).toMatch(/stopped at after-checkpoint-write@2/);
+  it("was killed while step 2's jobs ran and resumed to the planned steps, with the usual run files", () => {
+    expect(killed.signal, killed.stderr).toBe("SIGKILL");
+    expect(inFlight.length, killed.stderr).toBeGreaterThan(0);
     expect(summary).toMatchObject({ steps: 2, plannedSteps: 2, policyVersion: 2, timeCapped: false });
     for (const f of ["metrics.jsonl", "summary.json", "rollouts.jsonl", "state.json", "cluster-run.json"]) expect(existsSync(join(runDir, f)), f).toBe(true);
     const rl = rlRows(runDir);
-    console.log(`cluster sync run: ${rl.map((r) => `step ${r.step}: rollouts ${Number(r["time/rollout_s"]).toFixed(1)} s, train ${Number(r["time/train_s"]).toFixed(1)} s, swap ${Number(r["time/swap_s"]).toFixed(1)} s`).join("; ")}`);
-    // Each step once (the interrupted attempt's line was never committed).
+    console.log(`cluster sync run (killed with ${inFlight.length} step-2 job(s) running): ${rl.map((r) => `step ${r.step}: rollouts ${Number(r["time/rollout_s"]).toFixed(1)} s, train ${Number(r["time/train_s"]).toFixed(1)} s, swap ${Number(r["time/swap_s"]).toFixed(1)} s`).join("; ")}`);
+    // Each step once: step 1 committed before the kill, step 2 only by the resumed run.
     expect(rl.map((r) => r.step)).toEqual([1, 2]);
     for (const r of rl) {
-      expect(r).toMatchObject({ "cluster/failed_jobs": 0, "cluster/not_landed": 0, "cluster/stale_dropped": 0, "cluster/calls_off_job_version": 0 });
+      expect(r).toMatchObject({ "cluster/failed_jobs": 0, "cluster/not_landed": 0, "cluster/stale_dropped": 0, "cluster/calls_off_job_version": 0, "cluster/retried": 0 });
       expect(r["status/infra_error"]).toBeUndefined();
       expect(r["tokens/trainable"]).toBeGreaterThan(0);
     }
-    // The served engine: v1 after step 1, v2 pushed before the stop, v1 again when the resumed run connected, v2.
-    expect(engine.loadTimings.slice(versionsBefore).map((t) => t.version)).toEqual([1, 2, 1, 2]);
+    // The served engine: v1 pushed by the killed run after step 1, v2 by the resumed run after step 2 (the resumed
+    // run found v1 already served).
+    expect(engine.loadTimings.slice(versionsBefore).map((t) => t.version)).toEqual([1, 2]);
   });
 
-  it("trained each step on rollouts of both nodes, each landed once and run once (the resume re-added the same jobs)", async () => {
+  it("trained each step on rollouts of both nodes, each landed once and run once (the resume re-added the same jobs and gathered those the nodes finished meanwhile)", async () => {
     const landed = central.listLandedRollouts();
     expect(landed).toHaveLength(8);
     expect(new Set(landed.map((r) => r.rolloutId)).size).toBe(8);
     expect(new Set(landed.map((r) => r.nodeId))).toEqual(new Set(["node-a", "node-b"]));
     // No rollout ran again after the resume: every landed attempt is the first, and the queue holds 8 completed jobs.
     expect(landed.every((r) => r.attempt === 1)).toBe(true);
+    const landedIds = new Set(landed.map((r) => r.rolloutId));
+    for (const id of inFlight) expect(landedIds.has(id.slice(id.indexOf(".") + 1)), id).toBe(true);
     const dispatcher = await ClusterDispatcher.open(cluster.redis.url);
     try {
       expect(await dispatcher.counts()).toMatchObject({ completed: 8, failed: 0, waiting: 0, active: 0 });
