@@ -9,10 +9,8 @@ import { redisOptionsOf } from "../../src/cluster/connection.js";
 import { ClusterDispatcher } from "../../src/cluster/dispatch.js";
 import { ROLLOUT_QUEUE } from "../../src/cluster/job.js";
 import { RolloutNode } from "../../src/cluster/node.js";
-import { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
-import { llamaCppOptions } from "../../src/engine/llamacpp/options.js";
-import { EngineService } from "../../src/engine/service/server.js";
-import { parseEngineSpec } from "../../src/engine/spec.js";
+import type { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
+import type { EngineService } from "../../src/engine/service/server.js";
 import { buildRunContext } from "../../src/run/context.js";
 import { SqliteStore } from "../../src/store/sqlite.js";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
@@ -22,7 +20,7 @@ import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
 import { usePrivateRedis } from "../cluster/private-redis.js";
 import { REPO_ROOT } from "../setup/cli.js";
 import { noiseTask } from "./noise-tasks.js";
-import { startServedPolicy } from "./served-policy.js";
+import { serveModel, startServedPolicy } from "./served-policy.js";
 
 // `harnessrl train` with a cluster: section. A private redis-server (the project's starter), `harnessrl serve`'s
 // service on a tiny preset, two rollout nodes (real bwrap sandboxes and capture proxies) and a central SQLite store.
@@ -32,6 +30,8 @@ process.env.HARNESSRL_HARNESS_CACHE ??= join(process.cwd(), ".cache", "harnesses
 const cluster = usePrivateRedis("hrl-train-cluster-");
 const root = cluster.root;
 
+/** The tiny-1m policy both services start on (v0). */
+let start: string;
 let engine: LlamaCppEngine;
 let service: EngineService;
 let url: string;
@@ -46,7 +46,7 @@ afterAll(async () => {
 }, 60_000);
 
 beforeAll(async () => {
-  ({ engine, service, url } = await startServedPolicy(root, { token: "cluster-gen-token", adminToken: "cluster-admin-token" }));
+  ({ start, engine, service, url } = await startServedPolicy(root, { token: "cluster-gen-token", adminToken: "cluster-admin-token" }));
   process.env.HARNESSRL_SERVE_TOKEN = "cluster-gen-token";
   process.env.HARNESSRL_SERVE_ADMIN_TOKEN = "cluster-admin-token";
   // One slot each: a step's four jobs need both nodes.
@@ -66,7 +66,7 @@ function clusterConfig(name: string, extra: Record<string, unknown>): string {
     stringify({
       name,
       seed: 2,
-      model: { dir: join(root, "start") },
+      model: { dir: start },
       engine: { kind: "llamacpp-http", url },
       sampling: { temperature: 1, max_tokens: 16 },
       rollout: { sandbox: "bwrap", concurrency: 2, max_turns: 2, timeout_s: 60, memory_mb: 1024 },
@@ -197,11 +197,9 @@ describe("async training on two served endpoints: the staleness bound checked ag
   });
 
   beforeAll(async () => {
-    const start = join(root, "start");
-    const spec = `llamacpp:${start}?threads=1&sequences=4&ctx=2048&cache=${join(root, "cache2")}`;
-    engine2 = await LlamaCppEngine.create(spec, llamaCppOptions(parseEngineSpec(spec)));
-    service2 = new EngineService({ engine: engine2, modelDir: start, token: "cluster-gen-token", adminToken: "cluster-admin-token", uploadDir: join(root, "uploads2") });
-    const url2 = await service2.listen(0, "127.0.0.1");
+    const second = await serveModel(start, join(root, "second"), { token: "cluster-gen-token", adminToken: "cluster-admin-token" });
+    ({ engine: engine2, service: service2 } = second);
+    const url2 = second.url;
     // max_staleness 0: step 2's jobs are added (as v0 jobs) before step 1 trains; calls a node makes before v1 is
     // pushed record v0 and make their rollout stale, calls after it record v1 although the job says v0.
     // Eight jobs a step on two one-slot nodes: four waves, so the later ones start after v1 is pushed.

@@ -5,18 +5,30 @@ import { EngineService } from "../../src/engine/service/server.js";
 import { parseEngineSpec } from "../../src/engine/spec.js";
 import { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
 
-export interface ServedPolicy {
-  /** The tiny-1m model directory the service starts on (policy v0). */
-  start: string;
+export interface ServedModel {
   engine: LlamaCppEngine;
   service: EngineService;
   url: string;
 }
 
+export interface ServedPolicy extends ServedModel {
+  /** The tiny-1m model directory the service starts on (policy v0). */
+  start: string;
+}
+
 /**
- * A tiny-1m policy made by the torch worker under `root`, served in process by `harnessrl serve`'s EngineService on
- * a loopback port with the given bearer tokens (generation and admin). The caller closes service and engine.
+ * `modelDir` served in process by `harnessrl serve`'s EngineService on a loopback port with the given bearer tokens
+ * (generation and admin); its engine cache and pushed versions go under `dir`. The caller closes service and engine.
  */
+export async function serveModel(modelDir: string, dir: string, tokens: { token: string; adminToken: string }): Promise<ServedModel> {
+  const spec = `llamacpp:${modelDir}?threads=1&sequences=4&ctx=2048&cache=${join(dir, "cache")}`;
+  const engine = await LlamaCppEngine.create(spec, llamaCppOptions(parseEngineSpec(spec)));
+  const service = new EngineService({ engine, modelDir, ...tokens, uploadDir: join(dir, "uploads") });
+  const url = await service.listen(0, "127.0.0.1");
+  return { engine, service, url };
+}
+
+/** A tiny-1m policy made by the torch worker under `root` (`<root>/start`), served as {@link serveModel} does. */
 export async function startServedPolicy(root: string, tokens: { token: string; adminToken: string }): Promise<ServedPolicy> {
   const start = join(root, "start");
   const trainer = await TorchTrainer.start({ threads: 1 });
@@ -25,9 +37,5 @@ export async function startServedPolicy(root: string, tokens: { token: string; a
   } finally {
     await trainer.close();
   }
-  const spec = `llamacpp:${start}?threads=1&sequences=4&ctx=2048&cache=${join(root, "cache")}`;
-  const engine = await LlamaCppEngine.create(spec, llamaCppOptions(parseEngineSpec(spec)));
-  const service = new EngineService({ engine, modelDir: start, ...tokens, uploadDir: join(root, "uploads") });
-  const url = await service.listen(0, "127.0.0.1");
-  return { start, engine, service, url };
+  return { start, ...(await serveModel(start, root, tokens)) };
 }
