@@ -15,6 +15,8 @@ export interface LocalPostgresOptions {
   /** fsync on (default off: a test server). */
   fsync?: boolean;
   log?: (line: string) => void;
+  /** Run the server inside this network namespace (`ip netns` name); `listen` is an address there, port default 5432. */
+  netns?: string;
 }
 
 export interface LocalPostgres {

@@ -56,7 +56,9 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  * Starts a Postgres server. Options: `port` (default: a free one), `listen` (listen_addresses, default 127.0.0.1;
  * "*" for nodes in other network namespaces), `dir` (default: a new temp dir), `user` / `password` / `database` of
  * the role nodes log in as (default harnessrl / random / harnessrl), `fsync` (default false: a test server; killing
- * the server process still loses nothing committed, only an OS crash could), `log` (a function for progress lines).
+ * the server process still loses nothing committed, only an OS crash could), `log` (a function for progress lines),
+ * `netns` (run the server inside that network namespace, e.g. the control plane's of the namespace cluster; `listen`
+ * is then an address there, and the port defaults to 5432 since the namespace's ports are its own).
  */
 export async function startLocalPostgres(options = {}) {
   const bin = postgresBinDir();
@@ -126,11 +128,14 @@ export async function startLocalPostgres(options = {}) {
   };
 
   const launch = async () => {
-    if (server.port === 0) server.port = await freePort(server.host);
+    if (server.port === 0) server.port = options.netns ? 5432 : await freePort(server.host);
     const args = ["-D", data, "-p", String(server.port), "-k", sockets, "-c", `listen_addresses=${listen}`, "-c", "max_connections=200"];
     if (!options.fsync) args.push("-c", "fsync=off", "-c", "full_page_writes=off");
     log(`postgres on ${listen}:${server.port}`);
-    const child = spawn(join(bin, "postgres"), args, { ...asOwner, env, stdio: ["ignore", "ignore", "pipe"] });
+    // In a namespace: nsenter joins it as root and then drops to the server's user (postgres refuses to run as root).
+    const child = options.netns
+      ? spawn("nsenter", [`--net=/run/netns/${options.netns}`, ...(owner ? [`--setuid=${owner.uid}`, `--setgid=${owner.gid}`] : []), "--", join(bin, "postgres"), ...args], { env, stdio: ["ignore", "ignore", "pipe"] })
+      : spawn(join(bin, "postgres"), args, { ...asOwner, env, stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     child.stderr.on("data", (b) => {
       stderr = (stderr + b.toString()).slice(-4000);

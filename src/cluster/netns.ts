@@ -79,7 +79,9 @@ export function createNetnsTopology(nodes: number): NetnsTopology {
       cp,
       cpAddress: `${SUBNET}.1`,
       nodes: list,
-      exec: (ns) => ["ip", "netns", "exec", ns],
+      // nsenter joins only the network namespace; `ip netns exec` also remounts /sys, which hides the cgroup
+      // hierarchy there and with it every sandbox's memory and pids limits.
+      exec: (ns) => ["nsenter", `--net=/run/netns/${ns}`, "--"],
       setLink: (node, up) => inNs(cp, ["link", "set", list[node]!.hostSideLink, up ? "up" : "down"]),
       destroy,
     };

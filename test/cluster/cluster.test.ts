@@ -2,17 +2,22 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { Client as PgClient } from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startLocalPostgres } from "../../scripts/local-postgres.mjs";
 import { registerBuiltins } from "../../src/builtins.js";
 import { netnsAvailable } from "../../src/cluster/netns.js";
 import type { RolloutResult } from "../../src/tasks/rollout-result.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
+import { runCli } from "../setup/cli.js";
 import { landed, localSessions, startNetnsCluster, type NetnsCluster } from "./netns-cluster.js";
 
 // Three rollout nodes, each in its own network namespace, pulling from Redis in the control plane's namespace; the
 // `rollout` command dispatches from there. Real sandboxes, real capture proxies, the oracle policy.
 process.env.HARNESSRL_HARNESS_CACHE ??= join(process.cwd(), ".cache", "harnesses");
+// Nodes and commands inherit it: the generation token of the `harnessrl serve` the last scenario starts.
+process.env.HARNESSRL_SERVE_TOKEN = "netns-serve-token";
 
 const root = mkdtempSync(join(tmpdir(), "hrl-cluster-"));
 let cluster: NetnsCluster | undefined;
@@ -120,7 +125,7 @@ describe.skipIf(!netnsAvailable())("a cluster of three namespace nodes", () => {
     const deadline = Date.now() + 120_000;
     while (landed(join(out, "records.sqlite")).length === 0 && Date.now() < deadline) await sleep(100);
     expect(landed(join(out, "records.sqlite")).length).toBeGreaterThan(0);
-    // `ip netns exec` execs node: killing the child kills the control plane itself.
+    // nsenter execs node: killing the child kills the control plane itself.
     cluster!.killCli();
     expect((await first).code).not.toBe(0);
     const r = await cluster!.cli(args);
@@ -151,4 +156,41 @@ describe.skipIf(!netnsAvailable())("a cluster of three namespace nodes", () => {
     expect(landed(join(out, "records.sqlite")).map((x) => x.rolloutId)).not.toContain(p.rolloutId);
     expect(readFileSync(join(out, "rollouts.jsonl"), "utf8").trim().split("\n")).toHaveLength(3);
   }, 300_000);
+
+  it("samples from a shared `harnessrl serve` and lands records in Postgres, both in the control plane's namespace", async () => {
+    const topo = cluster!.topo;
+    const pg = await startLocalPostgres({ netns: topo.cp, listen: topo.cpAddress });
+    try {
+      const model = join(root, "serve-model");
+      const init = await runCli(["model", "init", "--preset", "tiny-1m", "--seed", "5", "--out", model]);
+      expect(init.code, init.stderr).toBe(0);
+      const serve = await cluster!.service(["serve", "--model-dir", model, "--host", topo.cpAddress, "--port", "8500", "--sequences", "6", "--cache", join(root, "serve-cache")], { HARNESSRL_SERVE_ADMIN_TOKEN: "netns-admin" }, /engine spec for nodes/);
+      const instance = /^harnessrl serve: (\S+),/m.exec(serve.output())?.[1];
+      expect(instance).toBeDefined();
+      const out = join(root, "out-serve-pg");
+      const engine = `llamacpp-http:http://${topo.cpAddress}:8500`;
+      const r = await cluster!.cli(["rollout", "--cluster", cluster!.url, "--store", pg.url, "--engine", engine, "--model-dir", model, "--tasks", "arith:test?n=3", "--samples", "2", "--max-tokens", "24", "--max-turns", "2", "--out", out, "--json"]);
+      expect(r.code, r.stderr).toBe(0);
+      const { results } = parseJson(r.stdout);
+      expect(results).toHaveLength(6);
+      // A random tiny model fails the tasks; what matters is that every rollout ran (no infra error) and landed.
+      expect(results.filter((x) => x.status === "infra_error").map((x) => x.error)).toEqual([]);
+      // Read back over the server's unix socket: its TCP address exists only inside the namespaces.
+      const db = new PgClient({ host: pg.socketDir, port: pg.port, user: "postgres", database: pg.database });
+      await db.connect();
+      try {
+        const rows = (await db.query<{ rollout_id: string; node_id: string; attempt: number }>("SELECT rollout_id, node_id, attempt FROM rollouts")).rows;
+        expect(rows.map((x) => x.rollout_id).sort()).toEqual(results.map((x) => x.rolloutId).sort());
+        expect(new Set(rows.map((x) => x.node_id)).size).toBeGreaterThan(1);
+        // Every call was sampled by the one served engine, and names it.
+        const calls = (await db.query<{ rollout_id: string; instance: string | null }>("SELECT rollout_id, meta_json::json->>'engineInstance' AS instance FROM calls")).rows;
+        expect(new Set(calls.map((c) => c.rollout_id))).toEqual(new Set(rows.map((x) => x.rollout_id)));
+        expect(new Set(calls.map((c) => c.instance))).toEqual(new Set([instance]));
+      } finally {
+        await db.end();
+      }
+    } finally {
+      await pg.stop();
+    }
+  }, 420_000);
 });

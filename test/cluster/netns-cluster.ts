@@ -30,6 +30,11 @@ export interface NetnsCluster {
   cli(args: string[], timeoutMs?: number): Promise<CliResult>;
   /** SIGKILLs the CLI commands running now (the control plane dies mid-run). */
   killCli(): void;
+  /**
+   * Starts a long-running CLI command (e.g. `serve`) in the control plane's namespace with extra environment; resolves
+   * once its output matches `ready` (rejects if it exits first or after `timeoutMs`). Stopped by `close()`.
+   */
+  service(args: string[], env: Record<string, string>, ready: RegExp, timeoutMs?: number): Promise<{ proc: ChildProcess; output: () => string }>;
   close(): Promise<void>;
 }
 
@@ -87,6 +92,35 @@ export async function startNetnsCluster(root: string, n: number, nodeArgs: strin
           resolve({ code, stdout, stderr });
         });
       });
+    const services: ChildProcess[] = [];
+    const service = (args: string[], env: Record<string, string>, ready: RegExp, timeoutMs = 180_000): Promise<{ proc: ChildProcess; output: () => string }> =>
+      new Promise((resolve, reject) => {
+        const argv = [...topo.exec(topo.cp), process.execPath, CLI, ...args];
+        const proc = spawn(argv[0]!, argv.slice(1), { cwd: REPO_ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+        services.push(proc);
+        let out = "";
+        const t = setTimeout(() => reject(new Error(`${args[0]} not ready within ${timeoutMs} ms:\n${out}`)), timeoutMs);
+        const watch = (d: Buffer): void => {
+          out = (out + d.toString()).slice(-20_000);
+          if (ready.test(out)) {
+            clearTimeout(t);
+            resolve({ proc, output: () => out });
+          }
+        };
+        proc.stdout.on("data", watch);
+        proc.stderr.on("data", watch);
+        proc.once("exit", (code) => {
+          clearTimeout(t);
+          reject(new Error(`${args[0]} exited (${code}) before it was ready:\n${out}`));
+        });
+      });
+    cleanups.push(async () => {
+      for (const p of services) {
+        p.kill("SIGTERM");
+        await Promise.race([exited(p), sleep(15_000)]);
+        p.kill("SIGKILL");
+      }
+    });
     const r = redis;
     return {
       topo,
@@ -99,6 +133,7 @@ export async function startNetnsCluster(root: string, n: number, nodeArgs: strin
       killCli: () => {
         for (const c of running) c.kill("SIGKILL");
       },
+      service,
       close: async () => {
         for (const c of running) c.kill("SIGKILL");
         for (let i = 0; i < nodes.length; i++) await kill(i, "SIGKILL");
