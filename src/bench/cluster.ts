@@ -2,12 +2,14 @@
  * `npm run bench:cluster`: the same rollouts (oracle policy, chat-agent harness, bwrap sandboxes) side by side in one
  * run: the single-machine runner, then 1, 2 and 3 rollout nodes (`harnessrl node`, separate processes) pulling from a
  * private Redis, shipping to a central SQLite store. Reports rollouts/s and the per-rollout overhead the cluster adds:
- *   - pickup: job added → a node starts it, for jobs that found a free slot (the first wave);
+ *   - pickup: job added → a node starts it, for jobs that found a free slot (the first wave, after a warm-up wave that
+ *     opened every node's stack: a node's first job blocks its event loop for its setup and delays its other slots);
+ *   - refill: a slot freed on a node (one of its jobs finished) → the node starts its next job, in steady state;
  *   - node: the node's time on the job outside the rollout itself (validation, stack, bundle, lock check, ship);
  *   - ship: of that, landing the bundle in the central store;
  *   - gather: the job finished on the node → the control plane knows;
  *   - node setup (apart, max): a node's first job per engine opens its rollout stack, once per node.
- * overhead = pickup + node + gather (p50s). All nodes share this machine's cores, so more nodes cannot be faster
+ * overhead = refill + node + gather (p50s): what each rollout costs once the cluster runs (pickup is the first wave's). All nodes share this machine's cores, so more nodes cannot be faster
  * here: the throughput columns show the cost of the machinery, not a cluster's scaling.
  * Options: --tasks N (default 8), --capacity N per node (default 2), --out FILE (default docs/bench/cluster.json).
  */
@@ -43,6 +45,7 @@ interface Row {
   rolloutsPerS: number;
   rolloutMsP50: number;
   pickupMsP50?: number;
+  refillMsP50?: number;
   nodeMsP50?: number;
   shipMsP50?: number;
   gatherMsP50?: number;
@@ -62,6 +65,36 @@ async function single(plan: RolloutPlan, dir: string): Promise<Row> {
   }
 }
 
+/**
+ * Runs warm-up jobs (not measured) until every node has run one, so that no measured job pays a node's one-off stack
+ * setup or waits behind it; bounded to three waves of two jobs per slot.
+ */
+async function warmUp(dispatcher: ClusterDispatcher, plan: RolloutPlan, jobOptions: Parameters<typeof jobsOfPlan>[1], nodes: number): Promise<void> {
+  const warm = new Set<string>();
+  for (let wave = 0; wave < 3 && warm.size < nodes; wave++) {
+    const tasks = Array.from({ length: 2 * nodes * capacity }, (_, i) => plan.tasks[i % plan.tasks.length]!);
+    const jobs = jobsOfPlan({ ...plan, tasks, samples: 1, idPrefix: `${plan.idPrefix}-warm${wave}` }, jobOptions).map((j, i) => ({ ...j, rolloutId: `${j.rolloutId}-${i}` }));
+    for (const g of await dispatcher.run(jobs, { pollMs: 1000, timeoutMs: 600_000 })) if (g.outcome === "completed") warm.add(g.ret.nodeId);
+  }
+  if (warm.size < nodes) throw new InfraError("bench_check_failed", `warm-up: only ${warm.size} of ${nodes} nodes ran a job`);
+}
+
+/**
+ * Steady-state refill latency per node: its i-th job (by start) took the slot the (i − capacity)-th finish freed, so
+ * refill = start(i) − that finish. Jobs of the first wave (a slot free from the start) have none.
+ */
+function refills(done: Extract<GatheredRollout, { outcome: "completed" }>[]): number[] {
+  const byNode = new Map<string, Extract<GatheredRollout, { outcome: "completed" }>[]>();
+  for (const g of done) byNode.set(g.ret.nodeId, [...(byNode.get(g.ret.nodeId) ?? []), g]);
+  const out: number[] = [];
+  for (const jobs of byNode.values()) {
+    const starts = jobs.map((g) => g.times.processedOn).sort((a, b) => a - b);
+    const finishes = jobs.map((g) => g.times.finishedOn).sort((a, b) => a - b);
+    for (let i = capacity; i < starts.length; i++) out.push(Math.max(0, starts[i]! - finishes[i - capacity]!));
+  }
+  return out;
+}
+
 async function cluster(plan: RolloutPlan, dir: string, url: string, nodes: number): Promise<Row> {
   const store = `sqlite:${join(dir, `central-${nodes}.sqlite`)}`;
   openStore(store).close();
@@ -73,7 +106,9 @@ async function cluster(plan: RolloutPlan, dir: string, url: string, nodes: numbe
   try {
     // Every node up (heartbeat seen) before the clock starts; bounded.
     for (let i = 0; i < 600 && (await dispatcher.nodes()).filter((n) => n.nodeId.startsWith(`bench${nodes}-`)).length < nodes; i++) await sleep(100);
-    const jobs = jobsOfPlan(plan, { runId: runIdOf(join(dir, `run-${nodes}`)), engine: "oracle", store, policyVersion: null, sampling: { temperature: 1, maxTokens: 256 }, settings: { maxTurns: 8, maxTokens: 256, harnessTimeoutMs: 120_000 } });
+    const jobOptions = { runId: runIdOf(join(dir, `run-${nodes}`)), engine: "oracle", store, policyVersion: null, sampling: { temperature: 1, maxTokens: 256 }, settings: { maxTurns: 8, maxTokens: 256, harnessTimeoutMs: 120_000 } };
+    await warmUp(dispatcher, plan, jobOptions, nodes);
+    const jobs = jobsOfPlan(plan, jobOptions);
     const t0 = performance.now();
     const gathered = await dispatcher.run(jobs, { pollMs: 1000, timeoutMs: 1800_000 });
     const wallS = (performance.now() - t0) / 1000;
@@ -83,6 +118,7 @@ async function cluster(plan: RolloutPlan, dir: string, url: string, nodes: numbe
     const firstWave = [...done].sort((a, b) => a.times.processedOn - b.times.processedOn).slice(0, slots);
     const p50 = (xs: number[]): number => round(latencySummary(xs).p50);
     const pickup = p50(firstWave.map((g) => g.times.processedOn - g.times.addedAt));
+    const refill = p50(refills(done));
     // A node's first job per engine opens its stack (seconds, once per node): reported apart, not as per-rollout cost.
     const node = p50(done.map((g) => (g.ret.timing ? g.ret.timing.jobMs - g.ret.timing.rolloutMs - g.ret.timing.setupMs : NaN)));
     const setupMax = round(Math.max(...done.map((g) => g.ret.timing?.setupMs ?? 0)));
@@ -96,11 +132,12 @@ async function cluster(plan: RolloutPlan, dir: string, url: string, nodes: numbe
       rolloutsPerS: Math.round((done.length / wallS) * 1000) / 1000,
       rolloutMsP50: p50(done.map((g) => g.ret.timing?.rolloutMs ?? NaN)),
       pickupMsP50: pickup,
+      refillMsP50: refill,
       nodeMsP50: node,
       shipMsP50: ship,
       gatherMsP50: gather,
       nodeSetupMsMax: setupMax,
-      overheadMsP50: round(pickup + node + gather),
+      overheadMsP50: round(refill + node + gather),
     };
   } finally {
     await dispatcher.close();
@@ -127,7 +164,7 @@ async function main(): Promise<void> {
     const out = resolve(values.out);
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, `${JSON.stringify({ date: new Date().toISOString(), tasks: nTasks, capacity, rows }, null, 2)}\n`);
-    console.log(["| variant | rollouts (ok) | wall s | rollouts/s | rollout p50 ms | pickup | node | ship | gather | overhead p50 ms | node setup max ms |", "|---|---|---|---|---|---|---|---|---|---|---|", ...rows.map((r) => `| ${r.variant} | ${r.rollouts} (${r.ok}) | ${r.wallS} | ${r.rolloutsPerS} | ${r.rolloutMsP50} | ${r.pickupMsP50 ?? "–"} | ${r.nodeMsP50 ?? "–"} | ${r.shipMsP50 ?? "–"} | ${r.gatherMsP50 ?? "–"} | ${r.overheadMsP50 ?? "–"} | ${r.nodeSetupMsMax ?? "–"} |`)].join("\n"));
+    console.log(["| variant | rollouts (ok) | wall s | rollouts/s | rollout p50 ms | pickup | refill | node | ship | gather | overhead p50 ms | node setup max ms |", "|---|---|---|---|---|---|---|---|---|---|---|---|", ...rows.map((r) => `| ${r.variant} | ${r.rollouts} (${r.ok}) | ${r.wallS} | ${r.rolloutsPerS} | ${r.rolloutMsP50} | ${r.pickupMsP50 ?? "–"} | ${r.refillMsP50 ?? "–"} | ${r.nodeMsP50 ?? "–"} | ${r.shipMsP50 ?? "–"} | ${r.gatherMsP50 ?? "–"} | ${r.overheadMsP50 ?? "–"} | ${r.nodeSetupMsMax ?? "–"} |`)].join("\n"));
   } finally {
     await redis.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import { InfraError, UserError, errorMessage, isHarnessRLError } from "../core/errors.js";
-import { ClusterDispatcher } from "../cluster/dispatch.js";
+import { ClusterDispatcher, type GatheredRollout } from "../cluster/dispatch.js";
 import type { RolloutJob } from "../cluster/job.js";
 import { jobsOfPlan, resultOfGathered, runIdOf } from "../cluster/plan.js";
 import { createEngine } from "../engine/registry.js";
@@ -191,11 +191,8 @@ export class ClusterSteps {
    */
   async launch(plan: RolloutPlan, version: number, policyDir: string): Promise<RolloutResult[]> {
     await this.publish(policyDir, version);
-    const c = this.config.cluster!;
-    const s = this.config.sampling;
-    const settings = { maxTurns: this.config.rollout.max_turns, maxTokens: s.max_tokens, harnessTimeoutMs: this.config.rollout.timeout_s * 1000 };
-    const jobs = jobsOfPlan(plan, { runId: this.identity.runId, engine: this.endpoints[0]!, store: c.store, policyVersion: version, sampling: { temperature: s.temperature, maxTokens: s.max_tokens }, settings }).map((j, i): RolloutJob => ({ ...j, engine: this.endpoints[i % this.endpoints.length]! }));
-    const gathered = await this.dispatcher.run(jobs, { attempts: c.attempts, ...(this.options.dispatchTimeoutMs === undefined ? {} : { timeoutMs: this.options.dispatchTimeoutMs }) });
+    const jobs = this.jobsOf(plan, version);
+    const gathered = await this.dispatch(jobs);
     const completed = gathered.filter((g) => g.outcome === "completed").map((g) => g.rolloutId);
     await this.awaitLanding(completed, Number(/^s(\d+)-/.exec(plan.idPrefix)?.[1] ?? 0));
     const failed: string[] = [];
@@ -219,6 +216,32 @@ export class ClusterSteps {
     });
     if (failed.length) this.log(`cluster: ${failed.length} rollout job(s) of ${plan.idPrefix} failed on every attempt and were dropped (queue's failed set): ${failed.slice(0, 5).join("; ")}`);
     return results;
+  }
+
+  /**
+   * A held-out evaluation's rollouts on the nodes, sampling `version` (served first). Its results are the nodes'
+   * answers, validated against their jobs when gathered: nothing trains on them, so they are not read back from the
+   * central store (where they land as any rollout does, under ids no step takes). Ids are deterministic per run and
+   * label: an evaluation interrupted and run again gathers the jobs that already finished.
+   */
+  async evaluate(plan: Omit<RolloutPlan, "idPrefix">, label: string, version: number, policyDir: string, onResult?: (done: number) => void): Promise<RolloutResult[]> {
+    await this.publish(policyDir, version);
+    const jobs = this.jobsOf({ ...plan, idPrefix: `${label}-${this.identity.key}` }, version);
+    const gathered = await this.dispatch(jobs, onResult);
+    const failed = gathered.filter((g) => g.outcome === "failed").length;
+    if (failed) this.log(`cluster: ${failed} evaluation job(s) of ${label} failed on every attempt (counted as infra errors)`);
+    return jobs.map((job, i) => resultOfGathered(job, gathered[i]!));
+  }
+
+  /** The plan's jobs at `version`, their engines round-robin over the endpoints. */
+  private jobsOf(plan: RolloutPlan, version: number): RolloutJob[] {
+    const s = this.config.sampling;
+    const settings = { maxTurns: this.config.rollout.max_turns, maxTokens: s.max_tokens, harnessTimeoutMs: this.config.rollout.timeout_s * 1000 };
+    return jobsOfPlan(plan, { runId: this.identity.runId, engine: this.endpoints[0]!, store: this.config.cluster!.store, policyVersion: version, sampling: { temperature: s.temperature, maxTokens: s.max_tokens }, settings }).map((j, i): RolloutJob => ({ ...j, engine: this.endpoints[i % this.endpoints.length]! }));
+  }
+
+  private dispatch(jobs: readonly RolloutJob[], onResult?: (done: number) => void): Promise<GatheredRollout[]> {
+    return this.dispatcher.run(jobs, { attempts: this.config.cluster!.attempts, ...(this.options.dispatchTimeoutMs === undefined ? {} : { timeoutMs: this.options.dispatchTimeoutMs }), ...(onResult ? { onGathered: (_g: GatheredRollout, done: number) => onResult(done) } : {}) });
   }
 
   /**

@@ -203,7 +203,7 @@ describe("async training on two served endpoints: the staleness bound checked ag
     // max_staleness 0: step 2's jobs are added (as v0 jobs) before step 1 trains; calls a node makes before v1 is
     // pushed record v0 and make their rollout stale, calls after it record v1 although the job says v0.
     // Eight jobs a step on two one-slot nodes: four waves, so the later ones start after v1 is pushed.
-    const config = clusterConfig("async", { mode: "async", max_staleness: 0, budget: { steps: 2, tasks_per_step: 2, samples: 4 }, rollout: { sandbox: "bwrap", concurrency: 2, max_turns: 1, timeout_s: 60, memory_mb: 1024 }, cluster: { queue: cluster.redis.url, store: `sqlite:${join(root, "async-central.sqlite")}`, engines: [`llamacpp-http:${url}`, `llamacpp-http:${url2}`] } });
+    const config = clusterConfig("async", { mode: "async", max_staleness: 0, budget: { steps: 2, tasks_per_step: 2, samples: 4 }, rollout: { sandbox: "bwrap", concurrency: 2, max_turns: 1, timeout_s: 60, memory_mb: 1024 }, cluster: { queue: cluster.redis.url, store: `sqlite:${join(root, "async-central.sqlite")}`, engines: [`llamacpp-http:${url}`, `llamacpp-http:${url2}`] }, eval: { tasks: `dir:${join(root, "suite")}`, samples: 1, before: true, after: true } });
     summary = await runTraining(buildRunContext(loadRunConfig(config), { runDir, configPath: config }), () => undefined);
     central = new SqliteStore(join(root, "async-central.sqlite"), { readonly: true });
   }, 300_000);
@@ -230,5 +230,28 @@ describe("async training on two served endpoints: the staleness bound checked ag
     expect(engine2.policyVersion).toBe(2);
     // Every call of a kept rollout is within the bound.
     for (const r of lines.filter((x) => x.status !== "infra_error")) expect(versions.get(r.rolloutId)?.every((v) => v === 1)).toBe(true);
+  });
+
+  it("evaluates before and after on the nodes: the evaluation jobs sample the policy version they evaluate, none runs on the control plane", () => {
+    const { key } = JSON.parse(readFileSync(join(runDir, "cluster-run.json"), "utf8")) as { key: string };
+    expect(summary.before?.rollouts).toBe(2);
+    expect(summary.after?.rollouts).toBe(2);
+    for (const [label, version] of [["eval-before", 0], ["eval-after", 2]] as const) {
+      const rows = central.listLandedRollouts().filter((r) => r.rolloutId.startsWith(`${label}-${key}-`));
+      expect(rows, label).toHaveLength(2);
+      for (const r of rows) {
+        expect(["node-a", "node-b"]).toContain(r.nodeId);
+        const calls = central.listCalls({ rolloutId: r.rolloutId });
+        expect(calls.length).toBeGreaterThan(0);
+        for (const c of calls) expect(c.policyVersion, `${label} ${r.rolloutId}`).toBe(version);
+      }
+    }
+    // The control plane's own record store saw no rollout at all: training and evaluation ran on the nodes.
+    const local = new SqliteStore(join(runDir, "records.sqlite"), { readonly: true });
+    try {
+      expect(local.listSessions()).toEqual([]);
+    } finally {
+      local.close();
+    }
   });
 });
