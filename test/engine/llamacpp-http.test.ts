@@ -9,6 +9,7 @@ import { llamaCppOptions } from "../../src/engine/llamacpp/options.js";
 import { EngineService } from "../../src/engine/service/server.js";
 import { parseEngineSpec } from "../../src/engine/spec.js";
 import { DEFAULT_SAMPLING, isHotSwappable, type SamplingEngine } from "../../src/engine/types.js";
+import { policyDigest } from "../../src/weights/digest.js";
 import { writeRandomModelDir, type RandomModelSpec } from "../../src/weights/random-model.js";
 import { startProxy } from "../proxy/helpers.js";
 import { runEngineContract } from "./engine-contract.js";
@@ -211,6 +212,27 @@ describe("harnessrl serve", () => {
     await Promise.all([trainer.close(), again.close()]);
     await expect(createEngine(`llamacpp-http:${s.url}?sync=1`)).rejects.toMatchObject({ code: "invalid_engine_spec" });
   }, 60_000);
+
+  it("with ?sync=1 loads the run's policy when the server serves another model under the same version number (the weights' digest tells them apart)", async () => {
+    // A service started on some model (v0), and a run whose own v0 is other weights (e.g. a checkpoint's).
+    const other = await serve(base, "other-v0", 2);
+    try {
+      const dir = join(root, "run-v0");
+      writeRandomModelDir(dir, { ...small, seed: 11, policyVersion: 0 });
+      const info = async (): Promise<{ policy_version: number; policy_digest?: string }> => (await (await fetch(`${other.url}/v1/info`)).json()) as { policy_version: number; policy_digest?: string };
+      expect(await info()).toMatchObject({ policy_version: 0, policy_digest: policyDigest(base) });
+      const loads = other.engine.loadTimings.length;
+      const trainer = await createEngine(`llamacpp-http:${other.url}?sync=1&model_dir=${dir}`);
+      expect(other.engine.loadTimings.length).toBe(loads + 1);
+      expect(await info()).toMatchObject({ policy_version: 0, policy_digest: policyDigest(dir) });
+      // Now it serves the run's v0: connecting again loads nothing.
+      const again = await createEngine(`llamacpp-http:${other.url}?sync=1&model_dir=${dir}`);
+      expect(other.engine.loadTimings.length).toBe(loads + 1);
+      await Promise.all([trainer.close(), again.close()]);
+    } finally {
+      await stop(other);
+    }
+  }, 120_000);
 
   it("rejects bad client specs before connecting", async () => {
     await expect(createEngine("llamacpp-http:not a url")).rejects.toMatchObject({ code: "invalid_engine_spec" });

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { defaultCodec, loadCodec, type Codec } from "../../chat/codec.js";
 import { EngineError, UserError, errorOfCode, isErrorCode } from "../../core/errors.js";
 import { readModelConfig } from "../../weights/config.js";
+import { policyDigest } from "../../weights/digest.js";
 import { modelWeightFiles } from "../../weights/safetensors.js";
 import type { FinishReason, GenerateRequest } from "../types.js";
 import { stringOptions, type EngineSpec } from "../spec.js";
@@ -165,7 +166,9 @@ export class ServedEngine extends RemoteEngine {
     if (o.sync) {
       if (o.modelDir === undefined) throw new UserError("invalid_engine_spec", "llamacpp-http: ?sync=1 needs the policy's model directory (model_dir)");
       const want = readModelConfig(o.modelDir).policyVersion ?? 0;
-      if (info.policy_version !== want) await engine.loadPolicy(o.modelDir, want);
+      // The version number alone does not identify a policy: a service started on another model also says v0.
+      const other = info.policy_version !== want || (info.policy_digest !== undefined && info.policy_digest !== policyDigest(o.modelDir));
+      if (other) await engine.loadPolicy(o.modelDir, want);
     }
     return engine;
   }

@@ -71,6 +71,8 @@ export const infoSchema = z.object({
   context_window: z.number().int().min(1),
   vocab_size: z.number().int().min(1),
   policy_version: z.number().int(),
+  /** The served weights' digest (weights/digest.ts): absent from servers before it was added. */
+  policy_digest: z.string().optional(),
   engine_instance: z.string().min(1),
   in_flight: z.number().int().min(0),
   /** Whether POST /v1/generate needs the generation token (it always does when the server has one). */

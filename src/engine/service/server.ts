@@ -9,6 +9,7 @@ import { EngineError, InfraError, UserError, isHarnessRLError, toHarnessRLError,
 import { MAX_JSON_DEPTH, jsonNestingDepth } from "../../core/json-depth.js";
 import type { GenerateResult, HotSwappableEngine } from "../types.js";
 import { CODEC_FILES, FILE_NAME, PROTOCOL_VERSION, generateBodySchema, policyBodySchema, type GenerateBody, type ServiceInfo } from "./protocol.js";
+import { policyDigest } from "../../weights/digest.js";
 
 /** An engine the service can own: hot-swappable, with an id of its own (LlamaCppEngine). */
 export type ServableEngine = HotSwappableEngine & { readonly instanceId: string };
@@ -77,6 +78,8 @@ export class EngineService {
   private readonly codecFiles: Record<string, string> = {};
   private readonly maxBody: number;
   private readonly maxUpload: number;
+  /** The digest of the weights served now (weights/digest.ts): with the version, what the policy is. */
+  private digest: string;
 
   constructor(private readonly options: EngineServiceOptions) {
     this.maxBody = options.maxBodyBytes ?? 32 * 1024 * 1024;
@@ -86,6 +89,7 @@ export class EngineService {
       if (existsSync(file)) this.codecFiles[name] = readFileSync(file, "utf8");
     }
     mkdirSync(options.uploadDir, { recursive: true });
+    this.digest = policyDigest(options.modelDir);
   }
 
   get info(): ServiceInfo {
@@ -97,6 +101,7 @@ export class EngineService {
       context_window: e.model.contextWindow,
       vocab_size: e.tokenizer.vocabSize,
       policy_version: e.policyVersion,
+      policy_digest: this.digest,
       engine_instance: e.instanceId,
       in_flight: this.inFlight,
       auth: this.options.token !== undefined,
@@ -154,7 +159,9 @@ export class EngineService {
         const dir = "model_dir" in body.data ? body.data.model_dir : this.uploadedDir(version);
         if (!existsSync(dir)) throw new UserError("model_dir_not_found", `policy directory ${dir} does not exist on the server (push the weights instead of naming a path?)`);
         const t0 = performance.now();
+        const digest = policyDigest(dir);
         await this.options.engine.loadPolicy(dir, version);
+        this.digest = digest;
         const ms = performance.now() - t0;
         // The engine has exported its own GGUF copy: the upload is no longer needed.
         if (!("model_dir" in body.data)) rmSync(dir, { recursive: true, force: true });
