@@ -193,7 +193,8 @@ export class ClusterSteps {
     await this.publish(policyDir, version);
     const c = this.config.cluster!;
     const s = this.config.sampling;
-    const settings = { maxTurns: this.config.rollout.max_turns, maxTokens: s.max_tokens, harnessTimeoutMs: this.config.rollout.timeout_s * 1000 };
+    // The sandbox memory limit travels with the job: the node applies it as a single-machine run would.
+    const settings = { maxTurns: this.config.rollout.max_turns, maxTokens: s.max_tokens, harnessTimeoutMs: this.config.rollout.timeout_s * 1000, memoryMb: this.config.rollout.memory_mb };
     const jobs = jobsOfPlan(plan, { runId: this.identity.runId, engine: this.endpoints[0]!, store: c.store, policyVersion: version, sampling: { temperature: s.temperature, maxTokens: s.max_tokens }, settings }).map((j, i): RolloutJob => ({ ...j, engine: this.endpoints[i % this.endpoints.length]! }));
     const gathered = await this.dispatcher.run(jobs, { attempts: c.attempts, ...(this.options.dispatchTimeoutMs === undefined ? {} : { timeoutMs: this.options.dispatchTimeoutMs }) });
     const completed = gathered.filter((g) => g.outcome === "completed").map((g) => g.rolloutId);
