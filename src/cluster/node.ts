@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { Worker, type Job } from "bullmq";
+import { UnrecoverableError, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
-import { InfraError, errorMessage, isHarnessRLError } from "../core/errors.js";
+import { InfraError, UserError, errorMessage, isHarnessRLError } from "../core/errors.js";
 import { getHarness } from "../harness/registry.js";
 import { DEFAULT_ROLLOUT_SETTINGS, runRollout, type RolloutSettings } from "../rollout/run-one.js";
 import { RolloutStack } from "../rollout/stack.js";
@@ -49,6 +49,12 @@ export interface NodeOptions {
    * 30 000 ms): a sandbox host whose commands never return would otherwise hold the job, its lock renewed, forever.
    */
   wedgeGraceMs?: number;
+  /**
+   * The most sandbox memory (MiB) a job may ask for here (`settings.memoryMb`); a job asking more fails for good with
+   * `cluster_job_memory_over_cap` (not clamped: a rollout run under less memory than its run asked for would be
+   * scored as if it had had it). Also caps the default that jobs without a limit get. Unset: no cap.
+   */
+  maxMemoryMb?: number;
   log?: (line: string) => void;
 }
 
@@ -197,8 +203,29 @@ export class RolloutNode {
 
   private draining = false;
 
+  /**
+   * The sandbox memory limit (bytes) of a job: its own `memoryMb`, else the runner's default (lowered to the cap).
+   * Over the cap: a user error that no retry fixes, so the job goes to the failed set at once (UnrecoverableError)
+   * with the code leading its reason. It fails before any setup and does not count against the node's health.
+   */
+  private memoryBytesOf(job: RolloutJob): number {
+    const cap = this.o.maxMemoryMb;
+    const asked = job.settings.memoryMb;
+    if (asked === undefined) {
+      const dflt = DEFAULT_ROLLOUT_SETTINGS.limits.memoryBytes;
+      return cap === undefined ? dflt : Math.min(dflt, cap * 1024 * 1024);
+    }
+    if (cap !== undefined && asked > cap) {
+      const e = new UserError("cluster_job_memory_over_cap", `rollout ${job.rolloutId} asks for ${asked} MiB of sandbox memory; node ${this.o.nodeId} allows at most ${cap} MiB (--max-memory-mb)`);
+      this.log(`refused ${job.rolloutId}: ${e.message}`);
+      throw new UnrecoverableError(`${e.code}: ${e.message}`);
+    }
+    return asked * 1024 * 1024;
+  }
+
   private async process(bullJob: Job, token: string | undefined): Promise<RolloutJobReturn> {
     const job = parseRolloutJob(bullJob.data);
+    const memoryBytes = this.memoryBytesOf(job);
     // Started attempts count stalls too (a node that died mid-attempt), so every attempt has its own number.
     const attempt = Math.max(1, bullJob.attemptsStarted, bullJob.attemptsMade + 1);
     this.active++;
@@ -218,7 +245,8 @@ export class RolloutNode {
       const def = getHarness(job.harness);
       await def.ensureInstalled();
       const setupMs = performance.now() - t0;
-      const settings: RolloutSettings = { ...DEFAULT_ROLLOUT_SETTINGS, ...job.settings };
+      const { memoryMb: _memoryMb, ...asked } = job.settings;
+      const settings: RolloutSettings = { ...DEFAULT_ROLLOUT_SETTINGS, ...asked, limits: { ...DEFAULT_ROLLOUT_SETTINGS.limits, memoryBytes } };
       // A wedged sandbox host would hold the job (its lock renewed) forever: bound the attempt as a whole.
       const budget = settings.harnessTimeoutMs + settings.verifierTimeoutMs + settings.settle.timeoutMs + (this.o.wedgeGraceMs ?? 30_000);
       let timer: NodeJS.Timeout | undefined;
