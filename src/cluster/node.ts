@@ -58,6 +58,20 @@ export interface NodeOptions {
   log?: (line: string) => void;
 }
 
+/**
+ * The sandbox memory limit (bytes) a node gives a job asking `askedMb` (its `settings.memoryMb`) under the node's cap
+ * `capMb`: what it asked for; without a request the rollout runner's default (2 GiB), lowered to the cap; null when
+ * it asks for more than the cap (the node refuses the job rather than run it with less than its run asked for).
+ */
+export function jobMemoryBytes(askedMb: number | undefined, capMb: number | undefined): number | null {
+  const MiB = 1024 * 1024;
+  if (askedMb === undefined) {
+    const dflt = DEFAULT_ROLLOUT_SETTINGS.limits.memoryBytes;
+    return capMb === undefined ? dflt : Math.min(dflt, capMb * MiB);
+  }
+  return capMb !== undefined && askedMb > capMb ? null : askedMb * MiB;
+}
+
 /** The heartbeat a node keeps in Redis (`harnessrl:node:<id>`, expiring unless renewed). */
 export interface NodeHeartbeat {
   nodeId: string;
@@ -209,18 +223,11 @@ export class RolloutNode {
    * with the code leading its reason. It fails before any setup and does not count against the node's health.
    */
   private memoryBytesOf(job: RolloutJob): number {
-    const cap = this.o.maxMemoryMb;
-    const asked = job.settings.memoryMb;
-    if (asked === undefined) {
-      const dflt = DEFAULT_ROLLOUT_SETTINGS.limits.memoryBytes;
-      return cap === undefined ? dflt : Math.min(dflt, cap * 1024 * 1024);
-    }
-    if (cap !== undefined && asked > cap) {
-      const e = new UserError("cluster_job_memory_over_cap", `rollout ${job.rolloutId} asks for ${asked} MiB of sandbox memory; node ${this.o.nodeId} allows at most ${cap} MiB (--max-memory-mb)`);
-      this.log(`refused ${job.rolloutId}: ${e.message}`);
-      throw new UnrecoverableError(`${e.code}: ${e.message}`);
-    }
-    return asked * 1024 * 1024;
+    const bytes = jobMemoryBytes(job.settings.memoryMb, this.o.maxMemoryMb);
+    if (bytes !== null) return bytes;
+    const e = new UserError("cluster_job_memory_over_cap", `rollout ${job.rolloutId} asks for ${job.settings.memoryMb} MiB of sandbox memory; node ${this.o.nodeId} allows at most ${this.o.maxMemoryMb} MiB (--max-memory-mb)`);
+    this.log(`refused ${job.rolloutId}: ${e.message}`);
+    throw new UnrecoverableError(`${e.code}: ${e.message}`);
   }
 
   private async process(bullJob: Job, token: string | undefined): Promise<RolloutJobReturn> {
