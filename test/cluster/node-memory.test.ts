@@ -113,3 +113,11 @@ describe("a rollout job's sandbox memory limit on a node", () => {
     }
   }, 60_000);
 });
+
+describe("the same limit on one machine", () => {
+  it("rollout --memory-mb 64 (no --cluster) is the sandbox's limit too: the 160 MiB hog is OOM-killed", async () => {
+    const tasks = "arith:test?n=1&seed=15";
+    const { results } = await runRolloutJob("rollout", { tasks, harness: "mem-hog", out: join(root, "out-local"), "timeout-s": "30", "memory-mb": "64", concurrency: "1" }, { tasks });
+    expect(results.map((r) => r.status)).toEqual(["oom"]);
+  }, 60_000);
+});
