@@ -19,6 +19,14 @@ export function intOption(name: string, value: string | undefined, fallback: num
   return n;
 }
 
+/** An optional integer option within [min, max] (absent: undefined). */
+export function boundedIntOption(name: string, value: string | undefined, min: number, max: number): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isInteger(n) || n < min || n > max) throw new UserError("invalid_arguments", `--${name} must be an integer from ${min} to ${max}, got "${value}"`);
+  return n;
+}
+
 /** A TCP port (0 picks a free one): digits only, at most 65535. */
 export function portOption(value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;

@@ -6,11 +6,13 @@ import { runRollouts } from "../rollout/runner.js";
 import { buildRolloutJobContext } from "../run/context.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import { loadSuite } from "../tasks/registry.js";
-import { intOption, listOption, numberOption } from "./args.js";
+import { boundedIntOption, intOption, listOption, numberOption } from "./args.js";
 import { ClusterDispatcher } from "../cluster/dispatch.js";
 import { jobsOfPlan, resultOfGathered, runIdOf } from "../cluster/plan.js";
 import type { RolloutPlan } from "../rollout/runner.js";
 import { openStore } from "../store/registry.js";
+import { DEFAULT_ROLLOUT_SETTINGS } from "../rollout/run-one.js";
+import { MEMORY_MB_MAX, MEMORY_MB_MIN } from "../sandbox/options.js";
 
 /** Options shared by `harnessrl rollout` and `harnessrl eval`. */
 export const rolloutOptions = {
@@ -25,6 +27,7 @@ export const rolloutOptions = {
   "max-tokens": { type: "string" },
   "max-turns": { type: "string" },
   "timeout-s": { type: "string" },
+  "memory-mb": { type: "string" },
   "model-dir": { type: "string" },
   cluster: { type: "string" },
   store: { type: "string" },
@@ -42,6 +45,8 @@ export const rolloutUsage = `  --engine <spec>     sampling engine: oracle, scri
   --max-tokens N      sampled tokens per call (default 256)
   --max-turns N       harness turn budget (default 8)
   --timeout-s S       harness wall-clock budget per rollout (default 120)
+  --memory-mb N       the sandbox's memory limit in MiB (16 to 1048576; default 2048); with --cluster it travels
+                      with each job (default: the node's own), and a node refuses more than its --max-memory-mb
   --model-dir DIR     the policy's model directory: its tokenizer and chat template for every engine (the oracle and
                       scripted engines render with them), and the weights of engines that take one
   --cluster URL       run the rollouts as jobs on a cluster's rollout nodes (harnessrl node) through its queue,
@@ -65,6 +70,7 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
   const samples = intOption("samples", values.samples, 1, 1);
   const concurrency = intOption("concurrency", values.concurrency, 8, 1);
   const maxTokens = intOption("max-tokens", values["max-tokens"], 256, 1);
+  const memoryMb = boundedIntOption("memory-mb", values["memory-mb"], MEMORY_MB_MIN, MEMORY_MB_MAX);
   if (values.cluster) return runOnCluster(values.cluster, outDir, values, { tasks: suite.tasks, harnesses, samples, idPrefix: command }, command);
   const ctx = buildRolloutJobContext({
     engine: values.engine ?? "oracle",
@@ -73,7 +79,12 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
     sandbox: values.sandbox ?? "bwrap",
     concurrency,
     sampling: { temperature: numberOption("temperature", values.temperature, 1), maxTokens },
-    rolloutSettings: { maxTurns: intOption("max-turns", values["max-turns"], 8, 1), maxTokens, harnessTimeoutMs: 1000 * intOption("timeout-s", values["timeout-s"], 120, 1) },
+    rolloutSettings: {
+      maxTurns: intOption("max-turns", values["max-turns"], 8, 1),
+      maxTokens,
+      harnessTimeoutMs: 1000 * intOption("timeout-s", values["timeout-s"], 120, 1),
+      ...(memoryMb === undefined ? {} : { limits: { ...DEFAULT_ROLLOUT_SETTINGS.limits, memoryBytes: memoryMb * 1024 * 1024 } }),
+    },
   });
   const stack = await RolloutStack.open(ctx.stack);
   try {
@@ -109,13 +120,20 @@ async function runOnCluster(cluster: string, outDir: string, values: Values, pla
   // Created (and migrated) once here, before nodes open it concurrently.
   openStore(store).close();
   const maxTokens = intOption("max-tokens", values["max-tokens"], 256, 1);
+  const memoryMb = boundedIntOption("memory-mb", values["memory-mb"], MEMORY_MB_MIN, MEMORY_MB_MAX);
   const jobs = jobsOfPlan(plan, {
     runId: runIdOf(outDir),
     engine: values.engine ?? "oracle",
     store,
     policyVersion: null,
     sampling: { temperature: numberOption("temperature", values.temperature, 1), maxTokens },
-    settings: { maxTurns: intOption("max-turns", values["max-turns"], 8, 1), maxTokens, harnessTimeoutMs: 1000 * intOption("timeout-s", values["timeout-s"], 120, 1) },
+    settings: {
+      maxTurns: intOption("max-turns", values["max-turns"], 8, 1),
+      maxTokens,
+      harnessTimeoutMs: 1000 * intOption("timeout-s", values["timeout-s"], 120, 1),
+      // Unset: the job carries none and each node applies its own default (nodes older than the field still take it).
+      ...(memoryMb === undefined ? {} : { memoryMb }),
+    },
   });
   const byId = new Map(jobs.map((j) => [j.rolloutId, j]));
   const dispatcher = await ClusterDispatcher.open(cluster);

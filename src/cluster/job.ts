@@ -1,11 +1,17 @@
 import { z } from "zod";
 import { UserError } from "../core/errors.js";
+import { MEMORY_MB_MAX, MEMORY_MB_MIN } from "../sandbox/options.js";
 import { rolloutResultSchema } from "../tasks/rollout-result.js";
 import { taskSchema, type Task } from "../tasks/task.js";
 
 /**
  * A rollout job as it crosses the queue: everything a node needs to run one rollout attempt, and nothing it must
  * trust. Nodes parse every payload with {@link parseRolloutJob} (anyone with the queue's password can enqueue).
+ *
+ * Still version 1 with `settings.memoryMb` added: the field is optional, so a job without it is the same job as
+ * before and any node runs it. A node older than the field refuses a job that carries it (the schema is strict:
+ * `invalid_cluster_job`, "Unrecognized key: memoryMb"), so a memory limit is never silently dropped; upgrade nodes
+ * before producers set it.
  */
 export const ROLLOUT_JOB_VERSION = 1;
 
@@ -33,6 +39,11 @@ export const rolloutJobSchema = z.strictObject({
     maxTurns: z.number().int().min(1).max(10_000),
     maxTokens: z.number().int().min(1).max(1_000_000),
     harnessTimeoutMs: z.number().int().min(1).max(24 * 3600_000),
+    /**
+     * The sandbox's memory limit in MiB (`rollout.memory_mb`, `--memory-mb`); absent: the node's default (2 GiB, or
+     * its cap when lower). A node refuses a job asking more than its `--max-memory-mb` (docs/cluster.md).
+     */
+    memoryMb: z.number().int().min(MEMORY_MB_MIN).max(MEMORY_MB_MAX).optional(),
   }),
 });
 export type RolloutJob = z.infer<typeof rolloutJobSchema>;

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { Worker, type Job } from "bullmq";
+import { UnrecoverableError, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
-import { InfraError, errorMessage, isHarnessRLError } from "../core/errors.js";
+import { InfraError, UserError, errorMessage, isHarnessRLError } from "../core/errors.js";
 import { getHarness } from "../harness/registry.js";
 import { DEFAULT_ROLLOUT_SETTINGS, runRollout, type RolloutSettings } from "../rollout/run-one.js";
 import { RolloutStack } from "../rollout/stack.js";
@@ -49,7 +49,27 @@ export interface NodeOptions {
    * 30 000 ms): a sandbox host whose commands never return would otherwise hold the job, its lock renewed, forever.
    */
   wedgeGraceMs?: number;
+  /**
+   * The most sandbox memory (MiB) a job may ask for here (`settings.memoryMb`); a job asking more fails for good with
+   * `cluster_job_memory_over_cap` (not clamped: a rollout run under less memory than its run asked for would be
+   * scored as if it had had it). Also caps the default that jobs without a limit get. Unset: no cap.
+   */
+  maxMemoryMb?: number;
   log?: (line: string) => void;
+}
+
+/**
+ * The sandbox memory limit (bytes) a node gives a job asking `askedMb` (its `settings.memoryMb`) under the node's cap
+ * `capMb`: what it asked for; without a request the rollout runner's default (2 GiB), lowered to the cap; null when
+ * it asks for more than the cap (the node refuses the job rather than run it with less than its run asked for).
+ */
+export function jobMemoryBytes(askedMb: number | undefined, capMb: number | undefined): number | null {
+  const MiB = 1024 * 1024;
+  if (askedMb === undefined) {
+    const dflt = DEFAULT_ROLLOUT_SETTINGS.limits.memoryBytes;
+    return capMb === undefined ? dflt : Math.min(dflt, capMb * MiB);
+  }
+  return capMb !== undefined && askedMb > capMb ? null : askedMb * MiB;
 }
 
 /** The heartbeat a node keeps in Redis (`harnessrl:node:<id>`, expiring unless renewed). */
@@ -197,8 +217,22 @@ export class RolloutNode {
 
   private draining = false;
 
+  /**
+   * The sandbox memory limit (bytes) of a job: its own `memoryMb`, else the runner's default (lowered to the cap).
+   * Over the cap: a user error that no retry fixes, so the job goes to the failed set at once (UnrecoverableError)
+   * with the code leading its reason. It fails before any setup and does not count against the node's health.
+   */
+  private memoryBytesOf(job: RolloutJob): number {
+    const bytes = jobMemoryBytes(job.settings.memoryMb, this.o.maxMemoryMb);
+    if (bytes !== null) return bytes;
+    const e = new UserError("cluster_job_memory_over_cap", `rollout ${job.rolloutId} asks for ${job.settings.memoryMb} MiB of sandbox memory; node ${this.o.nodeId} allows at most ${this.o.maxMemoryMb} MiB (--max-memory-mb)`);
+    this.log(`refused ${job.rolloutId}: ${e.message}`);
+    throw new UnrecoverableError(`${e.code}: ${e.message}`);
+  }
+
   private async process(bullJob: Job, token: string | undefined): Promise<RolloutJobReturn> {
     const job = parseRolloutJob(bullJob.data);
+    const memoryBytes = this.memoryBytesOf(job);
     // Started attempts count stalls too (a node that died mid-attempt), so every attempt has its own number.
     const attempt = Math.max(1, bullJob.attemptsStarted, bullJob.attemptsMade + 1);
     this.active++;
@@ -218,7 +252,8 @@ export class RolloutNode {
       const def = getHarness(job.harness);
       await def.ensureInstalled();
       const setupMs = performance.now() - t0;
-      const settings: RolloutSettings = { ...DEFAULT_ROLLOUT_SETTINGS, ...job.settings };
+      const { memoryMb: _memoryMb, ...asked } = job.settings;
+      const settings: RolloutSettings = { ...DEFAULT_ROLLOUT_SETTINGS, ...asked, limits: { ...DEFAULT_ROLLOUT_SETTINGS.limits, memoryBytes } };
       // A wedged sandbox host would hold the job (its lock renewed) forever: bound the attempt as a whole.
       const budget = settings.harnessTimeoutMs + settings.verifierTimeoutMs + settings.settle.timeoutMs + (this.o.wedgeGraceMs ?? 30_000);
       let timer: NodeJS.Timeout | undefined;

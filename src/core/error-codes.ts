@@ -106,6 +106,7 @@ export const ERROR_CODES = {
     invalid_cluster_job: once("a rollout job taken from the cluster queue does not validate (nodes never trust payloads)"),
     invalid_cluster_result: once("a rollout node's answer to a job does not validate or answers another rollout; the rollout counts as failed"),
     invalid_cluster_url: once("a cluster (Redis) URL is malformed"),
+    cluster_job_memory_over_cap: once("a rollout job asks for more sandbox memory than the node that took it allows (--max-memory-mb); it fails without retries"),
     unsupported_cluster_run: once("a run config's cluster: section asks for something the cluster cannot run yet"),
     invalid_engine_request: once("a request to `harnessrl serve` is not JSON, does not match its schema, or names a bad upload (HTTP 400)"),
     serve_token_required: once("`harnessrl serve` is asked to listen beyond loopback without a generation token"),

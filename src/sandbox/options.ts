@@ -2,6 +2,13 @@ import { z } from "zod";
 import { UserError } from "../core/errors.js";
 import type { ExecOptions, SandboxCreateOptions } from "./types.js";
 
+/**
+ * Bounds of a sandbox memory limit given in MiB (run configs' `rollout.memory_mb`, `--memory-mb`, a rollout job's
+ * `settings.memoryMb`): below 16 MiB nothing a harness runs starts; 1 TiB is beyond any machine we run on.
+ */
+export const MEMORY_MB_MIN = 16;
+export const MEMORY_MB_MAX = 1_048_576;
+
 /** Create/exec options may come from task files and configs: validate them with clear messages. */
 const bytes = z.union([z.string(), z.instanceof(Uint8Array)]);
 

@@ -236,7 +236,8 @@ export class ClusterSteps {
   /** The plan's jobs at `version`, their engines round-robin over the endpoints. */
   private jobsOf(plan: RolloutPlan, version: number): RolloutJob[] {
     const s = this.config.sampling;
-    const settings = { maxTurns: this.config.rollout.max_turns, maxTokens: s.max_tokens, harnessTimeoutMs: this.config.rollout.timeout_s * 1000 };
+    // The sandbox memory limit travels with the job: the node applies it as a single-machine run would.
+    const settings = { maxTurns: this.config.rollout.max_turns, maxTokens: s.max_tokens, harnessTimeoutMs: this.config.rollout.timeout_s * 1000, memoryMb: this.config.rollout.memory_mb };
     return jobsOfPlan(plan, { runId: this.identity.runId, engine: this.endpoints[0]!, store: this.config.cluster!.store, policyVersion: version, sampling: { temperature: s.temperature, maxTokens: s.max_tokens }, settings }).map((j, i): RolloutJob => ({ ...j, engine: this.endpoints[i % this.endpoints.length]! }));
   }
 

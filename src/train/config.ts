@@ -3,6 +3,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { advantageSectionSchema } from "../advantage/config.js";
 import { UserError, errorMessage } from "../core/errors.js";
+import { MEMORY_MB_MAX, MEMORY_MB_MIN } from "../sandbox/options.js";
 import { schedulerConfigSchema } from "../schedule/config.js";
 import { ROW_TOKEN_BUDGET } from "./batches.js";
 import { issueLines } from "./config-issues.js";
@@ -112,7 +113,8 @@ const rolloutSchema = z
     concurrency: z.number().int().positive().default(8),
     max_turns: z.number().int().positive().default(4),
     timeout_s: z.number().positive().default(90),
-    memory_mb: z.number().int().positive().default(1024),
+    /** The sandbox memory limit (MiB); on a cluster it travels with each job (bounded as a job's is). */
+    memory_mb: z.number().int().min(MEMORY_MB_MIN).max(MEMORY_MB_MAX).default(1024),
   })
   .prefault({});
 

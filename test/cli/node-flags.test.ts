@@ -28,6 +28,8 @@ describe("harnessrl node flags", () => {
     [["--setup-timeout-ms", "soon"], /--setup-timeout-ms must be an integer ≥ 100, got "soon"/],
     [["--wedge-grace-ms", "1.5"], /--wedge-grace-ms must be an integer ≥ 0, got "1.5"/],
     [["--sandbox-state-root", " "], /--sandbox-state-root must name a directory/],
+    [["--max-memory-mb", "8"], /--max-memory-mb must be an integer from 16 to 1048576, got "8"/],
+    [["--max-memory-mb", "lots"], /--max-memory-mb must be an integer from 16 to 1048576, got "lots"/],
   ])("refuses %j in one line", async (flags, why) => {
     // A cluster URL nobody answers: the flags must be refused before the node connects.
     const r = await runCli(["node", "--cluster", "redis://:x@127.0.0.1:1", "--dir", join(root, "refused"), ...flags]);

@@ -55,6 +55,12 @@ describe("CLI: careless input gets one line and a non-zero exit", () => {
 
   it("an unknown option: one line and a pointer to --help", async () => expectOneLine(await runCli(proxy("--colour", "red")), "invalid_arguments", /harnessrl proxy --help/));
 
+  it.each([
+    ["rollout", []],
+    ["eval", ["--cluster", "redis://:x@127.0.0.1:1"]],
+  ])("%s --memory-mb out of range, before any work (with --cluster: before the queue is reached)", async (command, extra) =>
+    expectOneLine(await runCli([command, "--tasks", "arith:test?n=1", "--out", join(dir, `mem-${command}`), "--memory-mb", "8", ...extra]), "invalid_arguments", /--memory-mb must be an integer from 16 to 1048576, got "8"/));
+
   it("eval with an unknown sandbox backend exits (it used to print the error and hang)", async () => {
     const t0 = Date.now();
     const r = await runCli(["eval", "--engine", `scripted:${join(dir, "agent.mjs")}`, "--tasks", "calcrun:test", "--harness", "chat-agent", "--samples", "1", "--sandbox", "docker"]);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { redisOptionsOf } from "../../src/cluster/connection.js";
 import { ClusterDispatcher } from "../../src/cluster/dispatch.js";
-import { ROLLOUT_QUEUE } from "../../src/cluster/job.js";
+import { ROLLOUT_QUEUE, type RolloutJob } from "../../src/cluster/job.js";
 import { RolloutNode } from "../../src/cluster/node.js";
 import type { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
 import type { EngineService } from "../../src/engine/service/server.js";
@@ -161,6 +161,14 @@ describe("train on a cluster: two rollout nodes, a served policy, a central stor
       expect(await dispatcher.counts()).toMatchObject({ completed: 8, failed: 0, waiting: 0, active: 0 });
     } finally {
       await dispatcher.close();
+    }
+    // The run's rollout.memory_mb travelled with every job: the nodes' sandboxes got the run's limit, not their default.
+    const queue = new Queue(ROLLOUT_QUEUE, { connection: redisOptionsOf(cluster.redis.url) });
+    try {
+      const jobs = await queue.getCompleted();
+      expect(jobs.map((j) => (j.data as RolloutJob).settings.memoryMb)).toEqual(new Array<number>(8).fill(1024));
+    } finally {
+      await queue.close();
     }
     // rollouts.jsonl: the steps' results, each rollout once, exactly the landed ones.
     const results = rolloutLines(runDir);

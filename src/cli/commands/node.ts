@@ -3,7 +3,8 @@ import { resolve } from "node:path";
 import { RolloutNode } from "../../cluster/node.js";
 import { redact } from "../../cluster/connection.js";
 import { UserError } from "../../core/errors.js";
-import { intOption, parseOptions } from "../args.js";
+import { MEMORY_MB_MAX, MEMORY_MB_MIN } from "../../sandbox/options.js";
+import { boundedIntOption, intOption, parseOptions } from "../args.js";
 import type { Command } from "../command.js";
 
 const usage = `Usage: harnessrl node --cluster <redis url> [options]
@@ -32,7 +33,10 @@ Options:
                     with the retryable cluster_setup_timeout (default 300000)
   --wedge-grace-ms MS
                     an attempt that outlives its harness + verifier + settle budgets by this much fails with the
-                    retryable cluster_rollout_wedged and marks the node unhealthy (default 30000)`;
+                    retryable cluster_rollout_wedged and marks the node unhealthy (default 30000)
+  --max-memory-mb N the most sandbox memory (MiB, 16 to 1048576) a job may ask for here; a job asking more fails
+                    at once, without retries, with cluster_job_memory_over_cap. Jobs that ask for none get
+                    2048 MiB, or N when lower (default: no cap)`;
 
 export const nodeCommand: Command = {
   name: "node",
@@ -56,6 +60,7 @@ export const nodeCommand: Command = {
         "cooldown-ms": { type: "string" },
         "setup-timeout-ms": { type: "string" },
         "wedge-grace-ms": { type: "string" },
+        "max-memory-mb": { type: "string" },
       },
       usage,
     );
@@ -67,6 +72,7 @@ export const nodeCommand: Command = {
     }
     const nodeId = values["node-id"] ?? `${hostname()}-${process.pid}`;
     const stateRoot = values["sandbox-state-root"];
+    const maxMemoryMb = boundedIntOption("max-memory-mb", values["max-memory-mb"], MEMORY_MB_MIN, MEMORY_MB_MAX);
     if (stateRoot !== undefined && stateRoot.trim() === "") throw new UserError("invalid_arguments", "--sandbox-state-root must name a directory, got an empty string");
     const node = new RolloutNode({
       cluster,
@@ -82,6 +88,7 @@ export const nodeCommand: Command = {
       cooldownMs: intOption("cooldown-ms", values["cooldown-ms"], 30_000, 0),
       setupTimeoutMs: intOption("setup-timeout-ms", values["setup-timeout-ms"], 300_000, 100),
       wedgeGraceMs: intOption("wedge-grace-ms", values["wedge-grace-ms"], 30_000, 0),
+      ...(maxMemoryMb === undefined ? {} : { maxMemoryMb }),
     });
     let stop: (() => void) | null = null;
     const stopped = new Promise<void>((done) => (stop = done));
