@@ -230,8 +230,22 @@ export class RolloutNode {
     throw new UnrecoverableError(`${e.code}: ${e.message}`);
   }
 
+  /**
+   * The job's payload, validated. A malformed payload is the producer's error and the same on every node: it goes to
+   * the failed set at once (UnrecoverableError, the code leading its reason) instead of through every retry.
+   */
+  private parse(bullJob: Job): RolloutJob {
+    try {
+      return parseRolloutJob(bullJob.data);
+    } catch (e) {
+      if (!isHarnessRLError(e) || e.code !== "invalid_cluster_job") throw e;
+      this.log(`refused job ${bullJob.id ?? "?"}: ${e.message}`);
+      throw new UnrecoverableError(`${e.code}: ${e.message}`);
+    }
+  }
+
   private async process(bullJob: Job, token: string | undefined): Promise<RolloutJobReturn> {
-    const job = parseRolloutJob(bullJob.data);
+    const job = this.parse(bullJob);
     const memoryBytes = this.memoryBytesOf(job);
     // Started attempts count stalls too (a node that died mid-attempt), so every attempt has its own number.
     const attempt = Math.max(1, bullJob.attemptsStarted, bullJob.attemptsMade + 1);
