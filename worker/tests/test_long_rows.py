@@ -189,7 +189,8 @@ class LongRowPathTest(unittest.TestCase):
         _, full = call(state, "logprobs", args, {k: v for k, v in frames.items() if k != "trainable"})
         mask = torch.cat(self.train)
         for name in ("logprobs", "entropy"):
-            self.assertLess(float((only[name][mask] - full[name][mask]).abs().max()), 1e-6, name)
+            # float32 values of a few nats computed over matmuls of other shapes: a few ulps (1.2e-6 seen on one CPU).
+            self.assertLess(float((only[name][mask] - full[name][mask]).abs().max()), 1e-5, name)
             self.assertTrue(bool((only[name][~mask] == 0).all()), name)
         self.assertGreater(float(full["logprobs"][~mask].abs().sum()), 0.0)
 
