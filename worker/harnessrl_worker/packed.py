@@ -124,6 +124,11 @@ def pad_batch(rows: Sequence[PackedRow], device: torch.device) -> Tuple[torch.Te
     return ids.to(device), pos.to(device), mask.to(device)
 
 
+# Log-probabilities below this have probability exactly 0 in float32 and float64 alike (exp underflows past ~-745):
+# entropy terms clamp log p here so that a masked id's lowest-finite log p, times an entropy weight |w| >= 1, cannot
+# overflow to -inf and turn -inf · 0 into NaN in every gradient.
+LOGP_FLOOR = -1e4
+
 # Long-row scoring forms at most this many logits at once (256 MiB in float32: ~440 positions of a 152k vocabulary).
 LOGIT_CHUNK_ELEMENTS = 1 << 26
 
@@ -183,7 +188,7 @@ class _ChunkScores(torch.autograd.Function):
         else:
             p = logp.exp()
             # grad_z = −p ⊙ (g_lp + g_ent · (log p + H)) + g_lp · onehot(target), built in place over logp.
-            grad = logp.add_(ent[:, None]).mul_(g_ent[:, None]).add_(g_lp[:, None]).mul_(p).neg_()
+            grad = logp.clamp_(min=LOGP_FLOOR).add_(ent[:, None]).mul_(g_ent[:, None]).add_(g_lp[:, None]).mul_(p).neg_()
         grad.scatter_add_(1, targets[:, None], g_lp[:, None])
         if ctx.temperature != 1.0:
             grad.div_(ctx.temperature)
@@ -196,7 +201,7 @@ class _ChunkScores(torch.autograd.Function):
 def _chunk_scores(model: CausalLM, hidden: torch.Tensor, targets: torch.Tensor, temperature: float, dtype: torch.dtype, with_entropy: bool) -> Tuple[torch.Tensor, torch.Tensor]:
     logp = F.log_softmax(mask_textless(model.logits(hidden).to(dtype) / temperature, model.textless), dim=-1)
     lp = logp.gather(1, targets[:, None]).squeeze(1)
-    ent = -(logp.exp() * logp).sum(-1) if with_entropy else torch.zeros_like(lp)
+    ent = -(logp.exp() * logp.clamp(min=LOGP_FLOOR)).sum(-1) if with_entropy else torch.zeros_like(lp)
     return lp, ent
 
 

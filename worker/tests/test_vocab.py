@@ -107,6 +107,25 @@ class MaskedLogSoftmaxTest(unittest.TestCase):
         for g in grads[:2]:
             torch.testing.assert_close(g, grads[2], rtol=1e-9, atol=1e-12)
 
+    def test_entropy_weights_of_one_and_more_keep_gradients_finite_at_masked_ids(self) -> None:
+        # A masked id's log p is the dtype's lowest value: times an entropy weight |w| >= 1 it overflowed to -inf,
+        # and -inf times its probability 0 is NaN, in every gradient of the step.
+        for weight in (1.0, 2.5, -1.5):
+            grads = []
+            for recompute in (False, True, None):
+                self.model.zero_grad()
+                (_, [hidden]), = list(forward_micro_batches(self.model, [self.row], 4096))
+                if recompute is None:
+                    lp, ent = reference_scores(self.model, hidden[:-1], self.row.tokens[1:], self.excluded, 1.0)
+                else:
+                    lp, ent = score_tokens(self.model, hidden, self.row, 1.0, recompute=recompute)
+                (lp.sum() + weight * ent.sum()).backward()
+                g = self.model.model.embed_tokens.weight.grad.clone()
+                self.assertTrue(torch.isfinite(g).all(), f"entropy weight {weight}, recompute {recompute}")
+                grads.append(g)
+            for g in grads[:2]:
+                torch.testing.assert_close(g, grads[2], rtol=1e-9, atol=1e-12)
+
     def test_recomputed_masked_scores_pass_gradcheck(self) -> None:
         gen = torch.Generator().manual_seed(4)
         hidden = torch.randn(6, 5, generator=gen, dtype=torch.float64, requires_grad=True)
