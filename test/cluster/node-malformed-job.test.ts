@@ -33,6 +33,8 @@ describe("a malformed rollout job on a node", () => {
         job = await queue.getJob("r.bad");
       }
       expect(await job?.isFailed()).toBe(true);
+      // Read again: the copy fetched before the failure was recorded still says 0 attempts made.
+      job = await queue.getJob("r.bad");
       expect(job?.attemptsMade).toBe(1);
       expect(job?.failedReason).toMatch(/^invalid_cluster_job: rollout job does not validate/);
       expect(lines.some((l) => l.startsWith("refused job r.bad: "))).toBe(true);
