@@ -70,9 +70,15 @@ describe("harnessrl node flags", () => {
         await sleep(100);
       }
       expect(hb).toMatchObject({ nodeId, healthy: false, completed: 0 });
-      // The job failed on the node's sandbox host, under the state root given.
-      const failed = await queue.getJob(jobIdOf("flags", job!.rolloutId));
-      expect(failed?.failedReason ?? "").toContain(join(blocker, "state"));
+      // The job failed on the node's sandbox host, under the state root given. The node counts the infra error before
+      // BullMQ records the failure, so wait for the record rather than read it once (read once, it failed in CI).
+      let reason = "";
+      while (Date.now() < deadline) {
+        reason = (await queue.getJob(jobIdOf("flags", job!.rolloutId)))?.failedReason ?? "";
+        if (reason) break;
+        await sleep(100);
+      }
+      expect(reason).toContain(join(blocker, "state"));
     } finally {
       child.kill("SIGTERM");
       const killer = setTimeout(() => child.kill("SIGKILL"), 20_000);
