@@ -44,6 +44,7 @@ const SLOW_TESTS = [
   "test/train/minibatch-anchor.test.ts",
   "test/train/served-engine.test.ts",
   "test/train/cluster-train.test.ts",
+  "test/train/cluster-train-remote.test.ts",
   "test/train/optimizer-reset.test.ts",
   "test/trainer/torch.test.ts",
   "test/trainer/distributed.test.ts",

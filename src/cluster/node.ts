@@ -104,6 +104,8 @@ function hasIngest(store: Store): store is Store & RolloutIngest {
  */
 export class RolloutNode {
   private readonly stacks = new Map<string, Promise<RolloutStack>>();
+  /** Jobs holding each stack, by key: a stack none holds is closed once a job needs another one. */
+  private readonly stackUsers = new Map<string, number>();
   private readonly stores = new Map<string, Store & RolloutIngest>();
   private readonly spool: BundleSpool;
   private readonly heartbeatClient: Redis;
@@ -161,10 +163,21 @@ export class RolloutNode {
     await writeHeartbeat(this.heartbeatClient, hb, 3 * (this.o.heartbeatMs ?? 2000)).catch(() => undefined);
   }
 
-  private stackFor(job: RolloutJob): Promise<RolloutStack> {
+  /**
+   * The stack a job runs on, held until {@link releaseStack}. Stacks are keyed by engine spec and sampling: a vLLM or
+   * SGLang job's spec names its policy version (its client stamps calls with it), so each version of a run gets its
+   * own stack, and the stacks of earlier versions are closed once no job holds them.
+   */
+  private acquireStack(job: RolloutJob): { key: string; stack: Promise<RolloutStack> } {
     const key = createHash("sha256").update(JSON.stringify([job.engine, job.sampling])).digest("hex").slice(0, 16);
+    this.stackUsers.set(key, (this.stackUsers.get(key) ?? 0) + 1);
     let s = this.stacks.get(key);
     if (!s) {
+      for (const [k, idle] of this.stacks) {
+        if ((this.stackUsers.get(k) ?? 0) > 0) continue;
+        this.stacks.delete(k);
+        void idle.then((st) => st.close()).catch(() => undefined);
+      }
       const opening = RolloutStack.open({ engine: job.engine, store: `sqlite:${join(this.o.workDir, `records-${key}.sqlite`)}`, sandbox: this.o.sandbox, sampling: job.sampling, sandboxPool: this.o.capacity, hidePaths: [this.o.workDir], ...(this.o.sandboxStateRoot === undefined ? {} : { sandboxStateRoot: this.o.sandboxStateRoot }) });
       const ms = this.o.setupTimeoutMs ?? 300_000;
       let timer: NodeJS.Timeout | undefined;
@@ -179,7 +192,13 @@ export class RolloutNode {
       });
       this.stacks.set(key, s);
     }
-    return s;
+    return { key, stack: s };
+  }
+
+  private releaseStack(key: string): void {
+    const n = (this.stackUsers.get(key) ?? 1) - 1;
+    if (n > 0) this.stackUsers.set(key, n);
+    else this.stackUsers.delete(key);
   }
 
   private storeFor(spec: string): Store & RolloutIngest {
@@ -251,10 +270,13 @@ export class RolloutNode {
     const attempt = Math.max(1, bullJob.attemptsStarted, bullJob.attemptsMade + 1);
     this.active++;
     const t0 = performance.now();
+    let held: string | undefined;
     try {
       let stack: RolloutStack;
       try {
-        stack = await this.stackFor(job);
+        const acquired = this.acquireStack(job);
+        held = acquired.key;
+        stack = await acquired.stack;
       } catch (e) {
         // The node's own machinery (sandbox host, proxy) cannot start: as much an infra error of this node as a
         // rollout that ends in one; the queue retries the job, elsewhere or after backoff.
@@ -310,6 +332,7 @@ export class RolloutNode {
       if (isHarnessRLError(e) && !e.message.startsWith(`${e.code}:`)) e.message = `${e.code}: ${e.message}`;
       throw e;
     } finally {
+      if (held !== undefined) this.releaseStack(held);
       this.active--;
     }
   }

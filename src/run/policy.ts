@@ -40,7 +40,10 @@ export function engineOfConfig(e: RunConfig["engine"]): EngineSpec {
   }
   // `harnessrl serve`: its own context and threads; the trainer's engine makes it serve the run's current version.
   if (e.kind === "llamacpp-http") return { kind: e.kind, target: e.url ?? "", options: { sync: 1 } };
-  return { kind: e.kind, target: e.url ?? "", options: e.context_size !== undefined ? { ctx: e.context_size } : {} };
+  const options: Record<string, number | string> = {};
+  if (e.context_size !== undefined) options.ctx = e.context_size;
+  if (e.reload_url !== undefined) options.reload_url = e.reload_url;
+  return { kind: e.kind, target: e.url ?? "", options };
 }
 
 /**

@@ -104,10 +104,14 @@ export async function listStates(root: string): Promise<StateEntry[]> {
 /** A sandbox directory without a readable owner younger than this may be a create in progress elsewhere. */
 const HALF_CREATED_GRACE_MS = 60_000;
 
-/** Whether an ownerless sandbox directory may still be being created (so a reaper must leave it alone for now). */
+/**
+ * Whether a reaper must leave an ownerless sandbox directory alone: it may still be being created, or it is gone
+ * already (its live owner destroyed it since it was listed: state.json goes first). Counting a vanished directory as
+ * reaped reported "left by a crashed control plane" for sandboxes that another process had just destroyed.
+ */
 export async function mayBeHalfCreated(dir: string): Promise<boolean> {
   const st = await stat(dir).catch(() => undefined);
-  return st !== undefined && Date.now() - st.mtimeMs < HALF_CREATED_GRACE_MS;
+  return st === undefined || Date.now() - st.mtimeMs < HALF_CREATED_GRACE_MS;
 }
 
 export async function removeDir(dir: string): Promise<void> {

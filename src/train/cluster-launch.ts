@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
-import { InfraError, UserError, errorMessage, isHarnessRLError } from "../core/errors.js";
+import { InfraError, UserError, isHarnessRLError } from "../core/errors.js";
 import { ClusterDispatcher, type GatheredRollout } from "../cluster/dispatch.js";
 import type { RolloutJob } from "../cluster/job.js";
 import { jobsOfPlan, resultOfGathered, runIdOf } from "../cluster/plan.js";
@@ -14,6 +14,7 @@ import { openStore } from "../store/registry.js";
 import type { LandedRollout, RolloutIngest, Store } from "../store/types.js";
 import { rolloutResultSchema, type RolloutResult } from "../tasks/rollout-result.js";
 import type { RunContext } from "../run/context.js";
+import { clusterEndpointIssue, jobEngineSpec, ownEndpoint, trainerClientSpec } from "./cluster-endpoints.js";
 import type { RunConfig } from "./config.js";
 
 /**
@@ -26,21 +27,10 @@ import type { RunConfig } from "./config.js";
 export function clusterTrainingIssue(config: RunConfig): string | null {
   const c = config.cluster;
   if (!c) return null;
-  if (config.engine.kind !== "llamacpp-http") {
-    return `training on a cluster needs engine.kind: llamacpp-http (a \`harnessrl serve\` the nodes sample from and the trainer pushes each policy version to), not ${config.engine.kind}`;
-  }
+  const endpoints = clusterEndpointIssue(config);
+  if (endpoints) return endpoints;
   // Nodes ship to the store from their own processes (and machines): an in-memory store is nobody else's.
   if (/^memory(:|$)/.test(c.store.trim())) return "cluster.store is memory; rollout nodes ship to it from other processes: use postgres://… or sqlite:<path> that every node reaches";
-  for (const [i, e] of (c.engines ?? []).entries()) {
-    let kind: string;
-    try {
-      kind = parseEngineSpec(e).kind;
-    } catch (err) {
-      return `cluster.engines[${i}] is not an engine spec: ${errorMessage(err)}`;
-    }
-    // Every endpoint must take the new policy before a step's jobs start: only `harnessrl serve` is pushed to here.
-    if (kind !== "llamacpp-http") return `cluster.engines[${i}] is ${kind}; training on a cluster pushes each policy version to its endpoints, which must be llamacpp-http:<url> (harnessrl serve)`;
-  }
   return null;
 }
 
@@ -137,7 +127,7 @@ export class ClusterSteps {
       central.close();
       throw new InfraError("cluster_store_no_ingest", `cluster.store ${c.store.replace(/:\/\/[^@/]*@/, "://…@")} cannot take shipped rollouts (use postgres://… or sqlite:<path> that every node reaches)`);
     }
-    const own = `llamacpp-http:${config.engine.url ?? ""}`;
+    const own = ownEndpoint(config);
     const endpoints = c.engines ?? [own];
     const owned: HotSwappableEngine[] = [];
     let dispatcher: ClusterDispatcher | null = null;
@@ -145,13 +135,11 @@ export class ClusterSteps {
       const url = (spec: string): string => parseEngineSpec(spec).target.replace(/\/+$/, "");
       const others = [...new Set(endpoints.map(url))].filter((u) => u !== url(own));
       for (const target of others) {
-        const spec = endpoints.find((e) => url(e) === target)!;
-        const parsed = parseEngineSpec(spec);
-        // A client of the trainer's: `sync` makes the endpoint serve this run's current version on connect.
-        const e = await createEngine({ ...parsed, options: { ...parsed.options, sync: 1 }, modelDir: policyDir }, { codec: ctx.policy.codec });
+        const client = trainerClientSpec(endpoints.find((e) => url(e) === target)!, policyDir);
+        const e = await createEngine(client, { codec: ctx.policy.codec });
         if (!isHotSwappable(e)) {
           await e.close();
-          throw new UserError("unsupported_cluster_run", `cluster endpoint ${formatEngineSpec(parsed)} cannot switch policies`);
+          throw new UserError("unsupported_cluster_run", `cluster endpoint ${formatEngineSpec(client)} cannot switch policies`);
         }
         owned.push(e);
       }
@@ -238,7 +226,7 @@ export class ClusterSteps {
     const s = this.config.sampling;
     // The sandbox memory limit travels with the job: the node applies it as a single-machine run would.
     const settings = { maxTurns: this.config.rollout.max_turns, maxTokens: s.max_tokens, harnessTimeoutMs: this.config.rollout.timeout_s * 1000, memoryMb: this.config.rollout.memory_mb };
-    return jobsOfPlan(plan, { runId: this.identity.runId, engine: this.endpoints[0]!, store: this.config.cluster!.store, policyVersion: version, sampling: { temperature: s.temperature, maxTokens: s.max_tokens }, settings }).map((j, i): RolloutJob => ({ ...j, engine: this.endpoints[i % this.endpoints.length]! }));
+    return jobsOfPlan(plan, { runId: this.identity.runId, engine: this.endpoints[0]!, store: this.config.cluster!.store, policyVersion: version, sampling: { temperature: s.temperature, maxTokens: s.max_tokens }, settings }).map((j, i): RolloutJob => ({ ...j, engine: jobEngineSpec(this.endpoints[i % this.endpoints.length]!, version) }));
   }
 
   private dispatch(jobs: readonly RolloutJob[], onResult?: (done: number) => void): Promise<GatheredRollout[]> {

@@ -65,10 +65,16 @@ const engineSchema = z
      * 12–18k Qwen3 tokens (docs/engines.md). vllm / sglang: the context window the proxy reports.
      */
     context_size: z.number().int().min(256).max(1 << 20).optional(),
+    /**
+     * vllm: the deployment hook that makes the server serve a new policy version (POSTed `{model_path, version}`;
+     * vLLM has no standard reload endpoint, docs/engines.md). Without it a full-weight run cannot switch policies.
+     */
+    reload_url: z.string().url().optional(),
   })
   .prefault({})
   .superRefine((e, ctx) => {
     if (e.kind !== "llamacpp" && !e.url) ctx.addIssue({ code: "custom", path: ["url"], message: `engine kind ${e.kind} needs the server's url` });
+    if (e.reload_url !== undefined && e.kind !== "vllm") ctx.addIssue({ code: "custom", path: ["reload_url"], message: `reload_url is vLLM's deployment hook; engine kind ${e.kind} reloads through its own API` });
   });
 
 /** The training backend: one worker for the policy and, with `algorithm.kl_coef` > 0, one for the reference policy. */

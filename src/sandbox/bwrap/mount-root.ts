@@ -52,7 +52,6 @@ export async function sweepMountRoot(root: string): Promise<string[]> {
     try {
       const raw = await readFile(join(dir, "owner.json"), "utf8").catch(() => undefined);
       if (raw === undefined) {
-        // (a directory gone meanwhile: removeDir below is a no-op)
         if (await mayBeHalfCreated(dir)) continue;
       } else {
         const owner = JSON.parse(raw) as { ownerPid?: unknown; ownerStartTime?: unknown };
