@@ -5,18 +5,20 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { redisOptionsOf } from "../../src/cluster/connection.js";
 import { ROLLOUT_QUEUE, type RolloutJob } from "../../src/cluster/job.js";
-import { RolloutNode } from "../../src/cluster/node.js";
+import type { RolloutNode } from "../../src/cluster/node.js";
 import { parseEngineSpec } from "../../src/engine/spec.js";
 import { buildRunContext } from "../../src/run/context.js";
 import { SqliteStore } from "../../src/store/sqlite.js";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
 import { loadRunConfig } from "../../src/train/config.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
-import { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
 import { TINY_VOCAB } from "../../src/weights/random-model.js";
 import { usePrivateRedis } from "../cluster/private-redis.js";
 import { startFakeServer, type FakeServer } from "../engine/fake-inference-servers.js";
+import { startNodes } from "./cluster-nodes.js";
 import { noiseTask } from "./noise-tasks.js";
+import { rlRows } from "./run-files.js";
+import { initTinyPolicy } from "./served-policy.js";
 
 // `harnessrl train` on a cluster whose nodes sample from vLLM and SGLang endpoints. No GPU server runs here: local HTTP
 // servers with vLLM's and SGLang's documented shapes (test/engine/fake-inference-servers.ts) stand in for the model;
@@ -34,20 +36,11 @@ const nodeTokenizer = join(root, "node-tokenizer");
 const nodes: RolloutNode[] = [];
 
 beforeAll(async () => {
-  const trainer = await TorchTrainer.start({ threads: 1 });
-  try {
-    await trainer.init({ preset: "tiny-1m", seed: 3, out: start });
-  } finally {
-    await trainer.close();
-  }
+  await initTinyPolicy(start);
   cpSync(start, nodeTokenizer, { recursive: true });
   vllm = await startFakeServer("vllm", { vocabSize: TINY_VOCAB, stopIds: [258, 256] });
   sglang = await startFakeServer("sglang", { vocabSize: TINY_VOCAB, stopIds: [258, 256] });
-  for (const nodeId of ["node-a", "node-b"]) {
-    const node = new RolloutNode({ cluster: cluster.redis.url, capacity: 1, nodeId, workDir: join(root, nodeId), sandbox: "bwrap", lockMs: 10_000, heartbeatMs: 500, log: () => undefined });
-    nodes.push(node);
-    await node.start();
-  }
+  nodes.push(...(await startNodes(cluster.redis.url, root)));
   await writeNativeSuite([0, 1].map((i) => noiseTask(i, "train")), join(root, "suite"));
 }, 300_000);
 
@@ -102,7 +95,7 @@ describe("sync training on a vLLM and an SGLang endpoint: each step's version re
 
   it("ran both steps with every rollout landed and trained", () => {
     expect(summary).toMatchObject({ steps: 2, plannedSteps: 2, policyVersion: 2 });
-    const rl = readFileSync(join(runDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number | string>).filter((r) => r.phase === "rl");
+    const rl = rlRows(runDir);
     expect(rl.map((r) => r.step)).toEqual([1, 2]);
     for (const r of rl) {
       expect(r).toMatchObject({ "cluster/failed_jobs": 0, "cluster/not_landed": 0, "cluster/stale_dropped": 0, "cluster/calls_off_job_version": 0 });

@@ -8,7 +8,7 @@ import { stringify } from "yaml";
 import { redisOptionsOf } from "../../src/cluster/connection.js";
 import { ClusterDispatcher } from "../../src/cluster/dispatch.js";
 import { ROLLOUT_QUEUE, type RolloutJob } from "../../src/cluster/job.js";
-import { RolloutNode } from "../../src/cluster/node.js";
+import type { RolloutNode } from "../../src/cluster/node.js";
 import type { LlamaCppEngine } from "../../src/engine/llamacpp/engine.js";
 import type { EngineService } from "../../src/engine/service/server.js";
 import { buildRunContext } from "../../src/run/context.js";
@@ -20,6 +20,8 @@ import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
 import { usePrivateRedis } from "../cluster/private-redis.js";
 import { REPO_ROOT } from "../setup/cli.js";
 import { noiseTask } from "./noise-tasks.js";
+import { startNodes } from "./cluster-nodes.js";
+import { rlRows } from "./run-files.js";
 import { serveModel, startServedPolicy } from "./served-policy.js";
 
 // `harnessrl train` with a cluster: section. A private redis-server (the project's starter), `harnessrl serve`'s
@@ -50,11 +52,7 @@ beforeAll(async () => {
   process.env.HARNESSRL_SERVE_TOKEN = "cluster-gen-token";
   process.env.HARNESSRL_SERVE_ADMIN_TOKEN = "cluster-admin-token";
   // One slot each: a step's four jobs need both nodes.
-  for (const nodeId of ["node-a", "node-b"]) {
-    const node = new RolloutNode({ cluster: cluster.redis.url, capacity: 1, nodeId, workDir: join(root, nodeId), sandbox: "bwrap", lockMs: 10_000, heartbeatMs: 500, log: () => undefined });
-    nodes.push(node);
-    await node.start();
-  }
+  nodes.push(...(await startNodes(cluster.redis.url, root)));
   await writeNativeSuite([0, 1].map((i) => noiseTask(i, "train")), join(root, "suite"));
 }, 300_000);
 
@@ -79,10 +77,6 @@ function clusterConfig(name: string, extra: Record<string, unknown>): string {
     }),
   );
   return config;
-}
-
-function rlRows(runDir: string): Record<string, number | string>[] {
-  return readFileSync(join(runDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number | string>).filter((r) => r.phase === "rl");
 }
 
 function rolloutLines(runDir: string): RolloutResult[] {

@@ -13,6 +13,9 @@ export const readMetrics = (runDir: string): Record<string, unknown>[] =>
     .split("\n")
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 
+/** The RL steps' metrics lines. */
+export const rlRows = (runDir: string): Record<string, number | string>[] => readMetrics(runDir).filter((r) => r.phase === "rl") as Record<string, number | string>[];
+
 /** The metrics lines as `<phase><step>` (`rl1`, `eval1`, …): what a resumed run must have once each. */
 export const metricSteps = (runDir: string): string[] => readMetrics(runDir).map((r) => `${String(r.phase)}${String(r.step)}`);
 

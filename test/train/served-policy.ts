@@ -28,14 +28,19 @@ export async function serveModel(modelDir: string, dir: string, tokens: { token:
   return { engine, service, url };
 }
 
-/** A tiny-1m policy made by the torch worker under `root` (`<root>/start`), served as {@link serveModel} does. */
-export async function startServedPolicy(root: string, tokens: { token: string; adminToken: string }): Promise<ServedPolicy> {
-  const start = join(root, "start");
+/** A tiny-1m policy (seed 3) made by the torch worker in `dir`. */
+export async function initTinyPolicy(dir: string): Promise<void> {
   const trainer = await TorchTrainer.start({ threads: 1 });
   try {
-    await trainer.init({ preset: "tiny-1m", seed: 3, out: start });
+    await trainer.init({ preset: "tiny-1m", seed: 3, out: dir });
   } finally {
     await trainer.close();
   }
+}
+
+/** A tiny-1m policy made by the torch worker under `root` (`<root>/start`), served as {@link serveModel} does. */
+export async function startServedPolicy(root: string, tokens: { token: string; adminToken: string }): Promise<ServedPolicy> {
+  const start = join(root, "start");
+  await initTinyPolicy(start);
   return { start, ...(await serveModel(start, root, tokens)) };
 }
