@@ -138,6 +138,10 @@ async function runOnCluster(cluster: string, outDir: string, values: Values, pla
   const byId = new Map(jobs.map((j) => [j.rolloutId, j]));
   const dispatcher = await ClusterDispatcher.open(cluster);
   try {
+    // A node capped below the run's --memory-mb fails each job it takes for good: say so before adding them (not a
+    // refusal: nodes may join later).
+    const misfit = await dispatcher.memoryWarning(memoryMb);
+    if (misfit) console.error(`${command}: cluster: ${misfit}`);
     const progress = new Progress(command, jobs.length);
     let passed = 0;
     const resultsFile = join(outDir, "rollouts.jsonl");

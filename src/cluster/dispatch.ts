@@ -4,7 +4,8 @@ import { Redis } from "ioredis";
 import { InfraError, errorMessage } from "../core/errors.js";
 import { redisOptionsOf } from "./connection.js";
 import { ROLLOUT_QUEUE, jobIdOf, parseJobReturn, type RolloutJob, type RolloutJobReturn } from "./job.js";
-import { HEARTBEAT_PREFIX, type NodeHeartbeat } from "./node.js";
+import { readHeartbeats, type NodeHeartbeat } from "./heartbeat.js";
+import { memoryFitWarning } from "./memory-fit.js";
 
 /** How a dispatched rollout ended: completed on some node, or in the failed set (the dead-letter place) with why. */
 export type GatheredRollout = { rolloutId: string; outcome: "completed"; ret: RolloutJobReturn; times: JobTimes } | { rolloutId: string; outcome: "failed"; reason: string; attempts: number };
@@ -65,20 +66,17 @@ export class ClusterDispatcher {
     return new ClusterDispatcher(queue, events, client);
   }
 
-  /** Nodes whose heartbeat has not expired. */
-  async nodes(): Promise<NodeHeartbeat[]> {
-    const out: NodeHeartbeat[] = [];
-    let cursor = "0";
-    for (let i = 0; i < 1000; i++) {
-      const [next, keys] = await this.client.scan(cursor, "MATCH", `${HEARTBEAT_PREFIX}*`, "COUNT", 200);
-      for (const k of keys) {
-        const v = await this.client.get(k);
-        if (v) out.push(JSON.parse(v) as NodeHeartbeat);
-      }
-      cursor = next;
-      if (cursor === "0") break;
-    }
-    return out.sort((a, b) => a.nodeId.localeCompare(b.nodeId));
+  /** Nodes whose heartbeat has not expired (each validated: a value that is not a heartbeat is skipped). */
+  nodes(): Promise<NodeHeartbeat[]> {
+    return readHeartbeats(this.client);
+  }
+
+  /**
+   * A warning line when the nodes up now are capped below `memoryMb` (all of them, or some: see
+   * {@link memoryFitWarning}), else null. The control plane logs it before adding a run's jobs; it refuses nothing.
+   */
+  async memoryWarning(memoryMb: number | undefined): Promise<string | null> {
+    return memoryFitWarning(await this.nodes(), memoryMb);
   }
 
   /** Enqueues every job (idempotently) and waits until each has completed or failed for good. Results keep input order. */

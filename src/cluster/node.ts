@@ -12,6 +12,8 @@ import { openStore } from "../store/registry.js";
 import type { RolloutBundle, RolloutIngest, Store } from "../store/types.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import { redisOptionsOf } from "./connection.js";
+import { HEARTBEAT_PREFIX, writeHeartbeat, type NodeHeartbeat } from "./heartbeat.js";
+import { nodeTakesMemory } from "./memory-fit.js";
 import { ROLLOUT_QUEUE, parseRolloutJob, type RolloutJob, type RolloutJobReturn } from "./job.js";
 import { BundleSpool } from "./spool.js";
 
@@ -69,27 +71,7 @@ export function jobMemoryBytes(askedMb: number | undefined, capMb: number | unde
     const dflt = DEFAULT_ROLLOUT_SETTINGS.limits.memoryBytes;
     return capMb === undefined ? dflt : Math.min(dflt, capMb * MiB);
   }
-  return capMb !== undefined && askedMb > capMb ? null : askedMb * MiB;
-}
-
-/** The heartbeat a node keeps in Redis (`harnessrl:node:<id>`, expiring unless renewed). */
-export interface NodeHeartbeat {
-  nodeId: string;
-  host: string;
-  capacity: number;
-  active: number;
-  healthy: boolean;
-  spooled: number;
-  completed: number;
-  startedAt: number;
-  at: number;
-}
-
-export const HEARTBEAT_PREFIX = "harnessrl:node:";
-
-/** Writes a node's heartbeat, gone after `ttlMs` unless written again (the dashboard and tests read it back). */
-export async function writeHeartbeat(client: Redis, hb: NodeHeartbeat, ttlMs: number): Promise<void> {
-  await client.set(`${HEARTBEAT_PREFIX}${hb.nodeId}`, JSON.stringify(hb), "PX", ttlMs);
+  return nodeTakesMemory(capMb, askedMb) ? askedMb * MiB : null;
 }
 
 function hasIngest(store: Store): store is Store & RolloutIngest {
@@ -151,7 +133,7 @@ export class RolloutNode {
     const hb = this.o.heartbeatMs ?? 2000;
     this.heartbeatTimer = setInterval(() => void this.beat(), hb);
     this.spoolTimer = setInterval(() => void this.flushSpool(), this.o.spoolRetryMs ?? 5000);
-    this.log(`ready: capacity ${this.o.capacity}, queue ${ROLLOUT_QUEUE}`);
+    this.log(`ready: capacity ${this.o.capacity}, ${this.o.maxMemoryMb === undefined ? "no memory cap" : `memory cap ${this.o.maxMemoryMb} MiB`}, queue ${ROLLOUT_QUEUE}`);
   }
 
   private healthy(): boolean {
@@ -159,7 +141,7 @@ export class RolloutNode {
   }
 
   private async beat(): Promise<void> {
-    const hb: NodeHeartbeat = { nodeId: this.o.nodeId, host: hostname(), capacity: this.o.capacity, active: this.active, healthy: this.healthy(), spooled: this.spool.size, completed: this.completed, startedAt: this.startedAt, at: Date.now() };
+    const hb: NodeHeartbeat = { nodeId: this.o.nodeId, host: hostname(), capacity: this.o.capacity, active: this.active, healthy: this.healthy(), spooled: this.spool.size, completed: this.completed, startedAt: this.startedAt, at: Date.now(), maxMemoryMb: this.o.maxMemoryMb ?? null };
     await writeHeartbeat(this.heartbeatClient, hb, 3 * (this.o.heartbeatMs ?? 2000)).catch(() => undefined);
   }
 

@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { InfraError, errorMessage } from "../core/errors.js";
 import { redisOptionsOf } from "./connection.js";
 import { ROLLOUT_QUEUE } from "./job.js";
-import { HEARTBEAT_PREFIX, type NodeHeartbeat } from "./node.js";
+import { readHeartbeats } from "./heartbeat.js";
 
 /**
  * One rollout node as the cluster page shows it. `up`: its heartbeat is in Redis and it pulls jobs; `cooling`: its
@@ -21,6 +21,8 @@ export interface ClusterNodeStatus {
   spooled: number;
   startedAt: number;
   lastSeenAt: number;
+  /** The node's `--max-memory-mb` (the most sandbox memory a job may ask for there); null: no cap (or a node older than the field). */
+  maxMemoryMb: number | null;
 }
 
 /** A job in the failed set (the dead-letter place): its id, why its last attempt failed, attempts made. */
@@ -44,11 +46,6 @@ export interface ClusterStatusOptions {
   /** A node whose heartbeat is gone stays listed as lost for this long (default 10 min), then disappears. */
   forgetLostAfterMs?: number;
   failedShown?: number;
-}
-
-function isHeartbeat(v: unknown): v is NodeHeartbeat {
-  const o = v as Partial<NodeHeartbeat> | null;
-  return typeof o === "object" && o !== null && typeof o.nodeId === "string" && typeof o.capacity === "number" && typeof o.at === "number";
 }
 
 /**
@@ -85,38 +82,23 @@ export class ClusterStatusReader {
   private async read(): Promise<ClusterStatus> {
     if (this.client.status === "wait") await this.client.connect();
     const now = Date.now();
-    const beats: NodeHeartbeat[] = [];
-    let cursor = "0";
-    for (let i = 0; i < 1000; i++) {
-      const [next, keys] = await this.client.scan(cursor, "MATCH", `${HEARTBEAT_PREFIX}*`, "COUNT", 200);
-      const values = keys.length > 0 ? await this.client.mget(...keys) : [];
-      for (const v of values) {
-        if (v === null) continue;
-        try {
-          const hb: unknown = JSON.parse(v);
-          if (isHeartbeat(hb)) beats.push(hb);
-        } catch {
-          // A foreign or torn value under our prefix: not a node.
-        }
-      }
-      cursor = next;
-      if (cursor === "0") break;
-    }
+    const beats = await readHeartbeats(this.client);
     const live = new Set<string>();
     for (const hb of beats) {
       live.add(hb.nodeId);
-      const state = hb.healthy === false ? "cooling" : "up";
+      const state = hb.healthy ? "up" : "cooling";
       this.seen.set(hb.nodeId, {
         nodeId: hb.nodeId,
-        host: typeof hb.host === "string" ? hb.host : "",
+        host: hb.host,
         state,
         healthy: state === "up",
         capacity: hb.capacity,
-        running: typeof hb.active === "number" ? hb.active : 0,
-        completed: typeof hb.completed === "number" ? hb.completed : 0,
-        spooled: typeof hb.spooled === "number" ? hb.spooled : 0,
-        startedAt: typeof hb.startedAt === "number" ? hb.startedAt : hb.at,
+        running: hb.active,
+        completed: hb.completed,
+        spooled: hb.spooled,
+        startedAt: hb.startedAt,
         lastSeenAt: hb.at,
+        maxMemoryMb: hb.maxMemoryMb,
       });
     }
     const forget = this.o.forgetLostAfterMs ?? 600_000;

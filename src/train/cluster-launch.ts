@@ -5,6 +5,7 @@ import { z } from "zod";
 import { InfraError, UserError, isHarnessRLError } from "../core/errors.js";
 import { ClusterDispatcher, type GatheredRollout } from "../cluster/dispatch.js";
 import type { RolloutJob } from "../cluster/job.js";
+import { memoryFitWarning } from "../cluster/memory-fit.js";
 import { jobsOfPlan, resultOfGathered, runIdOf } from "../cluster/plan.js";
 import { createEngine } from "../engine/registry.js";
 import { formatEngineSpec, parseEngineSpec } from "../engine/spec.js";
@@ -147,6 +148,10 @@ export class ClusterSteps {
       const nodes = await dispatcher.nodes();
       const identity = clusterRunOf(ctx);
       log(`cluster: run ${identity.runId} on ${c.queue.replace(/\/\/[^@/]*@/, "//…@")}, ${nodes.length} node(s) up now (${nodes.reduce((s, n) => s + n.capacity, 0)} slots), ${endpoints.length} engine endpoint(s), central store ${central.kind}`);
+      // Every job carries rollout.memory_mb; a node capped below it fails each job it takes for good. Said, not refused:
+      // nodes may join (or restart with another cap) before the jobs are taken.
+      const misfit = memoryFitWarning(nodes, config.rollout.memory_mb);
+      if (misfit) log(`cluster: ${misfit}`);
       return new ClusterSteps(config, dispatcher, central, identity, endpoints, [engine, ...owned], owned, options, log);
     } catch (e) {
       await dispatcher?.close();

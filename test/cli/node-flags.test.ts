@@ -7,7 +7,7 @@ import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { redisOptionsOf } from "../../src/cluster/connection.js";
 import { ROLLOUT_QUEUE, jobIdOf } from "../../src/cluster/job.js";
-import { HEARTBEAT_PREFIX, type NodeHeartbeat } from "../../src/cluster/node.js";
+import { HEARTBEAT_PREFIX, parseHeartbeat, type NodeHeartbeat } from "../../src/cluster/heartbeat.js";
 import { jobsOfPlan } from "../../src/cluster/plan.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import { REPO_ROOT, runCli } from "../setup/cli.js";
@@ -16,7 +16,7 @@ import { usePrivateRedis } from "../cluster/private-redis.js";
 /**
  * `harnessrl node`'s health and sandbox flags: malformed values are refused in one line before anything starts, and
  * given values reach the node (a state root it cannot create breaks its sandbox host; one infra error then makes it
- * unhealthy for the cooldown given).
+ * unhealthy for the cooldown given; its memory cap is in its heartbeat).
  */
 const cluster = usePrivateRedis("hrl-node-flags-");
 const root = cluster.root;
@@ -39,12 +39,12 @@ describe("harnessrl node flags", () => {
     expect(r.stderr).toMatch(why);
   });
 
-  it("--sandbox-state-root, --unhealthy-after and --cooldown-ms reach the node", async () => {
+  it("--sandbox-state-root, --unhealthy-after, --cooldown-ms and --max-memory-mb reach the node", async () => {
     // A state root under a regular file: the node's sandbox host cannot start.
     const blocker = join(root, "not-a-dir");
     writeFileSync(blocker, "");
     const nodeId = "flags-node";
-    const args = ["node", "--node-id", nodeId, "--dir", join(root, nodeId), "--capacity", "1", "--heartbeat-ms", "300", "--sandbox-state-root", join(blocker, "state"), "--unhealthy-after", "1", "--cooldown-ms", "60000"];
+    const args = ["node", "--node-id", nodeId, "--dir", join(root, nodeId), "--capacity", "1", "--heartbeat-ms", "300", "--sandbox-state-root", join(blocker, "state"), "--unhealthy-after", "1", "--cooldown-ms", "60000", "--max-memory-mb", "512"];
     const child = spawn(process.execPath, [join(REPO_ROOT, "dist", "cli", "main.js"), ...args], {
       cwd: REPO_ROOT,
       env: { ...process.env, HARNESSRL_CLUSTER: cluster.redis.url, HARNESSRL_HARNESS_CACHE: process.env.HARNESSRL_HARNESS_CACHE ?? join(REPO_ROOT, ".cache", "harnesses") },
@@ -65,11 +65,12 @@ describe("harnessrl node flags", () => {
       expect(stderr).toMatch(/unhealthy for 60000 ms \(1 infra errors in a row\): not pulling jobs/);
       while (Date.now() < deadline) {
         const v = await client.get(`${HEARTBEAT_PREFIX}${nodeId}`);
-        hb = v ? (JSON.parse(v) as NodeHeartbeat) : null;
+        hb = v ? parseHeartbeat(v) : null;
         if (hb && !hb.healthy) break;
         await sleep(100);
       }
-      expect(hb).toMatchObject({ nodeId, healthy: false, completed: 0 });
+      // The cap is advertised in the heartbeat (the job asks for no memory, so the node took it).
+      expect(hb).toMatchObject({ nodeId, healthy: false, completed: 0, maxMemoryMb: 512 });
       // The job failed on the node's sandbox host, under the state root given. The node counts the infra error before
       // BullMQ records the failure, so wait for the record rather than read it once (read once, it failed in CI).
       let reason = "";

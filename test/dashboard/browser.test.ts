@@ -148,7 +148,7 @@ describe("the dashboard in a real browser (Debian chromium via playwright-core)"
     expect(problems).toEqual([]);
   }, 30_000);
 
-  it("cluster page: linked only when the dashboard has a cluster; nodes with capacity and health, jobs waiting / running / failed with reasons, refreshed live", async () => {
+  it("cluster page: linked only when the dashboard has a cluster; nodes with capacity, health and memory cap, jobs waiting / running / failed with reasons, refreshed live", async () => {
     await page.goto(dash.url);
     await page.locator("tr[data-run]").first().waitFor();
     expect(await page.locator("#cluster-link").isHidden()).toBe(true);
@@ -158,7 +158,11 @@ describe("the dashboard in a real browser (Debian chromium via playwright-core)"
     await page.locator("#cluster-link").click();
     await page.locator("#nodes tbody tr").first().waitFor();
     expect(await page.locator("#nodes tbody tr").count()).toBe(3);
-    expect(await page.locator('tr[data-node="node-a"]').innerText()).toMatch(/host-node-a\s+healthy\s+1 \/ 4\s+7/);
+    expect(await page.locator('tr[data-node="node-a"]').innerText()).toMatch(/host-node-a\s+healthy\s+1 \/ 4\s+4096 MiB\s+7/);
+    // Memory caps: node-a's 4096 MiB, none on node-c, none on node-b (whose heartbeat predates the field).
+    const cap = (id: string) => page.locator(`tr[data-node="${id}"] td[data-memory-cap]`).innerText();
+    expect([await cap("node-a"), await cap("node-b"), await cap("node-c")]).toEqual(["4096 MiB", "no cap", "no cap"]);
+    expect(await page.locator("#nodes thead").innerText()).toContain("memory cap");
     expect(await page.locator('tr[data-node="node-c"]').getAttribute("data-state")).toBe("cooling");
     const count = (k: string) => page.locator(`#jobs tr[data-count="${k}"] td`).innerText();
     expect([await count("waiting"), await count("running"), await count("failed"), await count("delayed")]).toEqual(["3", "1", "1", "1"]);

@@ -2,7 +2,7 @@ import { Queue, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import { redisOptionsOf } from "../../src/cluster/connection.js";
 import { ROLLOUT_QUEUE } from "../../src/cluster/job.js";
-import { writeHeartbeat, type NodeHeartbeat } from "../../src/cluster/node.js";
+import { HEARTBEAT_PREFIX, writeHeartbeat, type NodeHeartbeat } from "../../src/cluster/heartbeat.js";
 import { startRedisServer, type RedisServerHandle } from "../../src/cluster/redis-server.js";
 import { ClusterStatusReader } from "../../src/cluster/status.js";
 import { startDashboard, type Dashboard } from "../../src/dashboard/server.js";
@@ -10,8 +10,9 @@ import { startDashboard, type Dashboard } from "../../src/dashboard/server.js";
 /**
  * A cluster's Redis in a known state, for the cluster page's tests: a private redis-server; the rollout queue with one
  * failed job (its reason recorded by BullMQ), one running (held by a worker that fetched it by hand), three waiting and
- * one delayed; node heartbeats written by the nodes' own writer: `node-a` (capacity 4, 1 running) and `node-c` (paused
- * after infra errors) renewed for a minute, `node-b` with a heartbeat that expires after `shortTtlMs`.
+ * one delayed; node heartbeats written by the nodes' own writer: `node-a` (capacity 4, 1 running, memory capped at
+ * 4096 MiB) and `node-c` (paused after infra errors, no cap) renewed for a minute; `node-b` with a heartbeat that
+ * expires after `shortTtlMs`, written as a node older than the memory cap wrote it (no `maxMemoryMb` field).
  */
 export interface ClusterFixture {
   redis: RedisServerHandle;
@@ -25,7 +26,7 @@ export const FAILED_REASON = "sandbox_start_failed: bwrap could not mount /proc"
 
 function heartbeat(nodeId: string, over: Partial<NodeHeartbeat> = {}): NodeHeartbeat {
   const now = Date.now();
-  return { nodeId, host: `host-${nodeId}`, capacity: 4, active: 0, healthy: true, spooled: 0, completed: 0, startedAt: now - 90_000, at: now, ...over };
+  return { nodeId, host: `host-${nodeId}`, capacity: 4, active: 0, healthy: true, spooled: 0, completed: 0, startedAt: now - 90_000, at: now, maxMemoryMb: null, ...over };
 }
 
 export async function startClusterFixture(dir: string, shortTtlMs: number): Promise<ClusterFixture> {
@@ -42,8 +43,12 @@ export async function startClusterFixture(dir: string, shortTtlMs: number): Prom
   const running = (await worker.getNextJob("token-run")) as Job | undefined;
   if (!running) throw new Error("fixture: no job to run");
   await queue.add("rollout", data(5), { jobId: "fixture.r5", delay: 600_000 });
-  await writeHeartbeat(client, heartbeat("node-a", { active: 1, completed: 7 }), 60_000);
-  const beatShortLived = () => writeHeartbeat(client, heartbeat("node-b", { capacity: 2 }), shortTtlMs);
+  await writeHeartbeat(client, heartbeat("node-a", { active: 1, completed: 7, maxMemoryMb: 4096 }), 60_000);
+  // node-b's as a node older than the memory cap writes it: without the field (it reads as uncapped).
+  const { maxMemoryMb: _old, ...oldBeat } = heartbeat("node-b", { capacity: 2 });
+  const beatShortLived = async (): Promise<void> => {
+    await client.set(`${HEARTBEAT_PREFIX}node-b`, JSON.stringify({ ...oldBeat, at: Date.now() }), "PX", shortTtlMs);
+  };
   await beatShortLived();
   await writeHeartbeat(client, heartbeat("node-c", { healthy: false, spooled: 3 }), 60_000);
   return {

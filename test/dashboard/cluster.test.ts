@@ -39,10 +39,11 @@ describe("the cluster page's API over a real Redis and BullMQ queue", () => {
     expect(snap.jobs).toEqual({ waiting: 3, running: 1, failed: 1, delayed: 1, completed: 0 });
     expect(snap.failed).toHaveLength(1);
     expect(snap.failed[0]).toMatchObject({ id: "fixture.r0", reason: FAILED_REASON, attempts: 1 });
-    expect(snap.nodes.map((n) => [n.nodeId, n.state, n.healthy, n.capacity, n.running])).toEqual([
-      ["node-a", "up", true, 4, 1],
-      ["node-b", "up", true, 2, 0],
-      ["node-c", "cooling", false, 4, 0],
+    // maxMemoryMb: node-a's cap; node-c has none; node-b's heartbeat has no such field (a node older than it): none.
+    expect(snap.nodes.map((n) => [n.nodeId, n.state, n.healthy, n.capacity, n.running, n.maxMemoryMb])).toEqual([
+      ["node-a", "up", true, 4, 1, 4096],
+      ["node-b", "up", true, 2, 0, null],
+      ["node-c", "cooling", false, 4, 0, null],
     ]);
     expect(snap.nodes[0]).toMatchObject({ host: "host-node-a", completed: 7 });
     expect(snap.nodes[2]?.spooled).toBe(3);

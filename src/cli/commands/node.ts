@@ -36,7 +36,8 @@ Options:
                     retryable cluster_rollout_wedged and marks the node unhealthy (default 30000)
   --max-memory-mb N the most sandbox memory (MiB, 16 to 1048576) a job may ask for here; a job asking more fails
                     at once, without retries, with cluster_job_memory_over_cap. Jobs that ask for none get
-                    2048 MiB, or N when lower (default: no cap)`;
+                    2048 MiB, or N when lower (default: no cap). Advertised in the node's heartbeat (the
+                    dashboard shows it; the control plane warns when a run asks more than the nodes allow)`;
 
 export const nodeCommand: Command = {
   name: "node",

@@ -1,4 +1,4 @@
-// The cluster page: rollout nodes (capacity, running, health from their heartbeats) and the rollout queue's jobs,
+// The cluster page: rollout nodes (capacity, running, health, memory cap from their heartbeats) and the rollout queue's jobs,
 // read from the cluster's Redis by the server. Polled every 1.5 s (the state lives in Redis, not in run files the
 // event stream watches).
 import { api, fmt, h, put } from "./app.js";
@@ -12,12 +12,15 @@ function ago(ms) {
 
 const stateBadge = (state) => h("span", { class: `badge node-${state}` }, state === "up" ? "healthy" : state === "cooling" ? "cooling down" : "lost");
 
+// A job asking more sandbox memory than a node's --max-memory-mb fails on that node for good (docs/cluster.md).
+const memoryCap = (mb) => (typeof mb === "number" ? `${fmt(mb)} MiB` : "no cap");
+
 function nodesTable(snap) {
   if (snap.nodes.length === 0) return h("p", { class: "muted", id: "no-nodes" }, "No rollout node has a heartbeat in this Redis (start one with harnessrl node).");
   return h(
     "table",
     { id: "nodes" },
-    h("thead", {}, h("tr", {}, ...["node", "host", "health", "running / capacity", "completed", "spooled", "last heartbeat", "up since"].map((t) => h("th", {}, t)))),
+    h("thead", {}, h("tr", {}, ...["node", "host", "health", "running / capacity", "memory cap", "completed", "spooled", "last heartbeat", "up since"].map((t) => h("th", {}, t)))),
     h(
       "tbody",
       {},
@@ -29,6 +32,7 @@ function nodesTable(snap) {
           h("td", {}, n.host || "—"),
           h("td", {}, stateBadge(n.state)),
           h("td", { class: "num" }, `${fmt(n.running)} / ${fmt(n.capacity)}`),
+          h("td", { class: "num", "data-memory-cap": n.maxMemoryMb ?? "none" }, memoryCap(n.maxMemoryMb)),
           h("td", { class: "num" }, fmt(n.completed)),
           h("td", { class: "num" }, fmt(n.spooled)),
           h("td", { class: "num" }, ago(snap.at - n.lastSeenAt)),
