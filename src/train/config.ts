@@ -288,6 +288,13 @@ const checkedSchema = runConfigSchema.superRefine((c, ctx) => {
   if (c.mix !== "scheduled" && c.scheduler) ctx.addIssue({ code: "custom", path: ["scheduler"], message: "a scheduler is only used with mix: scheduled" });
   // The bandit's probability floor is spent once per harness (src/schedule/harness-bandit.ts).
   if (c.scheduler?.name === "harness-bandit" && c.scheduler.p_min * c.harnesses.length > 1) ctx.addIssue({ code: "custom", path: ["scheduler", "p_min"], message: `${c.scheduler.p_min} is infeasible for ${c.harnesses.length} harnesses: K·p_min must be ≤ 1` });
+  // Probe harnesses are evaluated, never trained: one that is also a training harness would be both.
+  if (c.scheduler?.name === "harness-bandit") {
+    c.scheduler.probe_harnesses.forEach((h, i) => {
+      if (c.harnesses.includes(h)) ctx.addIssue({ code: "custom", path: ["scheduler", "probe_harnesses", i], message: `"${h}" is a training harness; a probe harness must be outside \`harnesses\`` });
+    });
+    if (c.scheduler.probe_harnesses.length > 0 && c.cluster) ctx.addIssue({ code: "custom", path: ["scheduler", "probe_harnesses"], message: "probe harnesses are not supported with cluster: yet (probe rollouts run on the trainer's machine only)" });
+  }
 });
 
 /** Keys that moved to another section (older configs): the error names where the knob lives now. */
