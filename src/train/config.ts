@@ -329,6 +329,7 @@ export function loadRunConfig(path: string): RunConfig {
 export function configCheckLine(path: string, c: RunConfig): string {
   const start = c.warm_start ? "warm start + " : "";
   // Time caps make the result depend on the machine's speed: name them, so a check shows what may cut the run short.
+  const probes = c.scheduler?.name === "harness-bandit" ? c.scheduler.probe_harnesses : [];
   const caps = [c.warm_start?.max_seconds === undefined ? null : `warm start ${c.warm_start.max_seconds} s`, c.budget.max_minutes === undefined ? null : `RL ${c.budget.max_minutes} min`].filter((v) => v !== null);
-  return `OK ${path}: run "${c.name}", ${start}${c.budget.steps} ${c.advantage.estimator} steps through ${c.harnesses.join(", ")} (mix: ${c.mix}${c.scheduler ? `, ${c.scheduler.name}` : ""})${caps.length ? `; time caps: ${caps.join(", ")}` : ""}`;
+  return `OK ${path}: run "${c.name}", ${start}${c.budget.steps} ${c.advantage.estimator} steps through ${c.harnesses.join(", ")} (mix: ${c.mix}${c.scheduler ? `, ${c.scheduler.name}` : ""}${probes.length ? `, probes: ${probes.join(", ")}` : ""})${caps.length ? `; time caps: ${caps.join(", ")}` : ""}`;
 }

@@ -3,7 +3,7 @@ import { UserError } from "../../src/core/errors.js";
 import { checkRunConfigNames } from "../../src/run/check-names.js";
 import { banditConfig, createScheduler, HarnessBanditScheduler, parseSchedulerConfig } from "../../src/schedule/index.js";
 import type { BanditConfig } from "../../src/schedule/index.js";
-import { parseRunConfig } from "../../src/train/config.js";
+import { configCheckLine, parseRunConfig } from "../../src/train/config.js";
 
 /**
  * Probe harnesses: never trained on, their gradient sketches enter the training harnesses' transferability. Fixture:
@@ -146,6 +146,9 @@ describe("probe harness config", () => {
   it("checks probe harness names against the harness registry, at their path", () => {
     const config = parseRunConfig({ ...base, scheduler: { name: "harness-bandit", probe_harnesses: ["claw-agent", "claw-agnet"] } });
     expect(() => checkRunConfigNames(config)).toThrow(/scheduler\.probe_harnesses\.1: unknown harness "claw-agnet"/);
-    expect(() => checkRunConfigNames(parseRunConfig({ ...base, scheduler: { name: "harness-bandit", probe_harnesses: ["claw-agent"] } }))).not.toThrow();
+    const ok = parseRunConfig({ ...base, scheduler: { name: "harness-bandit", probe_harnesses: ["claw-agent"] } });
+    expect(() => checkRunConfigNames(ok)).not.toThrow();
+    // `train --check` names the probes.
+    expect(configCheckLine("x.yaml", ok)).toMatch(/\(mix: scheduled, harness-bandit, probes: claw-agent\)$/);
   });
 });
