@@ -46,6 +46,8 @@ const SLOW_TESTS = [
   "test/train/cluster-train.test.ts",
   "test/train/cluster-train-remote.test.ts",
   "test/train/optimizer-reset.test.ts",
+  "test/train/probe-harnesses-e2e.test.ts",
+  "test/train/probe-step.test.ts",
   "test/trainer/torch.test.ts",
   "test/trainer/distributed.test.ts",
   "test/model/model-cli.test.ts",

@@ -1,7 +1,8 @@
 // Prints the mix-harness results table (markdown) from the four arms' eval-before/after files, plus pooled rows.
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 
-const arms = ["single", "mixed", "round-robin", "harness-bandit"];
+// The probe arm (claw-agent probed, never trained) is optional: its row appears once it has run.
+const arms = ["single", "mixed", "round-robin", "harness-bandit", ...(existsSync("runs/exp-mix-harness-bandit-probe/eval-after.json") ? ["harness-bandit-probe"] : [])];
 const RL = ["chat-agent", "resp-agent"];
 // claw-agent: in the warm start's demonstrations, never sampled by RL; central-agent: never trained on at all.
 const HELD_OUT = ["claw-agent", "central-agent"];
@@ -30,5 +31,5 @@ for (const arm of arms) {
   const cells = harnesses.map((h) => `${pct(before.byHarness[h]?.passAt1)} → ${pct(after.byHarness[h]?.passAt1)}`);
   lines.push(`| ${arm} | ${cells.join(" | ")} | ${pct(meanOf(before, RL))} → ${pct(meanOf(after, RL))} | ${summary.steps} | ${Object.entries(visits).map(([h, n]) => `${h} ${n}`).join(", ") || "–"} |`);
 }
-lines.push(`| warm start, pooled over the four "before" evaluations | ${harnesses.map((h) => pct(pooledBefore[h])).join(" | ")} | ${pct(RL.reduce((s, h) => s + pooledBefore[h], 0) / RL.length)} | 0 | |`);
+lines.push(`| warm start, pooled over the ${arms.length} "before" evaluations | ${harnesses.map((h) => pct(pooledBefore[h])).join(" | ")} | ${pct(RL.reduce((s, h) => s + pooledBefore[h], 0) / RL.length)} | 0 | |`);
 console.log(lines.join("\n"));

@@ -31,6 +31,7 @@ export function checkRunConfigNames(config: RunConfig, source = "config"): void 
   };
   config.harnesses.forEach((h, i) => need(harnesses, h, `harnesses.${i}`));
   config.eval?.harnesses?.forEach((h, i) => need(harnesses, h, `eval.harnesses.${i}`));
+  if (config.scheduler?.name === "harness-bandit") config.scheduler.probe_harnesses.forEach((h, i) => need(harnesses, h, `scheduler.probe_harnesses.${i}`));
   suite(config.tasks.train, "tasks.train");
   if (config.warm_start) suite(config.warm_start.demos, "warm_start.demos");
   if (config.eval) suite(config.eval.tasks, "eval.tasks");

@@ -28,6 +28,16 @@ export function fuse(learnNorm: number, transferNorm: number, learnWeight: numbe
   return (learnWeight * learnNorm + transferWeight * transferNorm) / total;
 }
 
+/**
+ * τ from its two parts: (1 − w)·τ_train + w·τ_probe when both exist, else the one that exists (null when neither);
+ * w = 0 ignores the probes entirely.
+ */
+export function combineTransfer(train: number | null, probe: number | null, probeWeight: number): number | null {
+  if (probe === null || probeWeight === 0) return train;
+  if (train === null) return probe;
+  return (1 - probeWeight) * train + probeWeight * probe;
+}
+
 /** UCB-style bonus c·sqrt(ln(t + 1) / (n + 1)); t = observations so far (all harnesses), n = observations of this harness. */
 export function explorationBonus(c: number, t: number, n: number): number {
   return c * Math.sqrt(Math.log(t + 1) / (n + 1));

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { InfraError, UserError } from "../core/errors.js";
-import type { HarnessScheduler, SchedulerChoice, SchedulerObservation, SchedulerState } from "./types.js";
+import type { HarnessScheduler, ProbeObservation, ProbePlan, SchedulerChoice, SchedulerObservation, SchedulerState } from "./types.js";
 
 const STATE_VERSION = 1;
 
@@ -33,6 +33,15 @@ export abstract class BaseScheduler implements HarnessScheduler {
 
   get sketchOptions(): { dim: number; seed: number } | null {
     return null;
+  }
+
+  get probes(): ProbePlan | null {
+    return null;
+  }
+
+  /** Schedulers without probe harnesses know none. */
+  updateProbe(observation: ProbeObservation): void {
+    throw new UserError("unknown_harness", `scheduler "${this.name}" has no probe harness "${observation.harness}"`);
   }
 
   constructor(harnesses: readonly string[]) {

@@ -26,6 +26,15 @@ export const BANDIT_DEFAULTS = {
   bonus: 0.5,
   /** Probability floor: p = (1 − K·p_min)·softmax + p_min; needs K·p_min ≤ 1. */
   p_min: 0.05,
+  /**
+   * Probe harnesses: never trained on; every `probe_every` steps a few rollouts per probe harness (`probe_tasks` of the
+   * step's tasks × `probe_samples`, default the run's `budget.samples`) give a gradient sketch that is not applied.
+   * τ = (1 − probe_weight)·τ_train + probe_weight·τ_probe, τ_probe = mean cosine to the probes' sketch EMAs.
+   */
+  probe_harnesses: [] as string[],
+  probe_every: 1,
+  probe_tasks: 1,
+  probe_weight: 0.5,
 };
 
 const seed = z.number().int().min(0).max(0xffffffff).optional();
@@ -49,8 +58,15 @@ const banditSchema = z
     temperature: z.number().positive().default(BANDIT_DEFAULTS.temperature),
     bonus: z.number().min(0).default(BANDIT_DEFAULTS.bonus),
     p_min: z.number().min(0).max(1).default(BANDIT_DEFAULTS.p_min),
+    probe_harnesses: z.array(z.string().min(1)).default(() => [...BANDIT_DEFAULTS.probe_harnesses]),
+    probe_every: z.number().int().min(1).default(BANDIT_DEFAULTS.probe_every),
+    probe_tasks: z.number().int().min(1).default(BANDIT_DEFAULTS.probe_tasks),
+    /** GRPO needs ≥ 2 samples per group for a non-zero advantage; default: the run's `budget.samples`. */
+    probe_samples: z.number().int().min(2).optional(),
+    probe_weight: z.number().min(0).max(1).default(BANDIT_DEFAULTS.probe_weight),
   })
-  .refine((c) => c.learn_weight + c.transfer_weight > 0, { message: "learn_weight + transfer_weight must be > 0", path: ["learn_weight"] });
+  .refine((c) => c.learn_weight + c.transfer_weight > 0, { message: "learn_weight + transfer_weight must be > 0", path: ["learn_weight"] })
+  .refine((c) => new Set(c.probe_harnesses).size === c.probe_harnesses.length, { message: "a probe harness is listed twice", path: ["probe_harnesses"] });
 
 export const schedulerConfigSchema = z.discriminatedUnion("name", [roundRobinSchema, uniformSchema, banditSchema]);
 

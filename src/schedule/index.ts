@@ -10,4 +10,4 @@ export { builtinSchedulers } from "./builtin.js";
 export { createScheduler, listSchedulers, registerScheduler, schedulers } from "./registry.js";
 export type { SchedulerAdapter, SchedulerFactory } from "./registry.js";
 export type { BanditConfig, SchedulerConfig } from "./config.js";
-export type { HarnessScheduler, SchedulerChoice, SchedulerObservation, SchedulerState } from "./types.js";
+export type { HarnessScheduler, ProbeObservation, ProbePlan, SchedulerChoice, SchedulerObservation, SchedulerState } from "./types.js";

@@ -27,6 +27,28 @@ export interface SchedulerObservation {
   sketch?: Float32Array | readonly number[];
 }
 
+/**
+ * A probe harness's gradient sketch: rollouts through a harness that is never trained on, turned into a batch like a
+ * training step's and sketched without an optimizer step (the gradient is dropped). HarnessBandit compares training
+ * steps' sketches with the probes' (docs/harness-bandit.md, "Probe harnesses").
+ */
+export interface ProbeObservation {
+  harness: string;
+  /** Same dim and seed as the training sketches; absent when the probe batch had no gradient (all advantages zero). */
+  sketch?: Float32Array | readonly number[];
+}
+
+/** What the orchestrator runs for the probes: which harnesses, how often, how many rollouts. */
+export interface ProbePlan {
+  harnesses: readonly string[];
+  /** Probe on steps 1, 1 + every, 1 + 2·every, … */
+  every: number;
+  /** The first `tasks` of the step's training tasks. */
+  tasks: number;
+  /** Samples per task; null: the run's `budget.samples`. */
+  samples: number | null;
+}
+
 /** A scheduler's resumable state: JSON only, tagged with the scheduler's name and harness list. */
 export interface SchedulerState {
   scheduler: string;
@@ -43,6 +65,10 @@ export interface HarnessScheduler {
    * use sketches (the orchestrator then skips the call).
    */
   readonly sketchOptions: { dim: number; seed: number } | null;
+  /** Probe harnesses (never trained on) whose sketches `updateProbe` takes, or null when the scheduler has none. */
+  readonly probes: ProbePlan | null;
+  /** Reports a probe harness's sketch, taken at the same policy as the step's training sketch, before `update`. */
+  updateProbe(observation: ProbeObservation): void;
   /** Picks the harness for optimizer step `step` (consumes randomness for random schedulers). */
   next(step: number): SchedulerChoice;
   /** Reports the step just trained. Unknown harnesses and non-finite signals are `UserError`s. */

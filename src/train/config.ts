@@ -288,6 +288,13 @@ const checkedSchema = runConfigSchema.superRefine((c, ctx) => {
   if (c.mix !== "scheduled" && c.scheduler) ctx.addIssue({ code: "custom", path: ["scheduler"], message: "a scheduler is only used with mix: scheduled" });
   // The bandit's probability floor is spent once per harness (src/schedule/harness-bandit.ts).
   if (c.scheduler?.name === "harness-bandit" && c.scheduler.p_min * c.harnesses.length > 1) ctx.addIssue({ code: "custom", path: ["scheduler", "p_min"], message: `${c.scheduler.p_min} is infeasible for ${c.harnesses.length} harnesses: K·p_min must be ≤ 1` });
+  // Probe harnesses are evaluated, never trained: one that is also a training harness would be both.
+  if (c.scheduler?.name === "harness-bandit") {
+    c.scheduler.probe_harnesses.forEach((h, i) => {
+      if (c.harnesses.includes(h)) ctx.addIssue({ code: "custom", path: ["scheduler", "probe_harnesses", i], message: `"${h}" is a training harness; a probe harness must be outside \`harnesses\`` });
+    });
+    if (c.scheduler.probe_harnesses.length > 0 && c.cluster) ctx.addIssue({ code: "custom", path: ["scheduler", "probe_harnesses"], message: "probe harnesses are not supported with cluster: yet (probe rollouts run on the trainer's machine only)" });
+  }
 });
 
 /** Keys that moved to another section (older configs): the error names where the knob lives now. */
@@ -322,6 +329,7 @@ export function loadRunConfig(path: string): RunConfig {
 export function configCheckLine(path: string, c: RunConfig): string {
   const start = c.warm_start ? "warm start + " : "";
   // Time caps make the result depend on the machine's speed: name them, so a check shows what may cut the run short.
+  const probes = c.scheduler?.name === "harness-bandit" ? c.scheduler.probe_harnesses : [];
   const caps = [c.warm_start?.max_seconds === undefined ? null : `warm start ${c.warm_start.max_seconds} s`, c.budget.max_minutes === undefined ? null : `RL ${c.budget.max_minutes} min`].filter((v) => v !== null);
-  return `OK ${path}: run "${c.name}", ${start}${c.budget.steps} ${c.advantage.estimator} steps through ${c.harnesses.join(", ")} (mix: ${c.mix}${c.scheduler ? `, ${c.scheduler.name}` : ""})${caps.length ? `; time caps: ${caps.join(", ")}` : ""}`;
+  return `OK ${path}: run "${c.name}", ${start}${c.budget.steps} ${c.advantage.estimator} steps through ${c.harnesses.join(", ")} (mix: ${c.mix}${c.scheduler ? `, ${c.scheduler.name}` : ""}${probes.length ? `, probes: ${probes.join(", ")}` : ""})${caps.length ? `; time caps: ${caps.join(", ")}` : ""}`;
 }

@@ -14,6 +14,7 @@ import { requireCapability } from "../trainer/capabilities.js";
 import type { Trainer } from "../trainer/types.js";
 import { evaluatePolicy, type ClusterEvaluation } from "./evaluate.js";
 import { advantageConfigOf, trainOnRollouts } from "./rl-step.js";
+import { probeSketch } from "./probe-step.js";
 import { writeReport } from "../report/index.js";
 import type { RunState } from "./run-dir.js";
 import { faultPoint } from "./fault.js";
@@ -28,6 +29,8 @@ interface Pending {
   startedAt: number;
   /** The harness the scheduler picked for this step (scheduled mode). */
   harness: string | null;
+  /** The probe harnesses' rollouts of this step (HarnessBandit `probe_harnesses`, on probe steps), never trained on. */
+  probes: Promise<RolloutResult[]> | null;
 }
 
 export interface RunSummary {
@@ -211,14 +214,22 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const choice = scheduler?.next(step) ?? null;
       const harnesses = choice ? [choice.harness] : config.harnesses;
       const startedAt = Date.now();
-      return {
-        promise: cluster
-          ? cluster.launch({ tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: cluster.idPrefix(step) }, state.policyVersion, run.policyDir(state.policyVersion))
-          : runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings }),
-        cursor: take.cursor,
-        startedAt,
-        harness: choice?.harness ?? null,
-      };
+      const promise = cluster
+        ? cluster.launch({ tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: cluster.idPrefix(step) }, state.policyVersion, run.policyDir(state.policyVersion))
+        : runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings });
+      // Probe rollouts run after the step's own (they share the sandbox pool), on the first tasks of the same step, so
+      // probe and training sketches compare the same tasks through different harnesses. They take no task cursor: the
+      // training data order is the same with or without probes. (Config validation keeps probes off clusters.)
+      const plan = scheduler?.probes ?? null;
+      const probes =
+        plan && (step - 1) % plan.every === 0
+          ? promise.then(
+              () => runRollouts(stack!, { tasks: take.tasks.slice(0, plan.tasks), harnesses: [...plan.harnesses], samples: plan.samples ?? budget.samples, idPrefix: `p${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings }),
+              // The step's own rollouts failed: that failure is the one reported (through `promise`).
+              () => [],
+            )
+          : null;
+      return { promise, cursor: take.cursor, startedAt, harness: choice?.harness ?? null, probes };
     };
 
     // KL regularisation is to the policy RL started from (after the warm start), held by a second worker.
@@ -247,8 +258,12 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const waited = Date.now();
       const gathered = await pending.promise;
       const { results, metrics: clusterMetrics } = cluster ? cluster.admit(gathered, state.policyVersion) : { results: gathered, metrics: {} };
+      const ownRolloutsDone = Date.now();
+      const probeResults = pending.probes ? await pending.probes : null;
       timing.rollouts += since(waited);
-      const rolloutSeconds = (Date.now() - pending.startedAt) / 1000;
+      // The step's own rollouts; probe rollouts (after them) are timed as time/probe_rollout_s.
+      const rolloutSeconds = (ownRolloutsDone - pending.startedAt) / 1000;
+      const probeRolloutSeconds = (Date.now() - ownRolloutsDone) / 1000;
       const cursor = pending.cursor;
       const harness = pending.harness;
       // Async: the next step's rollouts run (on the current policy) while this step trains.
@@ -256,6 +271,25 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const t0 = Date.now();
       // CAPO partitions live in the worker (and in its checkpoints); probe when there are none or on schedule.
       const capoOptions = config.capo?.enabled ? { probe: !capoReady || (step - 1) % config.capo.reprobe_every === 0, hasPartitions: capoReady } : null;
+      // Probe sketches first: the same weights as the training step's sketch, and their gradients are dropped before
+      // the training step accumulates its own.
+      const probeMetrics: Record<string, number> = {};
+      const sketchOptions = scheduler?.sketchOptions ?? null;
+      if (scheduler?.probes && probeResults && sketchOptions) {
+        const tp = Date.now();
+        for (const p of scheduler.probes.harnesses) {
+          const probe = await probeSketch(stack.store, p, probeResults.filter((r) => r.harness === p), trainer, config, state.policyVersion, { sketch: sketchOptions, reference });
+          scheduler.updateProbe({ harness: p, ...(probe.sketch ? { sketch: probe.sketch } : {}) });
+          Object.assign(probeMetrics, probe.metrics);
+        }
+        const validProbes = probeResults.filter((r) => r.status !== "infra_error");
+        Object.assign(probeMetrics, {
+          "probe/rollouts": probeResults.length,
+          "probe/reward": validProbes.length ? validProbes.reduce((sum, r) => sum + r.score, 0) / validProbes.length : 0,
+          "time/probe_rollout_s": probeRolloutSeconds,
+          "time/probe_sketch_s": since(tp),
+        });
+      }
       const trained = await trainOnRollouts(cluster?.store ?? stack.store, results, trainer, config, state.policyVersion, { sketch: scheduler?.sketchOptions ?? null, capo: capoOptions, step, reference });
       if (trained.metrics["capo/probed"] === 1) capoReady = true;
       const m = trained.metrics;
@@ -292,6 +326,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
         ...byHarness,
         ...statuses,
         ...m,
+        ...probeMetrics,
         ...clusterMetrics,
         "time/rollout_s": rolloutSeconds,
         "time/train_s": trainSeconds,
@@ -303,7 +338,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       // previous checkpoint and retired policy versions are deleted only after the switch.
       const next: RunState = { ...state, step, policyVersion: version, taskCursor: cursor, checkpoint, trainMs: Date.now() - trainStart, ...(scheduler ? { scheduler: scheduler.state() } : {}) };
       // rollouts.jsonl gets the step's results with its commit (not as they finish): a redone step never appears twice.
-      state = await run.commit(next, { written: [run.policyDir(version), checkpoint], metrics: [row], rollouts: results, step });
+      state = await run.commit(next, { written: [run.policyDir(version), checkpoint], metrics: [row], rollouts: results, ...(probeResults?.length ? { probes: probeResults } : {}), step });
       if (evalDue(step)) await midEval(step);
       writeReport(run.root);
       progress.update(step, `reward ${row["reward/mean"].toFixed(3)} v${version}`);
@@ -313,7 +348,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       }
       if (!pending && config.mode === "sync" && step < budget.steps) pending = launch(step + 1, cursor);
     }
-    if (pending) await pending.promise.catch(() => undefined);
+    if (pending) await Promise.all([pending.promise, pending.probes]).catch(() => undefined);
     // The loop ends early only on the time cap (failures throw); say so in the summary rather than report a shorter run as planned.
     const timeCapped = state.step < budget.steps;
 

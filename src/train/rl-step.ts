@@ -71,21 +71,26 @@ export function optimizerResetFor(config: RunConfig, step: number | undefined): 
   return reset !== "none" && step === 1 ? reset : null;
 }
 
-export async function trainOnRollouts(store: Store, results: readonly RolloutResult[], trainer: Trainer, config: RunConfig, currentVersion: number, options: TrainStepOptions = {}): Promise<TrainStepResult> {
-  const alg = config.algorithm;
+/** A step's packed batch with its advantages applied, and the largest policy lag among its calls. */
+export interface AdvantagedBatch {
+  built: ReturnType<typeof batchForRollouts>;
+  stats: ReturnType<typeof applyAdvantages>["stats"];
+  maxLag: number;
+}
+
+/**
+ * Trees → packed batch → advantages, exactly as a training step builds them (shared with the probe harnesses' gradient
+ * sketches, which must be comparable with the training step's). `valid` must hold no infra errors.
+ */
+export async function advantagedBatch(store: Store, valid: readonly RolloutResult[], trainer: Trainer, config: RunConfig, currentVersion: number): Promise<AdvantagedBatch> {
   const advConfig = advantageConfigOf(config);
-  const valid = results.filter((r) => r.status !== "infra_error");
-  if (valid.length === 0) return { metrics: { "train/skipped": 1 }, learnability: 0 };
   const built = batchForRollouts(store, valid, { rowTokens: config.algorithm.row_tokens });
   let maxLag = 0;
   for (const call of built.index.calls) if (call.policyVersion !== null) maxLag = Math.max(maxLag, currentVersion - call.policyVersion);
-  const ppo = advConfig.estimator === "ppo";
   // Calls made by roles that are not trained (e.g. sub-agents in central-only training) leave the loss entirely.
   const untrainedRole = untrainedRoleFilter(store, valid.map((r) => r.rolloutId), config.train_roles);
   // The run checked these capabilities at its start (train/trainer-capabilities.ts); a direct caller learns here.
-  const critic = ppo ? requireCapability(trainer, "critic", 'advantage estimator "ppo"') : null;
-  const capoTrainer = options.capo ? requireCapability(trainer, "capo", "capo.enabled") : null;
-  const sketcher = options.sketch ? requireCapability(trainer, "grad_sketch", "a scheduler that compares gradient sketches") : null;
+  const critic = advConfig.estimator === "ppo" ? requireCapability(trainer, "critic", 'advantage estimator "ppo"') : null;
   const values = critic ? await critic.criticValues(built.batch) : undefined;
   const { stats } = applyAdvantages({
     built,
@@ -94,6 +99,30 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     ...(values ? { values } : {}),
     excludeCall: (call) => untrainedRole?.(call) === true || (call.policyVersion !== null && currentVersion - call.policyVersion > config.max_staleness),
   });
+  return { built, stats, maxLag };
+}
+
+/** The policy-gradient forwardBackward options of a step (the probe harnesses' sketches use the same loss). */
+export function pgOptions(config: RunConfig, refLogprobs: Float32Array[] | null, proxLogprobs?: Float32Array[]): ForwardBackwardOptions {
+  const alg = config.algorithm;
+  return {
+    objective: "pg",
+    temperature: config.sampling.temperature,
+    loss: { clipLow: alg.clip_low, clipHigh: alg.clip_high, isMode: alg.is_mode, tisCap: alg.tis_cap, entropyCoef: alg.entropy_coef, ...(refLogprobs ? { klCoef: alg.kl_coef } : {}) },
+    ...(refLogprobs ? { refLogprobs } : {}),
+    ...(proxLogprobs ? { proxLogprobs } : {}),
+  };
+}
+
+export async function trainOnRollouts(store: Store, results: readonly RolloutResult[], trainer: Trainer, config: RunConfig, currentVersion: number, options: TrainStepOptions = {}): Promise<TrainStepResult> {
+  const alg = config.algorithm;
+  const valid = results.filter((r) => r.status !== "infra_error");
+  if (valid.length === 0) return { metrics: { "train/skipped": 1 }, learnability: 0 };
+  const ppo = advantageConfigOf(config).estimator === "ppo";
+  const critic = ppo ? requireCapability(trainer, "critic", 'advantage estimator "ppo"') : null;
+  const capoTrainer = options.capo ? requireCapability(trainer, "capo", "capo.enabled") : null;
+  const sketcher = options.sketch ? requireCapability(trainer, "grad_sketch", "a scheduler that compares gradient sketches") : null;
+  const { built, stats, maxLag } = await advantagedBatch(store, valid, trainer, config, currentVersion);
   const metrics: TrainStepMetrics = { ...advantageMetrics(stats), "staleness/max": maxLag };
   let capo = false;
   if (options.capo && capoTrainer) {
@@ -126,13 +155,7 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
       // KL to the reference is scored on exactly the tokens of this micro-batch, by the reference's own weights.
       const ref = reference ? await reference.logprobs(mb, scoring) : null;
       const anchor = k > 0 ? prox[k - 1]?.[j] : undefined;
-      const fbOptions: ForwardBackwardOptions = {
-        objective: "pg",
-        temperature: config.sampling.temperature,
-        loss: { clipLow: alg.clip_low, clipHigh: alg.clip_high, isMode: alg.is_mode, tisCap: alg.tis_cap, entropyCoef: alg.entropy_coef, ...(ref ? { klCoef: alg.kl_coef } : {}) },
-        ...(ref ? { refLogprobs: ref.logprobs } : {}),
-        ...(anchor ? { proxLogprobs: anchor } : {}),
-      };
+      const fbOptions = pgOptions(config, ref ? ref.logprobs : null, anchor);
       const fb = capo && capoTrainer ? await capoTrainer.forwardBackward(mb, { ...fbOptions, capo: true }) : await trainer.forwardBackward(mb, fbOptions);
       if (ref) fbStats.refKl.push(fb.refKlMean);
       if (fb.capoGradCosine !== undefined) capoCos.push(fb.capoGradCosine);

@@ -29,6 +29,8 @@ export interface RunState {
   evalStep?: number;
   /** Committed length of rollouts.jsonl in bytes: lines after it are rollouts of an uncommitted step (absent: older runs). */
   rolloutsBytes?: number;
+  /** Committed length of probes.jsonl (probe harnesses' rollouts, never trained on) in bytes, like `rolloutsBytes`. */
+  probesBytes?: number;
 }
 
 /** What one commit makes durable together with the new state. */
@@ -42,6 +44,8 @@ export interface CommitParts {
    * after a crash leaves its interrupted attempt's lines out (cut on resume) instead of appending them twice.
    */
   rollouts?: unknown[];
+  /** The step's probe rollouts (probes.jsonl lines; never trained on, so kept out of rollouts.jsonl), like `rollouts`. */
+  probes?: unknown[];
   /** The step the commit belongs to (fault points). */
   step: number;
 }
@@ -85,6 +89,9 @@ export class RunDir {
   }
   get rolloutsPath(): string {
     return join(this.root, "rollouts.jsonl");
+  }
+  get probesPath(): string {
+    return join(this.root, "probes.jsonl");
   }
   get storeSpec(): string {
     return `sqlite:${join(this.root, "records.sqlite")}`;
@@ -131,12 +138,14 @@ export class RunDir {
     for (const p of parts.written ?? []) fsyncPath(dirname(p));
     faultPoint("after-checkpoint-write", parts.step);
     if (parts.rollouts?.length) appendFileSync(this.rolloutsPath, parts.rollouts.map((r) => `${JSON.stringify(r)}\n`).join(""));
+    if (parts.probes?.length) appendFileSync(this.probesPath, parts.probes.map((r) => `${JSON.stringify(r)}\n`).join(""));
     if (parts.metrics?.length) {
       appendFileSync(this.metricsPath, parts.metrics.map((r) => `${JSON.stringify(r)}\n`).join(""));
       faultPoint("after-metrics-append", parts.step);
     }
-    const committed: RunState = { ...state, metricsBytes: sizeOf(this.metricsPath), rolloutsBytes: sizeOf(this.rolloutsPath) };
-    for (const p of [this.metricsPath, this.rolloutsPath]) if (existsSync(p)) fsyncPath(p);
+    const probesBytes = sizeOf(this.probesPath);
+    const committed: RunState = { ...state, metricsBytes: sizeOf(this.metricsPath), rolloutsBytes: sizeOf(this.rolloutsPath), ...(probesBytes > 0 ? { probesBytes } : {}) };
+    for (const p of [this.metricsPath, this.rolloutsPath, this.probesPath]) if (existsSync(p)) fsyncPath(p);
     this.writeState(committed);
     faultPoint("after-state-commit", parts.step);
     this.collect(committed, parts.step);
@@ -155,10 +164,13 @@ export class RunDir {
       for (const d of ["policy", "checkpoints"]) rmSync(join(this.root, d), { recursive: true, force: true });
       rmSync(this.metricsPath, { force: true });
       rmSync(this.rolloutsPath, { force: true });
+      rmSync(this.probesPath, { force: true });
       return null;
     }
     if (state.metricsBytes !== undefined && sizeOf(this.metricsPath) > state.metricsBytes) truncateSync(this.metricsPath, state.metricsBytes);
     if (state.rolloutsBytes !== undefined && sizeOf(this.rolloutsPath) > state.rolloutsBytes) truncateSync(this.rolloutsPath, state.rolloutsBytes);
+    // No probesBytes: nothing of probes.jsonl was committed (probes are off, or none committed yet).
+    if (sizeOf(this.probesPath) > (state.probesBytes ?? 0)) truncateSync(this.probesPath, state.probesBytes ?? 0);
     this.collect(state, state.step);
     return state;
   }

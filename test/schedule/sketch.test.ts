@@ -139,4 +139,26 @@ describe("gradient sketches on a tiny model (real torch worker)", () => {
     resumed.restore(JSON.parse(saved));
     expect(JSON.stringify(resumed.state())).toBe(saved);
   });
+
+  it("drops a probe's gradient: forwardBackward, gradSketch, zeroGrad leave nothing for the next optimizer step", async () => {
+    // What the orchestrator does with a probe harness's batch (src/train/probe-step.ts): sketch, then zeroGrad.
+    const probe = pgBatch([70, 71], () => 1);
+    const train = pgBatch([80, 81], () => 1);
+    const scoring = { temperature: 1, entropy: false, trainableOnly: true };
+    const before = (await trainer.logprobs(train, scoring)).logprobs;
+    await trainer.forwardBackward(probe, { loss: { isMode: "none" } });
+    expect((await trainer.gradSketch({ dim: 64, seed: 0 })).gradNorm).toBeGreaterThan(0);
+    await trainer.zeroGrad();
+    // No gradient is left: the step is skipped and the policy is exactly as it was.
+    const step = await trainer.optimStep({ lr: 0.05 });
+    expect(step.skipped).toBe(true);
+    expect((await trainer.logprobs(train, scoring)).logprobs.map((r) => Array.from(r))).toEqual(before.map((r) => Array.from(r)));
+    // And a training step after the probe's sketch trains on its own gradient only: its sketch equals a clean one.
+    await trainer.forwardBackward(probe, { loss: { isMode: "none" } });
+    await trainer.gradSketch({ dim: 64, seed: 0 });
+    await trainer.zeroGrad();
+    await trainer.forwardBackward(train, { loss: { isMode: "none" } });
+    const afterProbe = (await trainer.gradSketch({ dim: 64, seed: 0 })).sketch;
+    expect(Array.from(afterProbe)).toEqual(Array.from((await sketchOf([train], 0, 64)).sketch));
+  });
 });

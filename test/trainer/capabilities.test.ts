@@ -70,6 +70,7 @@ describe("trainer capabilities", () => {
       ["configs/quickstart-ppo.yaml", ["critic"]],
       ["experiments/capo-central/capo-central.yaml", ["capo"]],
       ["experiments/harness-mix/harness-bandit.yaml", ["grad_sketch"]],
+      ["experiments/harness-mix/harness-bandit-probe.yaml", ["grad_sketch"]],
       ["experiments/harness-mix/round-robin.yaml", []],
     ];
     for (const [path, needs] of cases) {
