@@ -14,7 +14,7 @@ import { requireCapability } from "../trainer/capabilities.js";
 import type { Trainer } from "../trainer/types.js";
 import { evaluatePolicy, type ClusterEvaluation } from "./evaluate.js";
 import { advantageConfigOf, trainOnRollouts } from "./rl-step.js";
-import { probeSketch } from "./probe-step.js";
+import { probeStep } from "./probe-step.js";
 import { writeReport } from "../report/index.js";
 import type { RunState } from "./run-dir.js";
 import { faultPoint } from "./fault.js";
@@ -273,23 +273,9 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const capoOptions = config.capo?.enabled ? { probe: !capoReady || (step - 1) % config.capo.reprobe_every === 0, hasPartitions: capoReady } : null;
       // Probe sketches first: the same weights as the training step's sketch, and their gradients are dropped before
       // the training step accumulates its own.
-      const probeMetrics: Record<string, number> = {};
+      const probes = scheduler?.probes ?? null;
       const sketchOptions = scheduler?.sketchOptions ?? null;
-      if (scheduler?.probes && probeResults && sketchOptions) {
-        const tp = Date.now();
-        for (const p of scheduler.probes.harnesses) {
-          const probe = await probeSketch(stack.store, p, probeResults.filter((r) => r.harness === p), trainer, config, state.policyVersion, { sketch: sketchOptions, reference });
-          scheduler.updateProbe({ harness: p, ...(probe.sketch ? { sketch: probe.sketch } : {}) });
-          Object.assign(probeMetrics, probe.metrics);
-        }
-        const validProbes = probeResults.filter((r) => r.status !== "infra_error");
-        Object.assign(probeMetrics, {
-          "probe/rollouts": probeResults.length,
-          "probe/reward": validProbes.length ? validProbes.reduce((sum, r) => sum + r.score, 0) / validProbes.length : 0,
-          "time/probe_rollout_s": probeRolloutSeconds,
-          "time/probe_sketch_s": since(tp),
-        });
-      }
+      const probeMetrics = scheduler && probes && probeResults && sketchOptions ? await probeStep(scheduler, probes, stack.store, probeResults, trainer, config, state.policyVersion, { sketch: sketchOptions, reference, rolloutSeconds: probeRolloutSeconds }) : {};
       const trained = await trainOnRollouts(cluster?.store ?? stack.store, results, trainer, config, state.policyVersion, { sketch: scheduler?.sketchOptions ?? null, capo: capoOptions, step, reference });
       if (trained.metrics["capo/probed"] === 1) capoReady = true;
       const m = trained.metrics;

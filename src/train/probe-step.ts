@@ -1,3 +1,4 @@
+import type { HarnessScheduler, ProbePlan } from "../schedule/types.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import type { Store } from "../store/types.js";
 import { requireCapability } from "../trainer/capabilities.js";
@@ -51,4 +52,25 @@ export async function probeSketch(store: Store, harness: string, results: readon
   }
   Object.assign(metrics, { [`probe/skipped/${harness}`]: 0, [`probe/tokens/${harness}`]: tokens, [`probe/grad_norm/${harness}`]: gradNorm });
   return { sketch, metrics };
+}
+
+/**
+ * A probe step: every probe harness's rollouts of the step sketched ({@link probeSketch}) and handed to the scheduler,
+ * before the step's training accumulates its own gradient. Returns the step's `probe/…` and timing metrics.
+ */
+export async function probeStep(scheduler: HarnessScheduler, plan: ProbePlan, store: Store, results: readonly RolloutResult[], trainer: Trainer, config: RunConfig, currentVersion: number, options: { sketch: { dim: number; seed: number }; reference?: Trainer | null; rolloutSeconds: number }): Promise<Record<string, number>> {
+  const t0 = Date.now();
+  const metrics: Record<string, number> = {};
+  for (const p of plan.harnesses) {
+    const probe = await probeSketch(store, p, results.filter((r) => r.harness === p), trainer, config, currentVersion, options);
+    scheduler.updateProbe({ harness: p, ...(probe.sketch ? { sketch: probe.sketch } : {}) });
+    Object.assign(metrics, probe.metrics);
+  }
+  const valid = results.filter((r) => r.status !== "infra_error");
+  return Object.assign(metrics, {
+    "probe/rollouts": results.length,
+    "probe/reward": valid.length ? valid.reduce((sum, r) => sum + r.score, 0) / valid.length : 0,
+    "time/probe_rollout_s": options.rolloutSeconds,
+    "time/probe_sketch_s": (Date.now() - t0) / 1000,
+  });
 }
