@@ -23,6 +23,8 @@ export interface WorkerClientOptions {
   longRowTokens?: number;
   /** forward_backward scores every token and keeps its logits for backward (the pre-chunking path; default off). */
   storedLogits?: boolean;
+  /** Runs the last layer at every position, not only where scored tokens read it (the pre-pruning path; default off). */
+  fullLastLayer?: boolean;
   /** torch.autocast dtype for every op, float32 master weights (absent: off). */
   autocast?: "bf16" | "fp16";
   /** Data-parallel ranks behind this worker (it becomes rank 0); absent = one process. */
@@ -138,6 +140,7 @@ export class WorkerClient {
     if (options.tokenBudget) args.push("--token-budget", String(options.tokenBudget));
     if (options.longRowTokens !== undefined) args.push("--long-row-tokens", String(options.longRowTokens));
     if (options.storedLogits) args.push("--stored-logits");
+    if (options.fullLastLayer) args.push("--full-last-layer");
     if (options.autocast) args.push("--autocast", options.autocast);
     args.push(...distributedArgs(options.distributed));
     const env: NodeJS.ProcessEnv = {

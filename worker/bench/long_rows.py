@@ -8,11 +8,13 @@ does in a real Qwen3 while attention stays cheap enough for a 2-core machine.
 Rows: `flat` — one path of N tokens whose last --completion tokens are trainable (one agent turn after a long
 context); `tree` — a GRPO group: one --prompt-token prompt shared by --group completions of --completion tokens,
 all completions trainable. Paths: `chunked` (defaults: attention recomputed in backward from 4096-token paths,
-logits only at trainable tokens in recomputed chunks) and `current` (--long-row-tokens 0 --stored-logits: stored
-attention probabilities, logits at every token kept by autograd).
+logits only at trainable tokens in recomputed chunks, the last layer only where those logits read), `unpruned`
+(the same with --full-last-layer: the last layer at every position) and `current` (--long-row-tokens 0
+--stored-logits: stored attention probabilities, logits at every token kept by autograd). `--layers N` sets the
+model's depth (default 1; qwen3-tiny has 2): pruning removes most of the last layer, so its gain depends on depth.
 
-  python3 worker/bench/long_rows.py run [--out FILE] [--limit-mb M] [--timeout S] [--cases flat:8192:current,...]
-  python3 worker/bench/long_rows.py case KIND TOKENS PATH   (one case; prints one JSON line)
+  python3 worker/bench/long_rows.py run [--out FILE] [--limit-mb M] [--timeout S] [--layers N] [--cases flat:8192:current,...]
+  python3 worker/bench/long_rows.py case KIND TOKENS PATH [--layers N]   (one case; prints one JSON line)
 """
 from __future__ import annotations
 
@@ -40,19 +42,22 @@ DEFAULT_CASES = [
     "flat:2048:chunked",
     "flat:8192:current",
     "flat:8192:chunked",
+    "flat:8192:unpruned",
     "flat:32768:chunked",
+    "flat:32768:unpruned",
     "flat:65536:chunked",
     "tree:32048:chunked",
+    "tree:32048:unpruned",
 ]
 
 
-def model_config() -> Dict[str, Any]:
+def model_config(layers: int = 1) -> Dict[str, Any]:
     return {
         "model_type": "qwen3",
         "vocab_size": VOCAB,
         "hidden_size": 64,
         "intermediate_size": 128,
-        "num_hidden_layers": 1,
+        "num_hidden_layers": layers,
         "num_attention_heads": 2,
         "num_key_value_heads": 1,
         "head_dim": 16,
@@ -86,7 +91,7 @@ def build_row(kind: str, tokens: int) -> Dict[str, List[int]]:
     return {"tokens": [rng.randrange(VOCAB) for _ in parent], "parent": parent, "positions": positions, "trainable": trainable}
 
 
-def run_case(kind: str, tokens: int, path: str, threads: int) -> Dict[str, Any]:
+def run_case(kind: str, tokens: int, path: str, threads: int, layers: int) -> Dict[str, Any]:
     sys.path.insert(0, WORKER)
     from harnessrl_worker.runtime import configure_thread_env
 
@@ -100,13 +105,14 @@ def run_case(kind: str, tokens: int, path: str, threads: int) -> Dict[str, Any]:
     from harnessrl_worker.state import WorkerSettings, WorkerState
 
     torch.set_num_threads(threads)
-    cfg = ModelConfig(**model_config()).validate()
+    cfg = ModelConfig(**model_config(layers)).validate()
     model = CausalLM(cfg)
     init_weights(model, 0)
     model.eval()
     settings = WorkerSettings(device=torch.device("cpu"), threads=threads)
     if path == "current":
         settings.long_row_tokens, settings.chunked_logits = 0, False
+    settings.prune_last_layer = path == "chunked"
     state = WorkerState(settings)
     state.loaded = LoadedModel(model, cfg, None)
     row = build_row(kind, tokens)
@@ -135,6 +141,7 @@ def run_case(kind: str, tokens: int, path: str, threads: int) -> Dict[str, Any]:
         "trainable": sum(row["trainable"]),
         "longest_path": max(row["positions"]) + 1,
         "path": path,
+        "layers": layers,
         "status": "ok",
         "seconds": round(seconds, 2),
         "tokens_per_second": round(n / seconds, 1),
@@ -160,9 +167,9 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def supervise(case: str, limit_mb: float, timeout: float, threads: int) -> Dict[str, Any]:
+def supervise(case: str, limit_mb: float, timeout: float, threads: int, layers: int) -> Dict[str, Any]:
     kind, tokens, path = case.split(":")
-    cmd = [sys.executable, os.path.abspath(__file__), "case", kind, tokens, path, "--threads", str(threads)]
+    cmd = [sys.executable, os.path.abspath(__file__), "case", kind, tokens, path, "--threads", str(threads), "--layers", str(layers)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     started = time.monotonic()
     seen = 0.0
@@ -192,22 +199,24 @@ def main(argv: List[str]) -> int:
     one = sub.add_parser("case")
     one.add_argument("kind")
     one.add_argument("tokens", type=int)
-    one.add_argument("path", choices=["chunked", "current"])
+    one.add_argument("path", choices=["chunked", "unpruned", "current"])
     one.add_argument("--threads", type=int, default=2)
+    one.add_argument("--layers", type=int, default=1)
     allp = sub.add_parser("run")
     allp.add_argument("--out", default=None)
     allp.add_argument("--limit-mb", type=float, default=8192)
     allp.add_argument("--timeout", type=float, default=600)
     allp.add_argument("--threads", type=int, default=2)
+    allp.add_argument("--layers", type=int, default=1)
     allp.add_argument("--cases", default=",".join(DEFAULT_CASES))
     opts = ap.parse_args(argv)
     if opts.cmd == "case":
-        print(json.dumps(run_case(opts.kind, opts.tokens, opts.path, opts.threads)))
+        print(json.dumps(run_case(opts.kind, opts.tokens, opts.path, opts.threads, opts.layers)))
         return 0
     results: List[Dict[str, Any]] = []
     t0 = time.monotonic()
     for case in opts.cases.split(","):
-        r = supervise(case, opts.limit_mb, opts.timeout, opts.threads)
+        r = supervise(case, opts.limit_mb, opts.timeout, opts.threads, opts.layers)
         print(json.dumps(r), file=sys.stderr, flush=True)
         results.append(r)
         # Written after every case, so an interrupted run keeps what it measured.
@@ -220,7 +229,7 @@ def write_report(opts: argparse.Namespace, results: List[Dict[str, Any]], second
         "bench": "long-rows",
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": machine(),
-        "model": model_config(),
+        "model": model_config(opts.layers),
         "rows": {"completion": COMPLETION, "group": GROUP, "flat_trainable": COMPLETION},
         "threads": opts.threads,
         "limit_mb": opts.limit_mb,

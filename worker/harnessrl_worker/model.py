@@ -15,7 +15,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from .config import ModelConfig
-from .segments import SegmentPlan, segment_attention
+from .segments import KeptQueries, SegmentPlan, kept_segment_attention, segment_attention
 
 AttentionMask = Union[torch.Tensor, SegmentPlan]
 HAS_SDPA: bool = hasattr(F, "scaled_dot_product_attention")
@@ -79,24 +79,31 @@ class Attention(nn.Module):
         self.q_norm: Optional[RMSNorm] = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
         self.k_norm: Optional[RMSNorm] = RMSNorm(self.head_dim, cfg.rms_norm_eps) if cfg.qk_norm else None
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: AttentionMask, use_sdpa: bool) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: AttentionMask, use_sdpa: bool, kept: Optional[KeptQueries] = None) -> torch.Tensor:
         """`mask` is [B, 1, N, N]: boolean (True = attend) for SDPA, an additive bias (0 / dtype min) for eager; or a
-        SegmentPlan over B = 1 concatenated rows (segments.py)."""
+        SegmentPlan over B = 1 concatenated rows (segments.py). With `kept` (segment plans only) queries are formed
+        only at those positions and the output is [1, K, H]."""
         b, n, _ = x.shape
-        q = self.q_proj(x).view(b, n, self.num_heads, self.head_dim)
+        xq, cq, sq = (x, cos, sin) if kept is None else (x[:, kept.index], cos[:, :, kept.index], sin[:, :, kept.index])
+        q = self.q_proj(xq).view(b, xq.shape[1], self.num_heads, self.head_dim)
         k = self.k_proj(x).view(b, n, self.num_kv_heads, self.head_dim)
         v = self.v_proj(x).view(b, n, self.num_kv_heads, self.head_dim)
         if self.q_norm is not None and self.k_norm is not None:
             q = self.q_norm(q)
             k = self.k_norm(k)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
+        q = q * cq + rotate_half(q) * sq
         k = k * cos + rotate_half(k) * sin
         rep = self.num_heads // self.num_kv_heads
         if rep > 1:
             # Query head h reads key/value head h // rep (HF repeat_kv order).
             k = k.repeat_interleave(rep, dim=1)
             v = v.repeat_interleave(rep, dim=1)
+        if kept is not None:
+            if not isinstance(mask, SegmentPlan):
+                raise ValueError("kept queries need a segment plan")
+            out = kept_segment_attention(q[0], k[0], v[0], mask, kept, self.head_dim ** -0.5)[None]
+            return self.o_proj(out.transpose(1, 2).reshape(b, xq.shape[1], self.num_heads * self.head_dim))
         if isinstance(mask, SegmentPlan):
             out = segment_attention(q[0], k[0], v[0], mask, self.head_dim ** -0.5)[None]
         elif use_sdpa:
@@ -132,8 +139,10 @@ class DecoderLayer(nn.Module):
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: AttentionMask, use_sdpa: bool) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask, use_sdpa)
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: AttentionMask, use_sdpa: bool, kept: Optional[KeptQueries] = None) -> torch.Tensor:
+        """[B, N, H] → [B, N, H]; with `kept`, → [1, K, H] at the kept positions only (keys still read every position)."""
+        attn = self.self_attn(self.input_layernorm(x), cos, sin, mask, use_sdpa, kept)
+        x = (x if kept is None else x[:, kept.index]) + attn
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -207,17 +216,29 @@ class CausalLM(nn.Module):
                 x = layer(x, cos, sin, attn_mask, sdpa)
         return self.model.norm(x)
 
-    def hidden_states_planned(self, input_ids: torch.Tensor, positions: torch.Tensor, plan: SegmentPlan) -> torch.Tensor:
+    def hidden_states_planned(self, input_ids: torch.Tensor, positions: torch.Tensor, plan: SegmentPlan, keep: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Final-norm hidden states [T, H] for rows concatenated into token ids [T] and positions [T], attention
-        restricted to each token's tree path by `plan` (segments.py) instead of a dense mask."""
+        restricted to each token's tree path by `plan` (segments.py) instead of a dense mask.
+
+        `keep` (sorted unique indices into the T tokens): only those hidden states are needed, so the last layer
+        forms queries, attention output and MLP only there; the other rows of the result are zeros. On a long prompt
+        with a short scored tail this removes most of the last layer (half of a 2-layer model's attention)."""
         x = self.model.embed_tokens(input_ids[None])
         cos, sin = self.model.rotary_emb(positions[None], x.dtype)
-        for layer in self.model.layers:
+        kept = None if keep is None else plan.kept_queries(keep)
+        last = len(self.model.layers) - 1
+        for i, layer in enumerate(self.model.layers):
+            k = kept if i == last else None
+            if k is not None and k.index.numel() == 0:
+                return x.new_zeros(x.shape[1], x.shape[2])
             if self.gradient_checkpointing and torch.is_grad_enabled():
-                x = checkpoint(layer, x, cos, sin, plan, False, use_reentrant=False)
+                x = checkpoint(layer, x, cos, sin, plan, False, k, use_reentrant=False)
             else:
-                x = layer(x, cos, sin, plan, False)
-        return self.model.norm(x)[0]
+                x = layer(x, cos, sin, plan, False, k)
+        h = self.model.norm(x)[0]
+        if kept is None:
+            return h
+        return h.new_zeros(int(input_ids.shape[0]), h.shape[1]).index_copy(0, kept.index.to(h.device), h)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return F.linear(hidden, self.output_weight())

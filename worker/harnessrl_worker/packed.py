@@ -273,13 +273,30 @@ def packed_micro_batches(lengths: Sequence[int], token_budget: int) -> List[List
     return groups
 
 
-def forward_micro_batches(model: CausalLM, rows: Sequence[PackedRow], token_budget: int, recompute: bool = False) -> Iterator[Tuple[List[int], List[torch.Tensor]]]:
+def scored_parents(rows: Sequence[PackedRow], needed: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Sorted unique indices (into the rows concatenated) of the hidden states that score_tokens reads when it
+    scores only the `needed` tokens: each scored token's parent."""
+    parts: List[torch.Tensor] = []
+    offset = 0
+    for row, need in zip(rows, needed):
+        scored = (row.parent >= 0) & need.to("cpu", torch.bool)
+        parts.append(torch.unique(row.parent[scored]) + offset)
+        offset += row.length
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long)
+
+
+def forward_micro_batches(
+    model: CausalLM, rows: Sequence[PackedRow], token_budget: int, recompute: bool = False, needed: Optional[Sequence[torch.Tensor]] = None
+) -> Iterator[Tuple[List[int], List[torch.Tensor]]]:
     """Runs the model over rows in micro-batches; yields (row indices, hidden states [N_i, H] per row).
 
     With `attention="auto"` rows are concatenated without padding and attention follows each token's tree path
     (segments.py); "eager"/"sdpa" pad rows and use a dense [B, N, N] ancestor mask. Training ops backpropagate each
     micro-batch before the next is computed, so memory stays bounded by the budget. `recompute` (segment attention
     only) keeps no attention probabilities for backward: long rows need O(N × block) instead of O(N²) memory.
+    `needed` (bool per token, per row; segment attention only): the caller scores only those tokens, so only their
+    parents' hidden states are computed in the last layer (CausalLM.hidden_states_planned `keep`); the other hidden
+    states are zeros and must not be read.
     """
     device = next(model.parameters()).device
     if model.attention == "auto":
@@ -291,7 +308,8 @@ def forward_micro_batches(model: CausalLM, rows: Sequence[PackedRow], token_budg
                 continue
             ids = torch.cat([r.tokens for r in chosen]).long().to(device)
             pos = torch.cat([r.positions for r in chosen]).long().to(device)
-            hidden = model.hidden_states_planned(ids, pos, plan)
+            keep = None if needed is None else scored_parents(chosen, [needed[i] for i in group])
+            hidden = model.hidden_states_planned(ids, pos, plan, keep)
             yield group, list(torch.split(hidden, [r.length for r in chosen]))
         return
     for group in micro_batches([r.length for r in rows], token_budget):
@@ -307,15 +325,17 @@ def packed_scores(
     token_budget: int = 16384,
     with_entropy: bool = True,
     needed: Optional[Sequence[torch.Tensor]] = None,
+    prune_last_layer: bool = True,
 ) -> TokenScores:
     """Teacher-forced per-token logprobs (at temperature T: log_softmax(logits / T)) and entropies for packed rows;
-    with `needed` (bool per token, per row) only those tokens are scored. Without gradients only one chunk of logits
-    lives at a time, so chunks are sized to LOGIT_CHUNK_ELEMENTS (a large vocabulary gets short chunks)."""
+    with `needed` (bool per token, per row) only those tokens are scored, and (unless `prune_last_layer` is off)
+    the last layer runs only where they read it. Without gradients only one chunk of logits lives at a time, so
+    chunks are sized to LOGIT_CHUNK_ELEMENTS (a large vocabulary gets short chunks)."""
     if not temperature > 0:
         raise bad_request("temperature must be > 0")
     out_lp: List[Optional[torch.Tensor]] = [None] * len(rows)
     out_ent: List[Optional[torch.Tensor]] = [None] * len(rows)
-    for group, hidden in forward_micro_batches(model, rows, token_budget):
+    for group, hidden in forward_micro_batches(model, rows, token_budget, needed=needed if prune_last_layer else None):
         for b, i in enumerate(group):
             chunk = max(1, min(4096, LOGIT_CHUNK_ELEMENTS // model.config.vocab_size))
             lp, ent = score_tokens(model, hidden[b], rows[i], temperature, chunk, with_entropy, None if needed is None else needed[i])

@@ -30,6 +30,9 @@ class WorkerSettings:
     # forward_backward forms logits only at trainable tokens, in chunks recomputed in backward (packed._ChunkScores);
     # False = the previous path: logits at every token, kept by autograd (O(tokens × vocab) memory).
     chunked_logits: bool = True
+    # Ops that score only some tokens run the last layer only at the positions those tokens read
+    # (CausalLM.hidden_states_planned `keep`); False = every position, as before (benchmarks, parity checks).
+    prune_last_layer: bool = True
     # Mixed precision: ops run under torch.autocast to this dtype, weights stay as loaded (precision.py); None = off.
     autocast: Optional[torch.dtype] = None
     # Several ranks (torch.distributed; distributed.py); None = this process alone.

@@ -106,7 +106,8 @@ class LongRowPathTest(unittest.TestCase):
         q = torch.randn(heads, length, d, generator=gen, dtype=torch.float64, requires_grad=True)
         k = torch.randn(heads, ancestors + length, d, generator=gen, dtype=torch.float64, requires_grad=True)
         v = torch.randn(heads, ancestors + length, d, generator=gen, dtype=torch.float64, requires_grad=True)
-        self.assertTrue(torch.autograd.gradcheck(lambda a, b, c: segments._SegmentAttention.apply(a, b, c, ancestors, 0.5), (q, k, v)))
+        qpos = torch.arange(length)
+        self.assertTrue(torch.autograd.gradcheck(lambda a, b, c: segments._SegmentAttention.apply(a, b, c, ancestors, 0.5, qpos), (q, k, v)))
 
     def test_recomputed_logprob_and_entropy_pass_gradcheck(self) -> None:
         gen = torch.Generator().manual_seed(3)

@@ -105,7 +105,7 @@ class SegmentAttentionTest(unittest.TestCase):
                 ks, vs = (k[:, seg.start : seg.end], v[:, seg.start : seg.end]) if seg.ancestors == 0 else (k.index_select(1, idx), v.index_select(1, idx))
                 qs = q[:, seg.start : seg.end]
                 if plan.recompute:
-                    outs.append(segments._SegmentAttention.apply(qs, ks, vs, seg.ancestors, 0.3))
+                    outs.append(segments._SegmentAttention.apply(qs, ks, vs, seg.ancestors, 0.3, torch.arange(seg.end - seg.start)))
                     continue
                 n = seg.end - seg.start
                 causal = torch.ones(n, n, dtype=torch.bool).triu_(1)

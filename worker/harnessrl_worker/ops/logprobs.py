@@ -39,7 +39,7 @@ def logprobs(state: WorkerState, args: Args, frames: Dict[str, torch.Tensor]) ->
         lp, ent = split_scores(state, rows, temperature, with_entropy, needed)
     else:
         with torch.no_grad():
-            scores = packed_scores(loaded.model, rows, temperature, state.settings.token_budget, with_entropy, needed)
+            scores = packed_scores(loaded.model, rows, temperature, state.settings.token_budget, with_entropy, needed, state.settings.prune_last_layer)
         empty = torch.zeros(0, dtype=torch.float32)
         lp = torch.cat([t.float().cpu() for t in scores.logprobs]) if scores.logprobs else empty
         ent = torch.cat([t.float().cpu() for t in scores.entropy]) if scores.entropy else empty
@@ -55,7 +55,7 @@ def split_scores(state: WorkerState, rows: List[PackedRow], temperature: float, 
     model = state.require_model().model
     mine = distributed.my_rows(state.settings.dist, range(len(rows)), [r.length for r in rows])
     with torch.no_grad():
-        scores = packed_scores(model, [rows[i] for i in mine], temperature, state.settings.token_budget, with_entropy, None if needed is None else [needed[i] for i in mine])
+        scores = packed_scores(model, [rows[i] for i in mine], temperature, state.settings.token_budget, with_entropy, None if needed is None else [needed[i] for i in mine], state.settings.prune_last_layer)
     lp = [torch.zeros(r.length) for r in rows]
     ent = [torch.zeros(r.length if with_entropy else 0) for r in rows]
     for k, i in enumerate(mine):

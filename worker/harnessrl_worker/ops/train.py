@@ -108,9 +108,13 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
     chunked = state.settings.chunked_logits
     long_at = state.settings.long_row_tokens
     long_rows = long_at > 0 and any(extent(rows[i]) >= long_at for i in every_active)
+    # Only trainable tokens are scored on the chunked path, so the last layer runs only where they read it.
+    scored: Optional[List[torch.Tensor]] = None
+    if chunked and state.settings.prune_last_layer:
+        scored = [per_token["trainable"][starts[i] : starts[i] + rows[i].length] for i in active]
     step_scoped = start_peak(device)
     try:
-        for group, hidden in forward_micro_batches(model, [rows[i] for i in active], state.settings.token_budget, recompute=long_rows):
+        for group, hidden in forward_micro_batches(model, [rows[i] for i in active], state.settings.token_budget, recompute=long_rows, needed=scored):
             losses: List[torch.Tensor] = []
             capo_losses: List[Tuple[torch.Tensor, torch.Tensor]] = []
             for b, k in enumerate(group):
