@@ -12,14 +12,14 @@ import torch
 
 from harnessrl_worker import packed, segments
 from harnessrl_worker.config import ModelConfig
-from harnessrl_worker.lora import LoraConfig, attach
 from harnessrl_worker.model import CausalLM, init_weights
 from harnessrl_worker.modeldir import LoadedModel
-from harnessrl_worker.packed import PackedRow, forward_micro_batches, packed_scores, score_tokens, scored_parents
+from harnessrl_worker.packed import forward_micro_batches, packed_scores, scored_parents
 from harnessrl_worker.state import WorkerSettings, WorkerState
 
 from .helpers import small_config
-from .test_long_rows import trainable_masks, tree_rows
+from .test_long_rows import loss_and_grads, trainable_masks, tree_rows
+from .test_lora import attach_live_adapters
 from .test_train import batch_frames, call
 
 Grads = Dict[str, torch.Tensor]
@@ -29,23 +29,6 @@ def one_layer(model_type: str) -> ModelConfig:
     cfg = small_config(model_type)
     cfg.num_hidden_layers = 1
     return cfg.validate()
-
-
-def scores_and_grads(model: CausalLM, rows: List[PackedRow], train: List[torch.Tensor], recompute: bool, prune: bool) -> Tuple[List[torch.Tensor], Grads]:
-    """Σ w·logprob + Σ w'·entropy over the trainable tokens, backpropagated per micro-batch as forward_backward does."""
-    model.zero_grad()
-    gen = torch.Generator().manual_seed(5)
-    weights = [torch.randn(r.length, 2, generator=gen, dtype=torch.float64) for r in rows]
-    out: List[torch.Tensor] = [torch.zeros(0)] * len(rows)
-    for group, hidden in forward_micro_batches(model, rows, token_budget=64, recompute=recompute, needed=train if prune else None):
-        total = torch.zeros((), dtype=torch.float64)
-        for b, i in enumerate(group):
-            lp, ent = score_tokens(model, hidden[b], rows[i], 0.8, needed=train[i], recompute=recompute)
-            mask = train[i].to(lp.dtype)
-            total = total + (lp * mask * weights[i][:, 0].to(lp.dtype)).sum() + (ent * mask * weights[i][:, 1].to(lp.dtype)).sum()
-            out[i] = lp.detach()[train[i]]
-        total.backward()
-    return out, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
 class LastLayerPruningTest(unittest.TestCase):
@@ -79,29 +62,25 @@ class LastLayerPruningTest(unittest.TestCase):
                         init_weights(model, 4, std=0.3)
                         model.to(torch.float64)
                         model.gradient_checkpointing = checkpointing
-                        pruned = scores_and_grads(model, self.rows, self.train, recompute, prune=True)
-                        full = scores_and_grads(model, self.rows, self.train, recompute, prune=False)
+                        pruned = loss_and_grads(model, self.rows, self.train, recompute, prune=True)
+                        full = loss_and_grads(model, self.rows, self.train, recompute, prune=False)
                         self.assert_same(pruned, full, 1e-10, what)
 
     def test_lora_adapters_on_the_last_layer_get_the_same_gradients(self) -> None:
         model = CausalLM(small_config("qwen3", tied=False), attention="auto")
         init_weights(model, 4, std=0.3)
-        attach(model, LoraConfig(3, 6.0), seed=4)
-        with torch.no_grad():  # B ≠ 0, or the adapters would not change the forward pass
-            for n, p in model.named_parameters():
-                if n.endswith("lora_B"):
-                    p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(len(n))) * 0.3)
+        attach_live_adapters(model)
         model.to(torch.float64)
         for recompute in (False, True):
-            pruned = scores_and_grads(model, self.rows, self.train, recompute, prune=True)
-            full = scores_and_grads(model, self.rows, self.train, recompute, prune=False)
+            pruned = loss_and_grads(model, self.rows, self.train, recompute, prune=True)
+            full = loss_and_grads(model, self.rows, self.train, recompute, prune=False)
             self.assertTrue(all(".lora_" in n for n in full[1]) and any(".layers.1." in n for n in full[1]))
             self.assert_same(pruned, full, 1e-10, f"lora recompute={recompute}")
 
     def test_float32_agrees_within_rounding(self) -> None:
         model = CausalLM(small_config("qwen3"), attention="auto")
         init_weights(model, 4, std=0.3)
-        self.assert_same(scores_and_grads(model, self.rows, self.train, True, True), scores_and_grads(model, self.rows, self.train, True, False), 1e-4, "float32")
+        self.assert_same(loss_and_grads(model, self.rows, self.train, True, True), loss_and_grads(model, self.rows, self.train, True, False), 1e-4, "float32")
 
     def test_the_last_layer_forms_queries_only_where_scored_tokens_read(self) -> None:
         model = CausalLM(small_config("qwen3"), attention="auto")

@@ -42,17 +42,18 @@ def trainable_masks(rows: List[PackedRow], rng: random.Random) -> List[torch.Ten
     return [torch.tensor([p >= 0 and rng.random() < 0.67 for p in r.parent.tolist()]) for r in rows]
 
 
-def loss_and_grads(model: CausalLM, rows: List[PackedRow], train: List[torch.Tensor], long_rows: bool) -> Tuple[List[torch.Tensor], Grads]:
+def loss_and_grads(model: CausalLM, rows: List[PackedRow], train: List[torch.Tensor], long_rows: bool, prune: bool = False) -> Tuple[List[torch.Tensor], Grads]:
     """Σ weight · logprob + Σ weight' · entropy over trainable tokens, backpropagated one micro-batch at a time (as
-    forward_backward does); returns the logprobs at trainable tokens and the parameter gradients."""
+    forward_backward does); returns the logprobs at trainable tokens and the parameter gradients. `prune`: only the
+    trainable tokens are scored and the last layer runs only where they read it (test_last_layer.py)."""
     model.zero_grad()
     gen = torch.Generator().manual_seed(5)
     weights = [torch.randn(r.length, 2, generator=gen, dtype=torch.float64) for r in rows]
     out: List[torch.Tensor] = [torch.zeros(0)] * len(rows)
-    for group, hidden in forward_micro_batches(model, rows, token_budget=64, recompute=long_rows):
+    for group, hidden in forward_micro_batches(model, rows, token_budget=64, recompute=long_rows, needed=train if prune else None):
         total = torch.zeros((), dtype=torch.float64)
         for b, i in enumerate(group):
-            lp, ent = score_tokens(model, hidden[b], rows[i], 0.8, needed=train[i] if long_rows else None, recompute=long_rows)
+            lp, ent = score_tokens(model, hidden[b], rows[i], 0.8, needed=train[i] if long_rows or prune else None, recompute=long_rows)
             mask = train[i].to(lp.dtype)
             total = total + (lp * mask * weights[i][:, 0].to(lp.dtype)).sum() + (ent * mask * weights[i][:, 1].to(lp.dtype)).sum()
             out[i] = lp.detach()[train[i]]

@@ -26,6 +26,15 @@ from .test_train import call
 LORA = {"rank": 4, "alpha": 8.0}
 
 
+def attach_live_adapters(model: CausalLM) -> None:
+    """Rank-3 adapters on every projection with B ≠ 0 (a fresh B is 0: the adapters would not change the forward)."""
+    attach(model, LoraConfig(3, 6.0), seed=4)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if n.endswith("lora_B"):
+                p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(len(n))) * 0.3)
+
+
 def fresh_state() -> WorkerState:
     return WorkerState(WorkerSettings(device=torch.device("cpu"), threads=1))
 
@@ -110,11 +119,7 @@ class LoraTest(unittest.TestCase):
             dense = CausalLM(cfg, attention="eager")
             dense.load_state_dict(seg.state_dict())
             for m in (seg, dense):
-                attach(m, LoraConfig(3, 6.0), seed=4)
-                with torch.no_grad():  # B ≠ 0, or the adapters would not change the forward pass
-                    for n, p in m.named_parameters():
-                        if n.endswith("lora_B"):
-                            p.copy_(torch.randn(p.shape, generator=torch.Generator().manual_seed(len(n))) * 0.3)
+                attach_live_adapters(m)
                 m.to(torch.float64)
             stored = loss_and_grads(seg, rows, train, long_rows=False)
             long = loss_and_grads(seg, rows, train, long_rows=True)
