@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--grad-checkpoint-tokens", type=int, default=2048, help="recompute activations in backward for rows this long (0 = never)")
     parser.add_argument("--long-row-tokens", type=int, default=None, help="recompute attention in backward for rows this long (0 = never; default 4096)")
     parser.add_argument("--stored-logits", action="store_true", help="score every token and keep its logits for backward (the pre-chunking path)")
-    parser.add_argument("--full-last-layer", action="store_true", help="run the last layer at every position even where no scored token reads it (the pre-pruning path)")
+    parser.add_argument("--full-last-layer", action="store_true", help="run the last layer at every position even where no scored token reads it (the pre-pruning path); env HARNESSRL_FULL_LAST_LAYER=1")
     parser.add_argument("--autocast", default=None, help="bf16 (or fp16): run ops under torch.autocast with fp32 master weights; off (default); env HARNESSRL_AUTOCAST")
     # Several ranks (docs/worker.md#ranks): rank 0 serves stdio and starts ranks 1..local_ranks-1 of its machine.
     parser.add_argument("--world-size", type=int, default=1, help="number of ranks in all (default 1: no torch.distributed)")
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
         grad_checkpoint_tokens=max(0, opts.grad_checkpoint_tokens),
         long_row_tokens=LONG_ROW_TOKENS if opts.long_row_tokens is None else max(0, opts.long_row_tokens),
         chunked_logits=not opts.stored_logits,
-        prune_last_layer=not opts.full_last_layer,
+        prune_last_layer=not (opts.full_last_layer or os.environ.get("HARNESSRL_FULL_LAST_LAYER") == "1"),
         autocast=parse_autocast(opts.autocast or os.environ.get("HARNESSRL_AUTOCAST")),
     )
     if opts.world_size > 1:
@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int:
         passthrough = ["--autocast", opts.autocast or os.environ.get("HARNESSRL_AUTOCAST") or "off", "--threads", str(threads), "--token-budget", str(settings.token_budget), "--grad-checkpoint-tokens", str(settings.grad_checkpoint_tokens), "--long-row-tokens", str(settings.long_row_tokens)]
         if opts.stored_logits:
             passthrough.append("--stored-logits")
-        if opts.full_last_layer:
+        if not settings.prune_last_layer:
             passthrough.append("--full-last-layer")
         local = opts.local_ranks if opts.local_ranks is not None else (opts.world_size if opts.rank == 0 else 1)
         layout = distributed.Layout(opts.world_size, opts.rank, opts.local_rank, local, opts.master_addr, opts.master_port, opts.dist_timeout_s)

@@ -182,6 +182,7 @@ def forward_backward(state: WorkerState, args: Args, frames: Dict[str, torch.Ten
         "nll_mean": mean("nll_sum"),
         "ref_kl_mean": mean("ref_kl_sum"),
         "long_rows": long_rows,
+        "last_layer_pruned": scored is not None,
         "peak_rss_mb": peak.rss_mb,
         "peak_rss_step_scoped": peak.step_scoped,
     }
