@@ -222,7 +222,8 @@ class _SegmentAttention(torch.autograd.Function):
 def _recomputed_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, plan: SegmentPlan, scale: float) -> torch.Tensor:
     outs: List[torch.Tensor] = []
     for seg, qs, ks, vs in zip(plan.segments, *plan.pieces(q, k, v)):
-        qpos = torch.arange(seg.end - seg.start, device=q.device)
+        # Query positions stay on the CPU: each block reads its first and last as Python ints (no device sync).
+        qpos = torch.arange(seg.end - seg.start)
         outs.append(_SegmentAttention.apply(qs, ks, vs, seg.ancestors, scale, qpos))
     return outs[0] if len(outs) == 1 else torch.cat(outs, dim=1)
 
@@ -235,7 +236,6 @@ def kept_segment_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, pl
     for seg, qs, ks, vs, qpos in zip(plan.segments, q.split(kept.counts, dim=1), *plan.key_pieces(k, v), kept.local):
         if qs.shape[1] == 0:
             continue
-        qpos = qpos.to(q.device)
         if recompute:
             outs.append(_SegmentAttention.apply(qs, ks, vs, seg.ancestors, scale, qpos))
             continue
