@@ -36,6 +36,7 @@ export function engineOfConfig(e: RunConfig["engine"]): EngineSpec {
     if (e.batch) options.batch = e.batch;
     if (e.contexts !== undefined) options.contexts = e.contexts;
     if (e.context_size !== undefined) options.ctx = e.context_size;
+    if (e.share_prefix !== undefined) options.share = e.share_prefix;
     return { kind: e.kind, target: "", options };
   }
   // `harnessrl serve`: its own context and threads; the trainer's engine makes it serve the run's current version.

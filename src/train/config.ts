@@ -66,6 +66,12 @@ const engineSchema = z
      */
     context_size: z.number().int().min(256).max(1 << 20).optional(),
     /**
+     * llama.cpp: a prompt prefix of at least this many new tokens is evaluated once and loaded by the other sequences
+     * whose prompts start with it (a GRPO group's sessions, a harness's system prompt across tasks); 0 turns it off.
+     * Default 1024 (docs/engines.md, "Shared prompt prefixes").
+     */
+    share_prefix: z.number().int().min(0).optional(),
+    /**
      * vllm: the deployment hook that makes the server serve a new policy version (POSTed `{model_path, version}`;
      * vLLM has no standard reload endpoint, docs/engines.md). Without it a full-weight run cannot switch policies.
      */
@@ -74,6 +80,7 @@ const engineSchema = z
   .prefault({})
   .superRefine((e, ctx) => {
     if (e.kind !== "llamacpp" && !e.url) ctx.addIssue({ code: "custom", path: ["url"], message: `engine kind ${e.kind} needs the server's url` });
+    if (e.share_prefix !== undefined && e.kind !== "llamacpp") ctx.addIssue({ code: "custom", path: ["share_prefix"], message: `share_prefix is the embedded llama.cpp engine's; vLLM and SGLang cache prefixes themselves` });
     if (e.reload_url !== undefined && e.kind !== "vllm") ctx.addIssue({ code: "custom", path: ["reload_url"], message: `reload_url is vLLM's deployment hook; engine kind ${e.kind} reloads through its own API` });
   });
 

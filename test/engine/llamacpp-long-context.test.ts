@@ -27,7 +27,7 @@ describe("llama.cpp long contexts", () => {
       const first = await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, maxTokens: 16, seed: 1 } });
       expect(first.tokens.length).toBeGreaterThan(0);
       expect(first.logprobs.every((lp) => Number.isFinite(lp) && lp <= 0)).toBe(true);
-      expect(engine.promptTokens).toEqual({ evaluated: prompt.length, reused: 0 });
+      expect(engine.promptTokens).toEqual({ evaluated: prompt.length, reused: 0, shared: 0 });
 
       // The harness's next call: the conversation so far, the sampled turn, a tool result.
       const added = engine.tokenizer.encode("<|im_end|>\n<|im_start|>user\n<tool_response>\nok\n</tool_response><|im_end|>\n<|im_start|>assistant\n");

@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { defaultCodec, loadCodec } from "../../src/chat/codec.js";
 import { UserError } from "../../src/core/errors.js";
 import { createEngine } from "../../src/engine/registry.js";
+import { llamaCppOptions } from "../../src/engine/llamacpp/options.js";
 import { formatEngineSpec, parseEngineSpec } from "../../src/engine/spec.js";
 import { RolloutStack } from "../../src/rollout/stack.js";
 import { buildRunContext, runEngine, runStackOptions } from "../../src/run/context.js";
@@ -78,6 +79,16 @@ describe("buildRunContext", () => {
     expect(() => parseRunConfig({ ...base, engine: { kind: "llamacpp-http" } })).toThrow(/engine\.url/);
     expect(() => parseRunConfig({ ...base, engine: { context_size: 100 } })).toThrow(/context_size/);
     expect(() => parseRunConfig({ ...base, engine: { context_size: 8192.5 } })).toThrow(/context_size/);
+  });
+
+  it("passes engine.share_prefix to llama.cpp as share, and refuses it for engines that cache prefixes themselves", () => {
+    const off = buildRunContext(parseRunConfig({ ...base, model: { preset: "tiny-1m" }, engine: { sequences: 4, share_prefix: 0 } }), { runDir: join(root, "share0") });
+    expect(formatEngineSpec(runEngine(off, { policyDir: "/p" }))).toBe("llamacpp:/p?sequences=4&share=0");
+    expect(llamaCppOptions(runEngine(off, { policyDir: "/p" })).shareMinTokens).toBe(0);
+    const byDefault = buildRunContext(parseRunConfig({ ...base, model: { preset: "tiny-1m" }, engine: { sequences: 4 } }), { runDir: join(root, "share-default") });
+    expect(llamaCppOptions(runEngine(byDefault, { policyDir: "/p" })).shareMinTokens).toBe(1024);
+    expect(() => parseRunConfig({ ...base, engine: { kind: "vllm", url: "http://gpu:8000", share_prefix: 512 } })).toThrow(/share_prefix is the embedded llama\.cpp engine's/);
+    expect(() => parseRunConfig({ ...base, engine: { share_prefix: -1 } })).toThrow(/share_prefix/);
   });
 
   it("takes trainer backend, device and thread counts from the config's trainer section", () => {

@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from "node:crypto";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import type { LlamaContextSequence, Token } from "node-llama-cpp";
+import type { LlamaContextSequence } from "node-llama-cpp";
 import { EngineError, UserError, isHarnessRLError } from "../../core/errors.js";
 import type { ChatRenderer } from "../../chat/renderer.js";
 import { loadCodec } from "../../chat/codec.js";
@@ -10,6 +10,7 @@ import type { Tokenizer } from "../../tokenizer/types.js";
 import { exportGguf } from "../../gguf/export.js";
 import { readModelConfig } from "../../weights/config.js";
 import type { FinishReason, GenerateRequest, GenerateResult, HotSwappableEngine, ModelInfo } from "../types.js";
+import { alignSequence } from "./align-sequence.js";
 import { ensureGguf, ggufKey } from "./gguf-cache.js";
 import type { LlamaCppOptions } from "./options.js";
 import { PolicySlot } from "./policy-slot.js";
@@ -31,11 +32,14 @@ export const DEFAULT_CONTEXT_CAP = 8192;
 
 /**
  * Prompt tokens since the engine started: `evaluated` went through llama.cpp, `reused` came from a sequence's KV cache
- * (the prefix it shared with an earlier call; a harness's next turn only evaluates what it added).
+ * (the prefix it shared with an earlier call; a harness's next turn only evaluates what it added), `shared` from a
+ * prefix another sequence evaluated and published (prefix-states.ts; a GRPO group's sessions evaluate their common
+ * prompt once).
  */
 export interface PromptTokenCounts {
   evaluated: number;
   reused: number;
+  shared: number;
 }
 
 export class LlamaCppEngine implements HotSwappableEngine {
@@ -51,7 +55,7 @@ export class LlamaCppEngine implements HotSwappableEngine {
   private closed = false;
   /** Export/load times of every policy version loaded, for benchmarks and logs. */
   readonly loadTimings: LoadTiming[] = [];
-  readonly promptTokens: PromptTokenCounts = { evaluated: 0, reused: 0 };
+  readonly promptTokens: PromptTokenCounts = { evaluated: 0, reused: 0, shared: 0 };
   /**
    * This running engine, unique across hosts and restarts (`llamacpp@<host>/<pid>/<random>`): every result names it,
    * so records say which instance sampled a call when several serve one run (docs/cluster.md).
@@ -83,6 +87,12 @@ export class LlamaCppEngine implements HotSwappableEngine {
     const engine = new LlamaCppEngine(spec, slot, config.vocabSize, textless, codec, options);
     engine.loadTimings.push({ version: slot.version, exportMs, loadMs: performance.now() - t1 });
     return engine;
+  }
+
+  /** The current version's shared prompt prefixes (prefix-states.ts): entries and bytes of state files kept. */
+  get sharedPrefixes(): { entries: number; bytes: number } {
+    const p = this.current.prefixes;
+    return { entries: p?.size ?? 0, bytes: p?.bytes ?? 0 };
   }
 
   get policyVersion(): number {
@@ -141,9 +151,10 @@ export class LlamaCppEngine implements HotSwappableEngine {
     if (seq === "abort") return { tokens, logprobs, finishReason: "abort", policyVersion: slot.version, engineInstance: this.instanceId };
     let finishReason: FinishReason = "length";
     try {
-      const toEval = await this.alignSequence(seq, prompt);
-      this.promptTokens.evaluated += toEval.length;
-      this.promptTokens.reused += prompt.length - toEval.length;
+      const { toEval, reused, shared, published } = await alignSequence(seq, prompt, slot.prefixes, req.signal);
+      this.promptTokens.evaluated += toEval.length + published;
+      this.promptTokens.reused += reused;
+      this.promptTokens.shared += shared;
       const limit = Math.min(req.params.maxTokens, slot.contextSize - prompt.length);
       const stops = new Set(this.tokenizer.stopTokenIds);
       const { temperature, topK, topP, minP } = req.params;
@@ -179,13 +190,6 @@ export class LlamaCppEngine implements HotSwappableEngine {
       throw new UserError("context_length_exceeded", `prompt has ${req.promptTokens.length} tokens; a llama.cpp sequence holds ${slot.contextSize} (raise ?ctx=, engine.context_size in a run config)`);
     }
     return slot.acquire(req.promptTokens, req.signal);
-  }
-
-  /** Drops the sequence's cached tokens after the shared prefix; returns the prompt tokens still to evaluate (≥ 1). */
-  private async alignSequence(seq: LlamaContextSequence, prompt: readonly number[]): Promise<readonly number[]> {
-    const shared = Math.min(seq.compareContextTokens(prompt as Token[]).firstDifferentIndex, prompt.length - 1);
-    if (shared < seq.nextTokenIndex) await seq.eraseContextTokenRanges([{ start: shared, end: seq.nextTokenIndex }]);
-    return prompt.slice(shared);
   }
 
   async close(): Promise<void> {

@@ -5,6 +5,7 @@ import { llamaRuntime } from "./runtime.js";
 import { LockstepBatcher, sampleTokens, type OnSample, type SamplerSettings } from "./lockstep-batcher.js";
 import type { LlamaCppOptions } from "./options.js";
 import { gateOutputReorder } from "./output-reorder-gate.js";
+import { PrefixStates } from "./prefix-states.js";
 
 /** Where a sequence lives: its context's scheduler (shared contexts only) and its llama.cpp sequence id there. */
 interface Placement {
@@ -31,6 +32,8 @@ export class PolicySlot {
   private active = 0;
   private retired = false;
   private disposed: Promise<void> | undefined;
+  /** Prompt prefixes evaluated once for all sequences of this version; undefined with one sequence or `share=0`. */
+  readonly prefixes: PrefixStates | undefined;
 
   private constructor(
     readonly version: number,
@@ -40,6 +43,7 @@ export class PolicySlot {
     private readonly ownsFile: boolean,
     /** Ids without text (textless.ts) at −inf, built once per model load; undefined when every row has text. */
     private readonly tokenBias: TokenBias | undefined,
+    share: { minTokens: number; maxBytes: number },
   ) {
     contexts.forEach((context, c) => {
       // A shared context steps all its running requests together (lockstep-batcher.ts).
@@ -51,6 +55,8 @@ export class PolicySlot {
       }
     });
     this.running = contexts.map(() => 0);
+    const sequences = contexts.reduce((n, c) => n + c.totalSequences, 0);
+    this.prefixes = sequences > 1 && share.minTokens > 0 ? new PrefixStates(share) : undefined;
   }
 
   static async load(ggufFile: string, version: number, options: LlamaCppOptions, contextSize: number, ownsFile: boolean, textless: readonly number[]): Promise<PolicySlot> {
@@ -81,7 +87,7 @@ export class PolicySlot {
       // "never" is −inf, applied first in the sampler chain: such an id is never drawn, and the probability llama.cpp
       // reports is that of the distribution over the ids with text, as the trainer computes it.
       const tokenBias = textless.length > 0 ? new TokenBias(m.tokenizer).set(textless as Token[], "never") : undefined;
-      return new PolicySlot(version, ggufFile, model, contexts, ownsFile, tokenBias);
+      return new PolicySlot(version, ggufFile, model, contexts, ownsFile, tokenBias, { minTokens: options.shareMinTokens, maxBytes: options.shareMaxBytes });
     } catch (e) {
       await model?.dispose();
       throw new EngineError("llamacpp_load_failed", `llama.cpp could not load ${ggufFile}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
@@ -185,6 +191,7 @@ export class PolicySlot {
   dispose(): Promise<void> {
     this.retired = true;
     this.disposed ??= (async () => {
+      this.prefixes?.dispose();
       for (const context of this.contexts) await context.dispose().catch(() => undefined);
       await this.model.dispose().catch(() => undefined);
       if (this.ownsFile) rmSync(this.ggufFile, { force: true });
