@@ -9,11 +9,12 @@
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
 import { DiskMeter } from "../sandbox/disk-meter/client.js";
 import { diskUsage } from "../sandbox/disk-usage.js";
+import { writeBenchResult } from "./output.js";
 import { latencySummary } from "./stats.js";
 
 const SANDBOXES = 16;
@@ -102,9 +103,7 @@ async function main(): Promise<void> {
       variants,
       ratios: before && now ? { roundWall: round(before.roundP50Ms / now.roundP50Ms), controlPlaneCpu: round((before.controlPlaneUserMsPerMeasurement + before.controlPlaneSysMsPerMeasurement) / Math.max(1e-3, now.controlPlaneUserMsPerMeasurement + now.controlPlaneSysMsPerMeasurement)), totalCpu: round(totalCpu(before) / Math.max(1e-3, totalCpu(now))) } : null,
     };
-    mkdirSync(dirname(values.out), { recursive: true });
-    writeFileSync(values.out, `${JSON.stringify(result, null, 2)}\n`);
-    console.log(JSON.stringify(result, null, 2));
+    writeBenchResult(values.out, result);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

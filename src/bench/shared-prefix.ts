@@ -11,9 +11,9 @@
  * Options: --tasks N (2), --samples N (4), --prefix N (18500), --suffix N (450), --tokens N (64, sampled per session),
  * --rounds N (2), --threads N (1, per sequence, as configs/real-claude-code.yaml), --out FILE.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
 import { registerBuiltins } from "../builtins.js";
@@ -22,6 +22,7 @@ import type { LlamaCppEngine } from "../engine/llamacpp/engine.js";
 import { DEFAULT_SAMPLING } from "../engine/types.js";
 import { mulberry32 } from "../core/random.js";
 import { writeRandomModelDir } from "../weights/random-model.js";
+import { writeBenchResult } from "./output.js";
 
 const round = (x: number, digits = 2): number => Number(x.toFixed(digits));
 const QWEN3_VOCAB = 151_936;
@@ -123,9 +124,7 @@ async function main(): Promise<void> {
       variants,
       ratios: off && on ? { firstTokens: round(off.firstTokensS / on.firstTokensS), wall: round(off.wallS / on.wallS), cpu: round(off.cpuS / on.cpuS) } : null,
     };
-    mkdirSync(dirname(values.out), { recursive: true });
-    writeFileSync(values.out, `${JSON.stringify(result, null, 2)}\n`);
-    console.log(JSON.stringify(result, null, 2));
+    writeBenchResult(values.out, result);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
