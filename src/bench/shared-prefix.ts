@@ -20,6 +20,7 @@ import { registerBuiltins } from "../builtins.js";
 import { createEngine } from "../engine/index.js";
 import type { LlamaCppEngine } from "../engine/llamacpp/engine.js";
 import { DEFAULT_SAMPLING } from "../engine/types.js";
+import { UserError } from "../core/errors.js";
 import { mulberry32 } from "../core/random.js";
 import { writeRandomModelDir } from "../weights/random-model.js";
 import { writeBenchResult } from "./output.js";
@@ -78,7 +79,7 @@ async function main(): Promise<void> {
     },
   });
   const [tasks, samples, prefix, suffix, tokens, rounds, threads] = [values.tasks, values.samples, values.prefix, values.suffix, values.tokens, values.rounds, values.threads].map((v) => Math.max(1, Number(v)));
-  if ([tasks, samples, prefix, suffix, tokens, rounds, threads].some((v) => v === undefined || !Number.isInteger(v))) throw new Error("options must be positive integers");
+  if ([tasks, samples, prefix, suffix, tokens, rounds, threads].some((v) => v === undefined || !Number.isInteger(v))) throw new UserError("invalid_arguments", "bench:shared-prefix options must be positive integers");
   registerBuiltins();
   const root = mkdtempSync(join(tmpdir(), "hrl-bench-share-"));
   try {
