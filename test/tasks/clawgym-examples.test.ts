@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -40,15 +40,23 @@ async function grade(task: Task, variant: Variant | "nothing"): Promise<Verifier
     const r = spawnSync("sh", ["-c", SOLUTIONS[task.id]![variant].command], { cwd: ws, env: { ...process.env, HOME: home }, encoding: "utf8", timeout: 30_000 });
     expect(r.status, r.stderr).toBe(0);
   }
-  // The grader runs with the agent's HOME, as in a sandbox (where the forge's usercustomize.py would be seen).
-  const saved = process.env.HOME;
+  // The grader runs with the agent's HOME, as in a sandbox (where the forge's usercustomize.py would be seen), and a
+  // TMPDIR of its own, which must be empty again afterwards (the adapter's clean HOME and TMPDIR are removed).
+  const scratch = join(tmp, `${task.id}-${variant}`, "tmp");
+  await mkdir(scratch, { recursive: true });
+  const saved = { HOME: process.env.HOME, TMPDIR: process.env.TMPDIR };
   process.env.HOME = home;
+  process.env.TMPDIR = scratch;
   try {
     const { process: proc, ...result } = await verifyLocally(task, ws);
     expect(proc.code, proc.stderr).toBe(0);
+    expect(await readdir(scratch)).toEqual([]);
     return result;
   } finally {
-    process.env.HOME = saved;
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
   }
 }
 

@@ -37,9 +37,14 @@ function installReward(mount) {
     fs.writeFileSync(path.join(dst, rel), data, { mode: 0o755 });
   }
 }
+// The grader's HOME and TMPDIR are removed when the adapter exits: in a sandbox its /tmp goes with it, but the
+// adapter also runs on hosts (tests, a user checking a task) where each run would otherwise leave two folders.
+const scratch = [];
+process.on("exit", () => { for (const d of scratch) { try { fs.rmSync(d, { recursive: true, force: true }); } catch (e) { /* best effort */ } } });
 function cleanEnv() {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "clawgym-home-"));
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "clawgym-tmp-"));
+  scratch.push(home, tmp);
   return {
     PATH: process.env.PATH || "/usr/local/bin:/usr/bin:/bin", HOME: home, TMPDIR: tmp, LANG: "C.UTF-8", LC_ALL: "C.UTF-8",
     PYTHONNOUSERSITE: "1", PYTHONDONTWRITEBYTECODE: "1", PYTHONIOENCODING: "utf-8",
