@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCommandHarness } from "../../src/harness/real/command.js";
@@ -7,6 +6,9 @@ import { DEFAULT_ROLLOUT_SETTINGS, runRollout } from "../../src/rollout/run-one.
 import { RolloutStack } from "../../src/rollout/stack.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import type { Task } from "../../src/tasks/task.js";
+import { tempDirs } from "../temp-dirs.js";
+
+const tempDir = tempDirs();
 
 /**
  * A harness that exits while a process it started detached (setsid) still waits on the proxy has broken its contract:
@@ -15,15 +17,17 @@ import type { Task } from "../../src/tasks/task.js";
 describe("a harness that leaves a call in flight after it exits", () => {
   let stack: RolloutStack;
   let task: Task;
-  // The detached child asks the proxy once; the scripted engine takes ~0.4 s per token, so the call outlives the harness.
-  const request = `fetch(process.env.OPENAI_BASE_URL + "/chat/completions", { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer " + process.env.OPENAI_API_KEY }, body: JSON.stringify({ model: process.env.OPENAI_MODEL, messages: [{ role: "user", content: "hi" }] }) }).then((r) => r.text())`;
+  // The detached child asks the proxy once (it marks the start in the workspace first); the scripted engine takes ~0.4 s per token, so the call outlives the harness.
+  const request = `require("fs").writeFileSync(".call-started", ""); fetch(process.env.OPENAI_BASE_URL + "/chat/completions", { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer " + process.env.OPENAI_API_KEY }, body: JSON.stringify({ model: process.env.OPENAI_MODEL, messages: [{ role: "user", content: "hi" }] }) }).then((r) => r.text())`;
   const harness = createCommandHarness({
     name: "leaves-a-call",
-    command: `setsid ${process.execPath} -e '${request}' >/dev/null 2>&1 & sleep 0.5; exit 0`,
+    // It exits once the child has started its request (a fixed sleep raced node's start-up on a loaded machine: the
+    // harness exited before the call was made, and the rollout settled with 0 calls).
+    command: `setsid ${process.execPath} -e '${request}' >/dev/null 2>&1 & for i in $(seq 1 400); do [ -f .call-started ] && break; sleep 0.05; done; sleep 0.3; exit 0`,
   });
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), "hrl-harness-fault-"));
+    const dir = tempDir("hrl-harness-fault-");
     const engine = join(dir, "engine.mjs");
     writeFileSync(engine, `export default () => ({ content: "done" });`);
     stack = await RolloutStack.open({ engine: `scripted:${engine}?delay=400`, store: "memory", sandbox: "local-unsafe", sampling: { temperature: 1, maxTokens: 16 } });

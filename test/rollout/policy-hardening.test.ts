@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCommandHarness } from "../../src/harness/real/command.js";
@@ -7,6 +6,9 @@ import { DEFAULT_ROLLOUT_SETTINGS, runRollout } from "../../src/rollout/run-one.
 import { RolloutStack } from "../../src/rollout/stack.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import type { Task } from "../../src/tasks/task.js";
+import { tempDirs } from "../temp-dirs.js";
+
+const tempDir = tempDirs();
 
 /**
  * Process rewards come only from the host's record of the tool calls: a policy that writes tool logs (where the
@@ -19,7 +21,7 @@ describe("rewards and statuses a policy cannot forge", () => {
   let lookuprun: Task;
 
   beforeAll(async () => {
-    const dir = mkdtempSync(join(tmpdir(), "hrl-host-tools-"));
+    const dir = tempDir("hrl-host-tools-");
     const engine = join(dir, "engine.mjs");
     writeFileSync(engine, `export default () => ({ content: "done" });`);
     stack = await RolloutStack.open({ engine: `scripted:${engine}`, store: "memory", sandbox: "bwrap", sampling: { temperature: 1, maxTokens: 16 } });

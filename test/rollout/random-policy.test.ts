@@ -1,5 +1,3 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { summarise } from "../../src/eval/metrics.js";
@@ -8,6 +6,9 @@ import { runRollouts } from "../../src/rollout/runner.js";
 import type { RolloutResult } from "../../src/tasks/rollout-result.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import { createTrainer } from "../../src/trainer/index.js";
+import { tempDirs } from "../temp-dirs.js";
+
+const tempDir = tempDirs();
 
 /**
  * The floor of every family: an untrained model (random weights, so near-uniform tokens) served by llama.cpp through
@@ -18,7 +19,7 @@ describe("a random-token policy through the built-in harnesses", () => {
   let results: RolloutResult[];
 
   beforeAll(async () => {
-    const dir = join(mkdtempSync(join(tmpdir(), "hrl-random-")), "model");
+    const dir = join(tempDir("hrl-random-"), "model");
     const trainer = await createTrainer("torch");
     try {
       await trainer.init({ preset: "tiny-1m", seed: 5, out: dir });

@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
@@ -9,6 +8,9 @@ import { buildRunContext } from "../../src/run/context.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
 import { noiseTask } from "./noise-tasks.js";
 import { readMetrics } from "./run-files.js";
+import { tempDirs } from "../temp-dirs.js";
+
+const tempDir = tempDirs();
 
 /**
  * Plumbing, not learning: a freshly initialised tiny model almost never solves a real task, so every GRPO group would
@@ -22,7 +24,7 @@ describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)"
   let summary: RunSummary;
 
   beforeAll(async () => {
-    const root = mkdtempSync(join(tmpdir(), "hrl-e2e-"));
+    const root = tempDir("hrl-e2e-");
     const suite = join(root, "suite");
     await writeNativeSuite([0, 1, 2].map((i) => noiseTask(i, "train")), join(suite, "train"));
     await writeNativeSuite([0, 1].map((i) => noiseTask(i, "test")), join(suite, "test"));

@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
@@ -8,6 +7,9 @@ import { loadRunConfig } from "../../src/train/config.js";
 import { buildRunContext } from "../../src/run/context.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
 import { noiseTask } from "./noise-tasks.js";
+import { tempDirs } from "../temp-dirs.js";
+
+const tempDir = tempDirs();
 
 /**
  * A run with `model.lora`: the whole pipeline (sandboxed harness → proxy → llama.cpp on merged weights → trees →
@@ -33,7 +35,7 @@ describe("training with model.lora end to end (tiny-1m, CPU, bwrap, llama.cpp, t
   let resumed: RunSummary;
 
   beforeAll(async () => {
-    const root = mkdtempSync(join(tmpdir(), "hrl-lora-e2e-"));
+    const root = tempDir("hrl-lora-e2e-");
     const suite = join(root, "suite");
     await writeNativeSuite([0, 1, 2].map((i) => noiseTask(i, "train")), join(suite, "train"));
     await writeNativeSuite([0, 1].map((i) => noiseTask(i, "test")), join(suite, "test"));

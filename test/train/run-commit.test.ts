@@ -1,9 +1,11 @@
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FAULT_POINTS, faultPoint, setFaultHandler } from "../../src/train/fault.js";
 import { RunDir, type RunState } from "../../src/train/run-dir.js";
+import { tempDirs } from "../temp-dirs.js";
+
+const tempDir = tempDirs();
 
 /** Thrown by the fault handler: nothing after the fault point runs, exactly as after a kill (files stay as written). */
 class Killed extends Error {}
@@ -67,14 +69,14 @@ describe("a run commits state, metrics and checkpoints together", () => {
   });
 
   it("an uninterrupted run ends with one metrics line per step and only the kept checkpoint and policies", async () => {
-    const root = mkdtempSync(join(tmpdir(), "hrl-commit-"));
+    const root = tempDir("hrl-commit-");
     await train(root, 4);
     expectFinished(root);
   });
 
   for (const point of FAULT_POINTS) {
     it(`a run killed at ${point} of step 2 resumes to the same final state`, async () => {
-      const root = mkdtempSync(join(tmpdir(), "hrl-commit-"));
+      const root = tempDir("hrl-commit-");
       setFaultHandler(() => {
         throw new Killed(point);
       });
@@ -91,7 +93,7 @@ describe("a run commits state, metrics and checkpoints together", () => {
   }
 
   it("resume drops a torn metrics line, stale tmp files and an orphaned newer checkpoint and policy", async () => {
-    const root = mkdtempSync(join(tmpdir(), "hrl-commit-"));
+    const root = tempDir("hrl-commit-");
     await train(root, 2);
     appendFileSync(join(root, "metrics.jsonl"), '{"phase":"rl","st');
     appendFileSync(join(root, "rollouts.jsonl"), '{"rolloutId":"s3-0"}\n{"rollo');
@@ -103,7 +105,7 @@ describe("a run commits state, metrics and checkpoints together", () => {
   });
 
   it("a directory with no state starts afresh: nothing in it was committed", async () => {
-    const root = mkdtempSync(join(tmpdir(), "hrl-commit-"));
+    const root = tempDir("hrl-commit-");
     mkdirSync(join(root, "policy", "v0000"), { recursive: true });
     writeFileSync(join(root, "policy", "v0000", "model.bin"), "torn");
     writeFileSync(join(root, "metrics.jsonl"), '{"phase":"rl","step":1}\n');

@@ -1,6 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { describe, expect, it } from "vitest";
@@ -8,6 +7,9 @@ import { getHarness } from "../../src/harness/index.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import { schemaKeysAt } from "../../src/train/config-issues.js";
 import { loadRunConfig, parseRunConfig, runConfigSchema } from "../../src/train/config.js";
+import { tempDirs } from "../temp-dirs.js";
+
+const tempDir = tempDirs();
 
 const root = join(import.meta.dirname, "..", "..");
 const shipped = [
@@ -143,7 +145,7 @@ describe("harnessrl train --check (and quickstart --check)", () => {
   });
 
   it("prints every error with its path and exits 2", () => {
-    const dir = mkdtempSync(join(tmpdir(), "harnessrl-check-"));
+    const dir = tempDir("harnessrl-check-");
     const path = join(dir, "typo.yaml");
     writeFileSync(path, readFileSync(join(root, "configs", "quickstart.yaml"), "utf8").replace("kl_coef:", "kl_cof:").replace("{ steps: 12,", "{ step: 12,"));
     const r = cli("train", "--config", path, "--check");

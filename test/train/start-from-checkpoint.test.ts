@@ -1,5 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
@@ -8,6 +7,9 @@ import { loadRunConfig } from "../../src/train/config.js";
 import { buildRunContext } from "../../src/run/context.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
 import { noiseTask } from "./noise-tasks.js";
+import { tempDirs } from "../temp-dirs.js";
+
+const tempDir = tempDirs();
 
 const common = {
   seed: 2,
@@ -34,7 +36,7 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
   let warmSummary: RunSummary;
 
   beforeAll(async () => {
-    const root = mkdtempSync(join(tmpdir(), "hrl-ckpt-start-"));
+    const root = tempDir("hrl-ckpt-start-");
     const suite = join(root, "suite");
     await writeNativeSuite([0, 1].map((i) => noiseTask(i, "train")), suite);
     const write = (name: string, config: object): string => {
