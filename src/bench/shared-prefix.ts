@@ -9,7 +9,9 @@
  * Writes docs/bench/shared-prefix.json.
  *
  * Options: --tasks N (2), --samples N (4), --prefix N (18500), --suffix N (450), --tokens N (64, sampled per session),
- * --rounds N (2), --threads N (1, per sequence, as configs/real-claude-code.yaml), --out FILE.
+ * --rounds N (2), --threads N (1, per sequence, as configs/real-claude-code.yaml), --share N (1024: the shared
+ * engine's threshold), --shape qwen3-tiny | tiny-1m (the quickstart's model: byte vocabulary, 4 layers of 128),
+ * --out FILE.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -22,11 +24,25 @@ import type { LlamaCppEngine } from "../engine/llamacpp/engine.js";
 import { DEFAULT_SAMPLING } from "../engine/types.js";
 import { UserError } from "../core/errors.js";
 import { mulberry32 } from "../core/random.js";
-import { writeRandomModelDir } from "../weights/random-model.js";
+import { TINY_VOCAB, writeRandomModelDir, type RandomModelSpec } from "../weights/random-model.js";
 import { writeBenchResult } from "./output.js";
 
 const round = (x: number, digits = 2): number => Number(x.toFixed(digits));
 const QWEN3_VOCAB = 151_936;
+
+/** Model shapes the bench can make (random weights, the presets' dimensions; worker/harnessrl_worker/presets.py). */
+const SHAPES: Record<string, { spec: Omit<RandomModelSpec, "seed">; ids: [number, number]; label: string }> = {
+  "qwen3-tiny": {
+    spec: { modelType: "qwen3", hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 32, intermediateSize: 192, vocabSize: QWEN3_VOCAB, maxPositions: 40960 },
+    ids: [300, 150_000],
+    label: "qwen3-tiny shape (random weights), F32 KV",
+  },
+  "tiny-1m": {
+    spec: { modelType: "qwen3", hiddenSize: 128, numLayers: 4, numHeads: 4, numKvHeads: 2, intermediateSize: 512, vocabSize: TINY_VOCAB, maxPositions: 8192 },
+    ids: [32, 95],
+    label: "tiny-1m shape (random weights, byte vocabulary), F32 KV",
+  },
+};
 
 interface RoundResult {
   firstTokensS: number;
@@ -75,25 +91,30 @@ async function main(): Promise<void> {
       tokens: { type: "string", default: "64" },
       rounds: { type: "string", default: "2" },
       threads: { type: "string", default: "1" },
+      share: { type: "string", default: "1024" },
+      shape: { type: "string", default: "qwen3-tiny" },
       out: { type: "string", default: "docs/bench/shared-prefix.json" },
     },
   });
-  const [tasks, samples, prefix, suffix, tokens, rounds, threads] = [values.tasks, values.samples, values.prefix, values.suffix, values.tokens, values.rounds, values.threads].map((v) => Math.max(1, Number(v)));
-  if ([tasks, samples, prefix, suffix, tokens, rounds, threads].some((v) => v === undefined || !Number.isInteger(v))) throw new UserError("invalid_arguments", "bench:shared-prefix options must be positive integers");
+  const [tasks, samples, prefix, suffix, tokens, rounds, threads, share] = [values.tasks, values.samples, values.prefix, values.suffix, values.tokens, values.rounds, values.threads, values.share].map((v) => Math.max(1, Number(v)));
+  if ([tasks, samples, prefix, suffix, tokens, rounds, threads, share].some((v) => v === undefined || !Number.isInteger(v))) throw new UserError("invalid_arguments", "bench:shared-prefix options must be positive integers");
+  const shape = SHAPES[values.shape];
+  if (shape === undefined) throw new UserError("invalid_arguments", `bench:shared-prefix --shape must be one of ${Object.keys(SHAPES).join(", ")}`);
   registerBuiltins();
   const root = mkdtempSync(join(tmpdir(), "hrl-bench-share-"));
   try {
-    const dir = join(root, "qwen3-tiny-shape");
-    writeRandomModelDir(dir, { modelType: "qwen3", hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 32, intermediateSize: 192, vocabSize: QWEN3_VOCAB, seed: 3, maxPositions: 40960 });
+    const dir = join(root, `${values.shape}-shape`);
+    writeRandomModelDir(dir, { ...shape.spec, seed: 3 });
     const rand = mulberry32(7);
-    const ids = (n: number): number[] => Array.from({ length: n }, () => 300 + Math.floor(rand() * 150_000));
+    const [lo, span] = shape.ids;
+    const ids = (n: number): number[] => Array.from({ length: n }, () => lo + Math.floor(rand() * span));
     const system = ids(prefix as number);
     const prompts = Array.from({ length: tasks as number }, () => [...system, ...ids(suffix as number)]);
     const ctx = (prefix as number) + (suffix as number) + (tokens as number) + 64;
     const spec = (share: number): string => `llamacpp:${dir}?threads=${threads}&sequences=${(tasks as number) * (samples as number)}&ctx=${ctx}&share=${share}&cache=${join(root, `cache-${share}`)}`;
     const engines: [string, LlamaCppEngine][] = [
       ["each sequence evaluates its prompt (share=0)", (await createEngine(spec(0))) as LlamaCppEngine],
-      ["shared prefixes (share=1024, the default)", (await createEngine(spec(1024))) as LlamaCppEngine],
+      [`shared prefixes (share=${share})`, (await createEngine(spec(share as number))) as LlamaCppEngine],
     ];
     const results = engines.map((): RoundResult[] => []);
     try {
@@ -121,7 +142,7 @@ async function main(): Promise<void> {
       bench: "shared-prefix",
       date: new Date().toISOString(),
       loadavg: loadavg().map((x) => round(x)),
-      shape: { tasks, samples, prefixTokens: prefix, suffixTokens: suffix, sampledTokens: tokens, threadsPerSequence: threads, model: "qwen3-tiny shape (random weights), F32 KV" },
+      shape: { tasks, samples, prefixTokens: prefix, suffixTokens: suffix, sampledTokens: tokens, threadsPerSequence: threads, share, model: shape.label },
       variants,
       ratios: off && on ? { firstTokens: round(off.firstTokensS / on.firstTokensS), wall: round(off.wallS / on.wallS), cpu: round(off.cpuS / on.cpuS) } : null,
     };
