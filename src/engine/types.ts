@@ -69,3 +69,24 @@ export interface HotSwappableEngine extends SamplingEngine {
 export function isHotSwappable(e: SamplingEngine): e is HotSwappableEngine {
   return typeof (e as Partial<HotSwappableEngine>).loadPolicy === "function";
 }
+
+/**
+ * Prompt tokens since the engine started: `evaluated` went through the model, `reused` came from a sequence's own KV
+ * cache (the prefix it shared with an earlier call; a harness's next turn only evaluates what it added), `shared` from a
+ * prefix another sequence evaluated and published (a GRPO group's sessions evaluate their common prompt once).
+ */
+export interface PromptTokenCounts {
+  evaluated: number;
+  reused: number;
+  shared: number;
+}
+
+/** Engines that count where their prompt tokens came from (llama.cpp); training logs the counts per step. */
+export interface PromptCountingEngine extends SamplingEngine {
+  readonly promptTokens: Readonly<PromptTokenCounts>;
+}
+
+export function countsPromptTokens(e: SamplingEngine): e is PromptCountingEngine {
+  const p = (e as Partial<PromptCountingEngine>).promptTokens;
+  return typeof p === "object" && p !== null && typeof p.evaluated === "number";
+}

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { UserError } from "../core/errors.js";
 import { newId } from "../core/ids.js";
 import { Progress } from "../core/progress.js";
-import { isHotSwappable } from "../engine/types.js";
+import { countsPromptTokens, isHotSwappable, type PromptTokenCounts } from "../engine/types.js";
 import { passChange, type EvalSummary, type PassChange } from "../eval/metrics.js";
 import { RolloutStack } from "../rollout/stack.js";
 import { runRollouts } from "../rollout/runner.js";
@@ -252,6 +252,15 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     if (resumed && state.metricsBytes !== undefined && evalDue(state.step) && state.evalStep !== state.step) await midEval(state.step);
 
     let capoReady = capoRestored;
+    // Where each step's prompt tokens came from (llama.cpp: evaluated, reused from the sequence, shared by another).
+    let promptCounts: PromptTokenCounts | null = countsPromptTokens(engine) ? { ...engine.promptTokens } : null;
+    const promptMetrics = (): Record<string, number> => {
+      if (!promptCounts || !countsPromptTokens(engine)) return {};
+      const now = { ...engine.promptTokens };
+      const delta = { "engine/prompt_evaluated": now.evaluated - promptCounts.evaluated, "engine/prompt_reused": now.reused - promptCounts.reused, "engine/prompt_shared": now.shared - promptCounts.shared };
+      promptCounts = now;
+      return delta;
+    };
     let pending = state.step < budget.steps && !outOfTime() ? launch(state.step + 1, state.taskCursor) : null;
     while (pending && state.step < budget.steps) {
       const step = state.step + 1;
@@ -314,6 +323,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
         ...m,
         ...probeMetrics,
         ...clusterMetrics,
+        ...promptMetrics(),
         "time/rollout_s": rolloutSeconds,
         "time/train_s": trainSeconds,
         "time/swap_s": swapSeconds,

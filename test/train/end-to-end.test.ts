@@ -35,7 +35,8 @@ describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)"
         name: "e2e",
         seed: 1,
         model: { preset: "tiny-1m", seed: 3 },
-        engine: { kind: "llamacpp", threads: 1, sequences: 8 },
+        // share_prefix below the harness prompt's length: a group's sessions load their common first prompt (exact).
+        engine: { kind: "llamacpp", threads: 1, sequences: 8, share_prefix: 64 },
         sampling: { temperature: 1, max_tokens: 24 },
         rollout: { sandbox: "bwrap", concurrency: 4, max_turns: 2, timeout_s: 60, memory_mb: 1024 },
         harnesses: ["chat-agent"],
@@ -81,7 +82,12 @@ describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)"
       expect(m["train/skipped"]).toBe(0);
       expect(m["tokens/trainable"] as number).toBeGreaterThan(0);
       expect(Number.isFinite(m["mismatch/max_abs"] as number)).toBe(true);
+      // Where the step's prompt tokens came from: some evaluated, a session's second turn reusing its first.
+      expect(m["engine/prompt_evaluated"] as number).toBeGreaterThan(0);
+      expect(m["engine/prompt_reused"] as number).toBeGreaterThanOrEqual(0);
     }
+    // A group's three sessions start together: one evaluates the common first prompt, the others load it.
+    expect(rl.reduce((s, m) => s + (m["engine/prompt_shared"] as number), 0)).toBeGreaterThan(0);
     const v0 = readFileSync(join(runDir, "policy", "v0000", "model.safetensors"));
     const v2 = readFileSync(join(runDir, "policy", "v0002", "model.safetensors"));
     expect(v0.equals(v2)).toBe(false);

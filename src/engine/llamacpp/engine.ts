@@ -9,7 +9,7 @@ import { textlessIds } from "../../tokenizer/textless.js";
 import type { Tokenizer } from "../../tokenizer/types.js";
 import { exportGguf } from "../../gguf/export.js";
 import { readModelConfig } from "../../weights/config.js";
-import type { FinishReason, GenerateRequest, GenerateResult, HotSwappableEngine, ModelInfo } from "../types.js";
+import type { FinishReason, GenerateRequest, GenerateResult, HotSwappableEngine, ModelInfo, PromptCountingEngine, PromptTokenCounts } from "../types.js";
 import { alignSequence } from "./align-sequence.js";
 import { ensureGguf, ggufKey } from "./gguf-cache.js";
 import type { LlamaCppOptions } from "./options.js";
@@ -30,19 +30,7 @@ export interface LoadTiming {
 /** Tokens per sequence when `ctx` is not given (KV cache is allocated up front, per sequence). */
 export const DEFAULT_CONTEXT_CAP = 8192;
 
-/**
- * Prompt tokens since the engine started: `evaluated` went through llama.cpp, `reused` came from a sequence's KV cache
- * (the prefix it shared with an earlier call; a harness's next turn only evaluates what it added), `shared` from a
- * prefix another sequence evaluated and published (prefix-states.ts; a GRPO group's sessions evaluate their common
- * prompt once).
- */
-export interface PromptTokenCounts {
-  evaluated: number;
-  reused: number;
-  shared: number;
-}
-
-export class LlamaCppEngine implements HotSwappableEngine {
+export class LlamaCppEngine implements HotSwappableEngine, PromptCountingEngine {
   readonly spec: string;
   readonly model: ModelInfo;
   readonly tokenizer: Tokenizer;
