@@ -12,6 +12,7 @@
  * other's directories), as with the `du -c` this replaces. Exits when stdin closes: it never outlives the control plane.
  */
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { createInterface } from "node:readline";
 
 interface Request {
@@ -41,9 +42,11 @@ function parseDu(out: string): Map<string, number> {
 function runDu(roots: string[]): Promise<Map<string, number>> {
   return new Promise((resolve, reject) => {
     execFile("du", ["-s", "-B1", "-P", "-0", "--", ...roots], { timeout: 30_000, maxBuffer: 16 << 20 }, (error, stdout) => {
-      // du exits 1 when an entry vanished meanwhile but still prints every root it could measure.
+      // du exits 1 when an entry vanished meanwhile but still prints every root it could measure; when every root
+      // vanished (a sandbox torn down while its poll waited) they hold nothing. Only a real failure is an error: the
+      // control plane then measures for itself, which is the fork this process exists to avoid.
       const sizes = parseDu(stdout);
-      if (error && sizes.size === 0 && roots.length > 0) reject(error);
+      if (error && sizes.size === 0 && roots.some((root) => existsSync(root))) reject(error);
       else resolve(sizes);
     });
   });
