@@ -252,8 +252,9 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     if (resumed && state.metricsBytes !== undefined && evalDue(state.step) && state.evalStep !== state.step) await midEval(state.step);
 
     let capoReady = capoRestored;
-    // Where each step's prompt tokens came from (llama.cpp: evaluated, reused from the sequence, shared by another).
-    let promptCounts: PromptTokenCounts | null = countsPromptTokens(engine) ? { ...engine.promptTokens } : null;
+    // Where each step's prompt tokens came from (llama.cpp: evaluated, reused from the sequence, shared by another);
+    // on a cluster the nodes' engines sample, not this one.
+    let promptCounts: PromptTokenCounts | null = countsPromptTokens(engine) && !cluster ? { ...engine.promptTokens } : null;
     const promptMetrics = (): Record<string, number> => {
       if (!promptCounts || !countsPromptTokens(engine)) return {};
       const now = { ...engine.promptTokens };
@@ -335,7 +336,10 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const next: RunState = { ...state, step, policyVersion: version, taskCursor: cursor, checkpoint, trainMs: Date.now() - trainStart, ...(scheduler ? { scheduler: scheduler.state() } : {}) };
       // rollouts.jsonl gets the step's results with its commit (not as they finish): a redone step never appears twice.
       state = await run.commit(next, { written: [run.policyDir(version), checkpoint], metrics: [row], rollouts: results, ...(probeResults?.length ? { probes: probeResults } : {}), step });
-      if (evalDue(step)) await midEval(step);
+      if (evalDue(step)) {
+        await midEval(step);
+        promptMetrics(); // the evaluation's prompts are not the next step's
+      }
       writeReport(run.root);
       progress.update(step, `reward ${row["reward/mean"].toFixed(3)} v${version}`);
       if (outOfTime() && step < budget.steps) {
