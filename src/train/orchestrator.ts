@@ -254,10 +254,11 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     let capoReady = capoRestored;
     // Where each step's prompt tokens came from (llama.cpp: evaluated, reused from the sequence, shared by another);
     // on a cluster the nodes' engines sample, not this one.
-    let promptCounts: PromptTokenCounts | null = countsPromptTokens(engine) && !cluster ? { ...engine.promptTokens } : null;
+    const counter = countsPromptTokens(engine) && !cluster ? engine : null;
+    let promptCounts: PromptTokenCounts = { ...(counter?.promptTokens ?? { evaluated: 0, reused: 0, shared: 0 }) };
     const promptMetrics = (): Record<string, number> => {
-      if (!promptCounts || !countsPromptTokens(engine)) return {};
-      const now = { ...engine.promptTokens };
+      if (!counter) return {};
+      const now = { ...counter.promptTokens };
       const delta = { "engine/prompt_evaluated": now.evaluated - promptCounts.evaluated, "engine/prompt_reused": now.reused - promptCounts.reused, "engine/prompt_shared": now.shared - promptCounts.shared };
       promptCounts = now;
       return delta;
