@@ -52,6 +52,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   const ws = config.warm_start;
   if (!ws) throw new InfraError("internal", "warmStart called without a warm_start section");
   const started = Date.now();
+  const rowTokens = ws.row_tokens ?? config.algorithm.row_tokens;
   const tasks = (await loadSuite(ws.demos)).tasks;
   const stack = await RolloutStack.open(runStackOptions(ctx, runEngine(ctx, "oracle"), ctx.stores.demos, { sampling: false }));
   let built;
@@ -69,7 +70,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
     );
     const good = results.filter((r) => r.status === "ok");
     log(`warm start: ${good.length}/${results.length} oracle demonstrations solved their task`);
-    built = batchForRollouts(stack.store, good, { rowTokens: ws.row_tokens ?? config.algorithm.row_tokens });
+    built = batchForRollouts(stack.store, good, { rowTokens });
   } finally {
     await stack.close().catch(() => undefined);
   }
@@ -79,7 +80,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   // Optimizer steps per epoch are fixed by the rows, so the schedule can span all epochs up front.
   const perEpoch = microBatches({ ...built.batch, rows }, ws.batch_tokens).length;
   const total = perEpoch * ws.epochs;
-  const advice = fewStepsAdvice({ demos: built.stats.rollouts, rows: rows.length, perEpoch, total, rowTokens: ws.row_tokens ?? config.algorithm.row_tokens });
+  const advice = fewStepsAdvice({ demos: built.stats.rollouts, rows: rows.length, perEpoch, total, rowTokens });
   if (advice) log(advice);
   const deadline = ws.max_seconds === undefined ? Infinity : Date.now() + ws.max_seconds * 1000;
   const random = mulberry32(config.seed ^ 0x5f7);
