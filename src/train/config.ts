@@ -190,7 +190,8 @@ const algorithmSchema = z
     /**
      * Optimizer steps per training step: the batch's rows are split into this many minibatches of about equal
      * trainable tokens, each with its own AdamW step (PPO-style; the clip and importance weights keep later
-     * minibatches tied to the sampling policy). 1 = one step on the whole batch.
+     * minibatches tied to the sampling policy). 1 = one step on the whole batch. Rows are not cut, so a batch of
+     * fewer rows takes fewer steps (`train/minibatches` reports how many).
      */
     minibatches: z.number().int().positive().default(1),
     /** Tokens per forward/backward micro-batch (gradients accumulate within a minibatch). */
