@@ -123,8 +123,11 @@ describe("llamacpp engine", () => {
         expect(r.tokens.length).toBeGreaterThan(0);
       }
       await engine.loadPolicy(modelDir("swap3", { ...small, seed: 4 }), 6);
-      await new Promise((r) => setTimeout(r, 100));
-      const files = readdirSync(cache).filter((f) => f.endsWith(".gguf"));
+      // The replaced model's GGUF is removed once its model is disposed, after the swap returns: poll (bounded)
+      // rather than sleep a fixed time (100 ms was not enough on a loaded machine).
+      const ggufs = (): string[] => readdirSync(cache).filter((f) => f.endsWith(".gguf"));
+      for (const until = Date.now() + 20_000; ggufs().some((f) => f.endsWith("-v5.gguf")) && Date.now() < until; ) await new Promise((r) => setTimeout(r, 50));
+      const files = ggufs();
       expect(files.some((f) => f.endsWith("-v5.gguf"))).toBe(false);
       expect(files.some((f) => f.endsWith("-v6.gguf"))).toBe(true);
       expect(engine.loadTimings.map((t) => t.version)).toEqual([0, 5, 6]);
