@@ -66,25 +66,26 @@ export const SCALES = {
 /** An arm: which training harnesses (the first k of the scale's list) and how a step picks among them. */
 export function armSpec(scale, arm) {
   const s = SCALES[scale];
-  const all = s.train;
+  // count: how many of the scale's training harnesses (the first ones) the arm trains through.
   const specs = {
-    one: { harnesses: all.slice(0, 1), mix: "single" },
-    two: { harnesses: all.slice(0, 2), mix: "mixed" },
-    "four-mixed": { harnesses: all.slice(0, 4), mix: "mixed" },
-    "four-round-robin": { harnesses: all.slice(0, 4), mix: "scheduled", scheduler: { name: "round-robin" } },
-    "four-uniform": { harnesses: all.slice(0, 4), mix: "scheduled", scheduler: { name: "uniform" } },
-    "four-bandit": { harnesses: all.slice(0, 4), mix: "scheduled", scheduler: { name: "harness-bandit" } },
+    one: { count: 1, mix: "single" },
+    two: { count: 2, mix: "mixed" },
+    "four-mixed": { count: 4, mix: "mixed" },
+    "four-round-robin": { count: 4, mix: "scheduled", scheduler: { name: "round-robin" } },
+    "four-uniform": { count: 4, mix: "scheduled", scheduler: { name: "uniform" } },
+    "four-bandit": { count: 4, mix: "scheduled", scheduler: { name: "harness-bandit" } },
     // The held-out harness as a probe: a few rollouts per step enter transferability, never a gradient.
     "four-bandit-probe": {
-      harnesses: all.slice(0, 4),
+      count: 4,
       mix: "scheduled",
       scheduler: { name: "harness-bandit", probe_harnesses: [s.heldOut], probe_every: 1, probe_tasks: 1, probe_weight: 0.5 },
     },
   };
-  const spec = specs[arm];
-  if (!spec) throw new Error(`unknown arm "${arm}" (known: ${Object.keys(specs).join(", ")})`);
-  if (spec.harnesses.length < (arm === "one" ? 1 : arm === "two" ? 2 : 4)) throw new Error(`arm "${arm}" needs more training harnesses than scale "${scale}" has (${all.join(", ")})`);
-  return spec;
+  const found = specs[arm];
+  if (!found) throw new Error(`unknown arm "${arm}" (known: ${Object.keys(specs).join(", ")})`);
+  const { count, ...spec } = found;
+  if (s.train.length < count) throw new Error(`arm "${arm}" needs ${count} training harnesses; scale "${scale}" has ${s.train.join(", ")}`);
+  return { ...spec, harnesses: s.train.slice(0, count) };
 }
 
 const evalHarnesses = (s) => [...s.train, s.heldOut];
@@ -96,6 +97,7 @@ function common(s, seed) {
     sampling: s.sampling,
     rollout: s.rollout,
     tasks: { train: "calcrun:train?n=400&seed=1" },
+    algorithm: { ...ALGORITHM, row_tokens: s.rowTokens, batch_tokens: s.rowTokens },
     advantage: { estimator: "grpo", negative_scale: 0 },
   };
 }
@@ -109,7 +111,6 @@ export function warmConfig(scale, seed) {
     ...common(s, seed),
     harnesses: s.train,
     warm_start: s.warmStart,
-    algorithm: { ...ALGORITHM, row_tokens: s.rowTokens, batch_tokens: s.rowTokens },
     budget: { steps: 0 },
     eval: { tasks: s.evalTasks, harnesses: evalHarnesses(s), samples: 1, before: true, after: false },
   };
@@ -128,7 +129,6 @@ export function armConfig(scale, seed, arm, warmDir) {
     mix: spec.mix,
     // Seeded schedulers (uniform, harness-bandit) take the run's seed.
     ...(spec.scheduler ? { scheduler: spec.scheduler } : {}),
-    algorithm: { ...ALGORITHM, row_tokens: s.rowTokens, batch_tokens: s.rowTokens },
     budget: { steps: s.steps, tasks_per_step: s.tasksPerStep / k, samples: s.samples },
     eval: { tasks: s.evalTasks, harnesses: evalHarnesses(s), samples: 1, before: false, after: true },
   };
