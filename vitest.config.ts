@@ -37,6 +37,7 @@ const SLOW_TESTS = [
   "test/train/end-to-end.test.ts",
   "test/train/lora-e2e.test.ts",
   "test/train/kill-resume.test.ts",
+  "test/train/eval-resume.test.ts",
   "test/train/rank-kill.test.ts",
   "test/train/real-cli-e2e.test.ts",
   "test/train/real-scaling-experiment.test.ts",

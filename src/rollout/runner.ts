@@ -21,6 +21,8 @@ export interface RunOptions {
   /** Appends each result as a JSON line as soon as it finishes (crash-safe progress). */
   resultsFile?: string;
   onResult?: (result: RolloutResult, done: number, total: number) => void;
+  /** Requests of the plan not to run (they have results already: a resumed evaluation); `total` counts the rest. */
+  skip?: (request: RolloutRequest) => boolean;
 }
 
 /** The task × harness × sample requests of a plan, in a stable order. */
@@ -45,7 +47,7 @@ export async function runRollouts(stack: RolloutStack, plan: RolloutPlan, option
     await def.ensureInstalled();
     defs.set(name, def);
   }
-  const items = expandPlan(plan);
+  const items = expandPlan(plan).filter(({ request }) => !options.skip?.(request));
   for (const { request, task } of items) stack.assign(request.rolloutId, task);
   return runPool(
     items,

@@ -12,7 +12,7 @@ import { loadSuite } from "../tasks/registry.js";
 import type { Task } from "../tasks/task.js";
 import { requireCapability } from "../trainer/capabilities.js";
 import type { Trainer } from "../trainer/types.js";
-import { evaluatePolicy, type ClusterEvaluation } from "./evaluate.js";
+import { evaluatePolicy, type ClusterEvaluation, type EvaluateOptions } from "./evaluate.js";
 import { advantageConfigOf, trainOnRollouts } from "./rl-step.js";
 import { probeStep } from "./probe-step.js";
 import { writeReport } from "../report/index.js";
@@ -186,11 +186,16 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     const evalTasks: Task[] = config.eval ? (await loadSuite(config.eval.tasks)).tasks : [];
     // On a cluster, evaluations run on the nodes too (the current policy version, served to them first).
     const onCluster = (): ClusterEvaluation | undefined => (cluster ? { steps: cluster, version: state.policyVersion, policyDir: run.policyDir(state.policyVersion) } : undefined);
+    // Local evaluations journal their results in the run directory: a kill mid-evaluation loses no finished rollout.
+    const evalOptions = (label: string): EvaluateOptions => {
+      const onNodes = onCluster();
+      return onNodes ? { cluster: onNodes } : { journal: { path: run.evalJournalPath(label), policyVersion: state.policyVersion }, log };
+    };
 
     let before: EvalSummary | null = null;
     if (config.eval?.before && !state.evalBeforeDone) {
       const t = Date.now();
-      before = await evaluatePolicy(ctx, stack, evalTasks, "eval-before", onCluster());
+      before = await evaluatePolicy(ctx, stack, evalTasks, "eval-before", evalOptions("eval-before"));
       timing.evalBefore = since(t);
       run.writeJson("eval-before.json", before);
       state = await run.commit({ ...state, evalBeforeDone: true }, { step: 0 });
@@ -244,7 +249,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     // killed before that commit evaluates the same (committed) policy again when it resumes.
     const evalDue = (step: number): boolean => Boolean(config.eval?.every && step > 0 && step % config.eval.every === 0 && step < budget.steps);
     const midEval = async (step: number): Promise<void> => {
-      const mid = await evaluatePolicy(ctx, stack!, evalTasks, `eval-${step}`, onCluster());
+      const mid = await evaluatePolicy(ctx, stack!, evalTasks, `eval-${step}`, evalOptions(`eval-${step}`));
       const row = { phase: "eval", step, policy_version: state.policyVersion, time: Date.now(), "eval/pass1": mid.overall.passAt1, ...Object.fromEntries(Object.entries(mid.byHarness).map(([h, g]) => [`eval/pass1/${h}`, g.passAt1])) };
       faultPoint("after-eval", step);
       state = await run.commit({ ...state, evalStep: step }, { metrics: [row], step });
@@ -356,7 +361,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     let after: EvalSummary | null = null;
     if (config.eval?.after) {
       const t = Date.now();
-      after = await evaluatePolicy(ctx, stack, evalTasks, "eval-after", onCluster());
+      after = await evaluatePolicy(ctx, stack, evalTasks, "eval-after", evalOptions("eval-after"));
       timing.evalAfter = since(t);
       run.writeJson("eval-after.json", after);
       log(`held-out pass@1 after RL: ${(100 * after.overall.passAt1).toFixed(1)}%`);

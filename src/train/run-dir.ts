@@ -102,6 +102,10 @@ export class RunDir {
   policyDir(version: number): string {
     return join(this.root, "policy", `v${String(version).padStart(4, "0")}`);
   }
+  /** Results of one evaluation as they finish (src/train/eval-journal.ts), kept after it ends. */
+  evalJournalPath(label: string): string {
+    return join(this.root, "evals", `${label}.jsonl`);
+  }
   checkpointDir(step: number): string {
     return join(this.root, "checkpoints", `step-${String(step).padStart(4, "0")}`);
   }
@@ -161,7 +165,7 @@ export class RunDir {
     for (const e of readdirSync(this.root)) if (e.endsWith(".tmp")) rmSync(join(this.root, e), { force: true });
     const state = this.readState();
     if (!state) {
-      for (const d of ["policy", "checkpoints"]) rmSync(join(this.root, d), { recursive: true, force: true });
+      for (const d of ["policy", "checkpoints", "evals"]) rmSync(join(this.root, d), { recursive: true, force: true });
       rmSync(this.metricsPath, { force: true });
       rmSync(this.rolloutsPath, { force: true });
       rmSync(this.probesPath, { force: true });
