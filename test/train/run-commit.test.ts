@@ -2,7 +2,9 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, write
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FAULT_POINTS, faultPoint, setFaultHandler } from "../../src/train/fault.js";
+import { EvalJournal } from "../../src/train/eval-journal.js";
 import { RunDir, type RunState } from "../../src/train/run-dir.js";
+import { result } from "../advantage/fixtures.js";
 import { tempDirs } from "../temp-dirs.js";
 
 const tempDir = tempDirs();
@@ -27,7 +29,14 @@ async function train(root: string, steps: number): Promise<RunState> {
     state = await run.commit(state, { written: [run.policyDir(0)], step: 0 });
   }
   const evalDue = (s: number): boolean => s > 0 && s % 2 === 0 && s < steps;
+  // The evaluation journals 3 results (src/train/eval-journal.ts), skipping those a killed attempt journaled.
   const evaluate = async (s: number): Promise<void> => {
+    const { journal } = EvalJournal.open(run.evalJournalPath(`eval-${s}`), { label: `eval-${s}`, policyVersion: state.policyVersion, taskIds: ["t0", "t1", "t2"], harnesses: ["h"], samples: 1 });
+    for (const taskId of ["t0", "t1", "t2"]) {
+      if (journal.has({ taskId, harness: "h", sample: 0 })) continue;
+      journal.append({ ...result(`eval-${s}-${taskId}`, taskId, "h", 1), sample: 0 });
+      faultPoint("during-eval", journal.done.length);
+    }
     faultPoint("after-eval", s);
     state = await run.commit({ ...state, evalStep: s }, { metrics: [{ phase: "eval", step: s }], step: s });
   };
@@ -57,6 +66,8 @@ function expectFinished(root: string): void {
   expect(readdirSync(join(root, "checkpoints"))).toEqual(["step-0004"]);
   expect(readdirSync(join(root, "policy"))).toEqual(["v0000", "v0001", "v0003", "v0004"]);
   expect(readdirSync(root).filter((e) => e.endsWith(".tmp"))).toEqual([]);
+  // The evaluation's results once each, also when it was killed after 2 of them.
+  expect(readFileSync(join(root, "evals", "eval-2.jsonl"), "utf8").trim().split("\n").slice(1).map((l) => (JSON.parse(l) as { taskId: string }).taskId)).toEqual(["t0", "t1", "t2"]);
   // Every step's rollouts exactly once, also when a step was redone after a kill.
   const rollouts = readFileSync(join(root, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => (JSON.parse(l) as { rolloutId: string }).rolloutId);
   expect(rollouts).toEqual(["s1-0", "s1-1", "s2-0", "s2-1", "s3-0", "s3-1", "s4-0", "s4-1"]);
