@@ -1,8 +1,10 @@
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { newId } from "../core/ids.js";
 import { Progress } from "../core/progress.js";
+import { EvalJournal } from "../eval/journal.js";
 import { RolloutStack } from "../rollout/stack.js";
-import { runRollouts } from "../rollout/runner.js";
+import { expandPlan, runRollouts } from "../rollout/runner.js";
 import { buildRolloutJobContext } from "../run/context.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import { loadSuite } from "../tasks/registry.js";
@@ -13,6 +15,8 @@ import type { RolloutPlan } from "../rollout/runner.js";
 import { openStore } from "../store/registry.js";
 import { DEFAULT_ROLLOUT_SETTINGS } from "../rollout/run-one.js";
 import { MEMORY_MB_MAX, MEMORY_MB_MIN } from "../sandbox/options.js";
+import { faultPoint } from "../train/fault.js";
+import { jobPolicy } from "./job-policy.js";
 
 /** Options shared by `harnessrl rollout` and `harnessrl eval`. */
 export const rolloutOptions = {
@@ -39,7 +43,8 @@ export const rolloutUsage = `  --engine <spec>     sampling engine: oracle, scri
   --harness <list>    comma-separated harness names (default chat-agent)
   --samples k         samples per (task, harness) (default 1)
   --concurrency N     rollouts in flight (default 8)
-  --out DIR           run directory for records and results (default runs/<command>-<time>)
+  --out DIR           run directory for records and results (default runs/<command>-<time>); the same command
+                      with the same --out, engine, model files and settings continues a stopped job
   --sandbox NAME      bwrap (default) or local-unsafe
   --temperature T     sampling temperature (default 1)
   --max-tokens N      sampled tokens per call (default 256)
@@ -61,7 +66,10 @@ export interface RolloutJobResult {
 
 type Values = { [K in keyof typeof rolloutOptions]?: (typeof rolloutOptions)[K]["type"] extends "boolean" ? boolean : string };
 
-/** Runs a rollout job from CLI options into its run directory (records.sqlite, rollouts.jsonl). */
+/**
+ * Runs a rollout job from CLI options into its run directory (records.sqlite, rollouts.jsonl, <command>-journal.jsonl);
+ * run again with the same --out and settings, it continues where it was stopped.
+ */
 export async function runRolloutJob(command: string, values: Values, defaults: { tasks: string }): Promise<RolloutJobResult> {
   const outDir = resolve(values.out ?? join("runs", `${command}-${new Date().toISOString().replace(/[:.]/g, "-")}`));
   mkdirSync(outDir, { recursive: true });
@@ -86,29 +94,56 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
       ...(memoryMb === undefined ? {} : { limits: { ...DEFAULT_ROLLOUT_SETTINGS.limits, memoryBytes: memoryMb * 1024 * 1024 } }),
     },
   });
+  const plan = { tasks: suite.tasks, harnesses, samples };
+  const total = suite.tasks.length * harnesses.length * samples;
+  // Running the same job again with the same --out continues it: finished rollouts are kept, not rerun.
+  const { journal, opening } = EvalJournal.open(join(outDir, `${command}-journal.jsonl`), {
+    label: command,
+    policy: jobPolicy(ctx.policy.engine, { sampling: ctx.stack.sampling, settings: ctx.rolloutSettings, sandbox: ctx.stack.sandbox }),
+    taskIds: suite.tasks.map((t) => t.id),
+    harnesses,
+    samples,
+  });
+  if (opening.restarted) console.error(`${command}: not continuing ${journal.path}: ${opening.restarted}; running every rollout`);
+  const kept = opening.kept;
+  if (kept > 0) console.error(`${command}: resuming with ${kept} of ${total} rollouts done (${journal.path})`);
+  const resultsFile = join(outDir, "rollouts.jsonl");
+  writeFileSync(resultsFile, journal.done.map((r) => `${JSON.stringify(r)}\n`).join(""));
   const stack = await RolloutStack.open(ctx.stack);
   try {
-    const total = suite.tasks.length * harnesses.length * samples;
     const progress = new Progress(command, total);
-    let passed = 0;
-    const results = await runRollouts(
+    let passed = journal.done.filter((r) => r.status === "ok").length;
+    if (kept > 0) progress.update(kept, `passed ${passed}`);
+    await runRollouts(
       stack,
-      { tasks: suite.tasks, harnesses, samples, idPrefix: command },
+      // A resumed job's rollouts get ids of their own: the interrupted attempt's records keep theirs.
+      { ...plan, idPrefix: kept > 0 || opening.tornTail ? `${command}-r${newId("a", 6).slice(2)}` : command },
       {
         concurrency: ctx.concurrency,
-        resultsFile: join(outDir, "rollouts.jsonl"),
         settings: ctx.rolloutSettings,
-        onResult: (r, done) => {
+        skip: (request) => journal.has(request),
+        onResult: (r) => {
+          journal.append(r);
+          appendFileSync(resultsFile, `${JSON.stringify(r)}\n`);
           if (r.status === "ok") passed++;
-          progress.update(done, `passed ${passed}`);
+          progress.update(journal.done.length, `passed ${passed}`);
+          faultPoint("during-eval", journal.done.length);
         },
       },
     );
+    const results = inPlanOrder(plan, journal.done);
     writeFileSync(join(outDir, "rollouts.json"), `${JSON.stringify(results, null, 1)}\n`);
     return { outDir, results };
   } finally {
     await stack.close();
   }
+}
+
+/** Results in the plan's order (task, harness, sample), whichever attempt finished them. */
+function inPlanOrder(plan: Omit<RolloutPlan, "idPrefix">, results: readonly RolloutResult[]): RolloutResult[] {
+  const at = new Map(expandPlan({ ...plan, idPrefix: "" }).map(({ request }, i) => [`${request.taskId}\u0000${request.harness}\u0000${request.sample}`, i]));
+  const index = (r: RolloutResult): number => at.get(`${r.taskId}\u0000${r.harness}\u0000${r.sample}`) ?? Number.MAX_SAFE_INTEGER;
+  return [...results].sort((a, b) => index(a) - index(b));
 }
 
 /**

@@ -1,12 +1,12 @@
 import { newId } from "../core/ids.js";
 import { Progress } from "../core/progress.js";
+import { EvalJournal } from "../eval/journal.js";
 import { summarise, type EvalSummary } from "../eval/metrics.js";
 import type { RolloutStack } from "../rollout/stack.js";
 import { runRollouts } from "../rollout/runner.js";
 import type { RunContext } from "../run/context.js";
 import type { Task } from "../tasks/task.js";
 import type { ClusterSteps } from "./cluster-launch.js";
-import { EvalJournal } from "./eval-journal.js";
 import { faultPoint } from "./fault.js";
 
 /** A run on a cluster evaluates on its rollout nodes, sampling this policy version. */
@@ -20,10 +20,10 @@ export interface EvaluateOptions {
   cluster?: ClusterEvaluation;
   /**
    * Where this evaluation journals its results, and the policy version it evaluates: a run killed mid-evaluation
-   * resumes with the rollouts that finished (src/train/eval-journal.ts). Local evaluations only: a cluster's nodes
+   * resumes with the rollouts that finished (src/eval/journal.ts). Local evaluations only: a cluster's nodes
    * answer an evaluation as a whole.
    */
-  journal?: { path: string; policyVersion: number };
+  journal?: { path: string; policy: string };
   log?: (line: string) => void;
 }
 
@@ -46,7 +46,7 @@ export async function evaluatePolicy(ctx: RunContext, stack: RolloutStack, tasks
   if (!options.journal) {
     return summarise(await runRollouts(stack, { ...plan, idPrefix: label }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings, onResult: (_r, done) => progress.update(done) }), samples);
   }
-  const { journal, opening } = EvalJournal.open(options.journal.path, { label, policyVersion: options.journal.policyVersion, taskIds: tasks.map((t) => t.id), harnesses, samples });
+  const { journal, opening } = EvalJournal.open(options.journal.path, { label, policy: options.journal.policy, taskIds: tasks.map((t) => t.id), harnesses, samples });
   if (opening.restarted) options.log?.(`${label}: not continuing ${journal.path}: ${opening.restarted}; evaluating from the start`);
   const kept = opening.kept;
   if (kept > 0) options.log?.(`${label}: resuming with ${kept} of ${total} rollouts already evaluated${opening.tornTail ? " (a last line cut by the kill dropped)" : ""}`);

@@ -14,7 +14,10 @@ export const FAULT_POINTS = [
   "during-cleanup",
   /** The mid-run evaluation (`eval.every`) after a committed step finished; its result is not committed. */
   "after-eval",
-  /** A held-out evaluation has journaled this many results (`during-eval@<n>`: the n-th); it is not finished. */
+  /**
+   * An evaluation (a run's, or a `harnessrl eval` / `rollout` job) has journaled this many results
+   * (`during-eval@<n>`: the n-th); it is not finished.
+   */
   "during-eval",
 ] as const;
 export type FaultPoint = (typeof FAULT_POINTS)[number];

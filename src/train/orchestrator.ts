@@ -189,7 +189,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     // Local evaluations journal their results in the run directory: a kill mid-evaluation loses no finished rollout.
     const evalOptions = (label: string): EvaluateOptions => {
       const onNodes = onCluster();
-      return onNodes ? { cluster: onNodes } : { journal: { path: run.evalJournalPath(label), policyVersion: state.policyVersion }, log };
+      return onNodes ? { cluster: onNodes } : { journal: { path: run.evalJournalPath(label), policy: `v${state.policyVersion}` }, log };
     };
 
     let before: EvalSummary | null = null;

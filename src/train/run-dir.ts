@@ -102,7 +102,7 @@ export class RunDir {
   policyDir(version: number): string {
     return join(this.root, "policy", `v${String(version).padStart(4, "0")}`);
   }
-  /** Results of one evaluation as they finish (src/train/eval-journal.ts), kept after it ends. */
+  /** Results of one evaluation as they finish (src/eval/journal.ts), kept after it ends. */
   evalJournalPath(label: string): string {
     return join(this.root, "evals", `${label}.jsonl`);
   }

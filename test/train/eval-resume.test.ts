@@ -45,7 +45,7 @@ describe("a run killed in the middle of its held-out evaluation resumes it with 
     expect(killed.signal, killed.stderr).toBe("SIGKILL");
     expect(readRunState(runDir)).toMatchObject({ step: 0, evalBeforeDone: false });
     const header = journalLines()[0];
-    expect(JSON.parse(header ?? "")).toMatchObject({ journal: "harnessrl-eval", label: "eval-before", policyVersion: 0 });
+    expect(JSON.parse(header ?? "")).toMatchObject({ journal: "harnessrl-eval", label: "eval-before", policy: "v0" });
     const before = results();
     expect(before.map((r) => r.rolloutId)).toEqual(["eval-before-noise-test-0-chat-agent-0", "eval-before-noise-test-0-chat-agent-1"]);
 

@@ -2,7 +2,7 @@ import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, write
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { FAULT_POINTS, faultPoint, setFaultHandler } from "../../src/train/fault.js";
-import { EvalJournal } from "../../src/train/eval-journal.js";
+import { EvalJournal } from "../../src/eval/journal.js";
 import { RunDir, type RunState } from "../../src/train/run-dir.js";
 import { result } from "../advantage/fixtures.js";
 import { tempDirs } from "../temp-dirs.js";
@@ -29,9 +29,9 @@ async function train(root: string, steps: number): Promise<RunState> {
     state = await run.commit(state, { written: [run.policyDir(0)], step: 0 });
   }
   const evalDue = (s: number): boolean => s > 0 && s % 2 === 0 && s < steps;
-  // The evaluation journals 3 results (src/train/eval-journal.ts), skipping those a killed attempt journaled.
+  // The evaluation journals 3 results (src/eval/journal.ts), skipping those a killed attempt journaled.
   const evaluate = async (s: number): Promise<void> => {
-    const { journal } = EvalJournal.open(run.evalJournalPath(`eval-${s}`), { label: `eval-${s}`, policyVersion: state.policyVersion, taskIds: ["t0", "t1", "t2"], harnesses: ["h"], samples: 1 });
+    const { journal } = EvalJournal.open(run.evalJournalPath(`eval-${s}`), { label: `eval-${s}`, policy: `v${state.policyVersion}`, taskIds: ["t0", "t1", "t2"], harnesses: ["h"], samples: 1 });
     for (const taskId of ["t0", "t1", "t2"]) {
       if (journal.has({ taskId, harness: "h", sample: 0 })) continue;
       journal.append({ ...result(`eval-${s}-${taskId}`, taskId, "h", 1), sample: 0 });

@@ -3,13 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { RolloutResult } from "../../src/tasks/rollout-result.js";
-import { EvalJournal, type EvalJournalKey } from "../../src/train/eval-journal.js";
+import { EvalJournal, type EvalJournalKey } from "../../src/eval/journal.js";
 import { result } from "../advantage/fixtures.js";
 
 const root = mkdtempSync(join(tmpdir(), "hrl-evaljournal-"));
 let n = 0;
 const fresh = (): string => join(root, `j${n++}`, "eval-before.jsonl");
-const key: EvalJournalKey = { label: "eval-before", policyVersion: 1, taskIds: ["t0", "t1", "t2"], harnesses: ["pi"], samples: 2 };
+const key: EvalJournalKey = { label: "eval-before", policy: "v1", taskIds: ["t0", "t1", "t2"], harnesses: ["pi"], samples: 2 };
 const r = (task: string, sample: number, score = 1): RolloutResult => ({ ...result(`eval-before-${task}-pi-${sample}`, task, "pi", score), sample });
 const lines = (path: string): string[] => readFileSync(path, "utf8").trim().split("\n");
 
@@ -46,7 +46,7 @@ describe("an evaluation journal keeps finished rollouts across a kill and never 
   });
 
   it("another policy version's, another plan's or another label's journal is started afresh, not counted", () => {
-    for (const other of [{ ...key, policyVersion: 2 }, { ...key, taskIds: ["t0", "t1"] }, { ...key, samples: 4 }, { ...key, label: "eval-after" }]) {
+    for (const other of [{ ...key, policy: "v2" }, { ...key, taskIds: ["t0", "t1"] }, { ...key, samples: 4 }, { ...key, label: "eval-after" }]) {
       const path = fresh();
       EvalJournal.open(path, key).journal.append(r("t0", 0));
       const reopened = EvalJournal.open(path, other);
@@ -77,14 +77,14 @@ describe("an evaluation journal keeps finished rollouts across a kill and never 
   });
 
   it("a file without a journal header is not read as one", () => {
-    for (const text of ["", "{}\n", `${JSON.stringify(r("t0", 0))}\n`, '{"journal":"harnessrl-eval","version":1,"label":"eval-before","policyVersion":1,"plan":"x"}']) {
+    for (const text of ["", "{}\n", `${JSON.stringify(r("t0", 0))}\n`, '{"journal":"harnessrl-eval","version":1,"label":"eval-before","policy":"v1","plan":"x"}']) {
       const path = fresh();
       EvalJournal.open(path, key);
       writeFileSync(path, text);
       const reopened = EvalJournal.open(path, key);
       expect(reopened.opening.kept).toBe(0);
       expect(reopened.opening.restarted).toBeDefined();
-      expect(JSON.parse(lines(path)[0] ?? "")).toMatchObject({ journal: "harnessrl-eval", label: "eval-before", policyVersion: 1 });
+      expect(JSON.parse(lines(path)[0] ?? "")).toMatchObject({ journal: "harnessrl-eval", label: "eval-before", policy: "v1" });
     }
   });
 });

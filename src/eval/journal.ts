@@ -4,10 +4,14 @@ import { dirname } from "node:path";
 import { z } from "zod";
 import { rolloutResultSchema, type RolloutRequest, type RolloutResult } from "../tasks/rollout-result.js";
 
-/** The evaluation a journal belongs to: a result from another policy version or plan is never counted. */
+/** The evaluation a journal belongs to: a result for another policy or plan is never counted. */
 export interface EvalJournalKey {
   label: string;
-  policyVersion: number;
+  /**
+   * What is evaluated: in a training run the policy version (`v3`); for `harnessrl eval` / `rollout` a digest of the
+   * engine, the model directory's files and the sampling and rollout settings.
+   */
+  policy: string;
   taskIds: readonly string[];
   harnesses: readonly string[];
   samples: number;
@@ -19,7 +23,7 @@ const headerSchema = z.strictObject({
   journal: z.literal("harnessrl-eval"),
   version: z.literal(JOURNAL_VERSION),
   label: z.string(),
-  policyVersion: z.number().int().min(0),
+  policy: z.string(),
   plan: z.string(),
 });
 type Header = z.infer<typeof headerSchema>;
@@ -40,10 +44,10 @@ function planDigest(key: EvalJournalKey): string {
 }
 
 /**
- * Crash-safe progress of one held-out evaluation: each finished rollout's result is appended as a JSON line, so a run
- * killed mid-evaluation (a real CLI's evaluation of 160 tasks takes most of an hour on 2 cores) resumes with the
- * rollouts that are done and runs only the rest. The first line names the evaluation (label, policy version, a digest
- * of its tasks, harnesses and samples); a file that names another one is started afresh. Every result line is
+ * Crash-safe progress of one evaluation (or rollout job): each finished rollout's result is appended as a JSON line, so
+ * a run killed mid-evaluation (a real CLI's evaluation of 160 tasks takes most of an hour on 2 cores) resumes with the
+ * rollouts that are done and runs only the rest. The first line names the evaluation (label, policy, a digest of its
+ * tasks, harnesses and samples); a file that names another one is started afresh. Every result line is
  * validated as it is read back (the run directory is not trusted more than a rollout node's answer): a last line cut by
  * a kill is dropped, anything else unreadable or outside the plan restarts the evaluation rather than count it.
  */
@@ -58,7 +62,7 @@ export class EvalJournal {
 
   /** Opens the journal at `path` for `key`, continuing a file that belongs to the same evaluation. */
   static open(path: string, key: EvalJournalKey): { journal: EvalJournal; opening: JournalOpening } {
-    const header: Header = { journal: "harnessrl-eval", version: JOURNAL_VERSION, label: key.label, policyVersion: key.policyVersion, plan: planDigest(key) };
+    const header: Header = { journal: "harnessrl-eval", version: JOURNAL_VERSION, label: key.label, policy: key.policy, plan: planDigest(key) };
     const journal = new EvalJournal(path, header);
     const opening: JournalOpening = { kept: 0, tornTail: false };
     if (existsSync(path)) {
@@ -109,8 +113,8 @@ export class EvalJournal {
     const parsed = headerSchema.safeParse(header);
     if (!parsed.success) return "its first line is not a journal header";
     const h = parsed.data;
-    if (h.label !== this.header.label || h.policyVersion !== this.header.policyVersion || h.plan !== this.header.plan) {
-      return `it belongs to another evaluation (${h.label}, policy v${h.policyVersion}, plan ${h.plan})`;
+    if (h.label !== this.header.label || h.policy !== this.header.policy || h.plan !== this.header.plan) {
+      return `it belongs to another evaluation (${h.label}, policy ${h.policy}, plan ${h.plan})`;
     }
     const tasks = new Set(key.taskIds);
     const harnesses = new Set(key.harnesses);
