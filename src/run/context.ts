@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync } from "node:fs";
+import { copyFileSync, existsSync, renameSync } from "node:fs";
 import { checkRunConfigNames } from "./check-names.js";
 import { parseEngineSpec, type EngineSpec } from "../engine/spec.js";
 import type { SamplingParams } from "../engine/types.js";
@@ -6,7 +6,9 @@ import { ORACLE_ENGINE } from "../rollout/oracle/register.js";
 import type { RolloutSettings } from "../rollout/run-one.js";
 import type { StackOptions } from "../rollout/stack.js";
 import { createScheduler, type HarnessScheduler } from "../schedule/index.js";
-import type { RunConfig } from "../train/config.js";
+import { errorMessage } from "../core/errors.js";
+import { loadRunConfig, type RunConfig } from "../train/config.js";
+import { configChanges } from "../train/config-diff.js";
 import { RunDir } from "../train/run-dir.js";
 import { rolloutSettings } from "../train/settings.js";
 import { createTrainer } from "../trainer/index.js";
@@ -38,6 +40,11 @@ export interface RunContext {
   readonly scheduler: HarnessScheduler | null;
   /** Rollout runner settings of the run (training and evaluation; the warm start overrides a few). */
   readonly rolloutSettings: Partial<RolloutSettings>;
+  /**
+   * A resumed run whose config is not the one in its run directory: where the two differ (`path: old → new`) and
+   * where the previous config was kept. The run continues with the new one; the orchestrator says so.
+   */
+  readonly configChange?: { changes: readonly string[]; previous: string };
 }
 
 export interface RunPaths {
@@ -54,7 +61,7 @@ export interface RunPaths {
 export function buildRunContext(config: RunConfig, paths: RunPaths): RunContext {
   checkRunConfigNames(config);
   const run = new RunDir(paths.runDir);
-  if (paths.configPath && !existsSync(run.configPath)) copyFileSync(paths.configPath, run.configPath);
+  const configChange = paths.configPath ? adoptConfig(run, paths.configPath, config) : undefined;
   const t = config.trainer;
   const device = { ...(t.device === undefined ? {} : { device: t.device }), ...(t.autocast === "off" ? {} : { autocast: t.autocast }) };
   const layout = trainerLayout(t);
@@ -66,7 +73,33 @@ export function buildRunContext(config: RunConfig, paths: RunPaths): RunContext 
     stores: { rollouts: run.storeSpec, demos: run.demoStoreSpec },
     scheduler: config.mix === "scheduled" && config.scheduler ? createScheduler(config.scheduler, config.harnesses, config.seed) : null,
     rolloutSettings: rolloutSettings(config),
+    ...(configChange ? { configChange } : {}),
   };
+}
+
+/**
+ * Copies the config into the run directory on first start. On a resume with a config that differs (after
+ * validation and defaults: comments and formatting do not count) the run's copy becomes `config.<n>.yaml` and the
+ * new one takes its place, so config.yaml is always what the run continues with and nothing of the history is lost.
+ */
+function adoptConfig(run: RunDir, configPath: string, config: RunConfig): RunContext["configChange"] {
+  if (!existsSync(run.configPath)) {
+    copyFileSync(configPath, run.configPath);
+    return undefined;
+  }
+  let changes: string[];
+  try {
+    changes = configChanges(loadRunConfig(run.configPath), config);
+  } catch (e) {
+    changes = [`(the run's config.yaml does not load: ${errorMessage(e).slice(0, 200)})`];
+  }
+  if (changes.length === 0) return undefined;
+  let n = 1;
+  while (existsSync(run.path(`config.${n}.yaml`))) n++;
+  const previous = run.path(`config.${n}.yaml`);
+  renameSync(run.configPath, previous);
+  copyFileSync(configPath, run.configPath);
+  return { changes, previous };
 }
 
 /**

@@ -110,6 +110,8 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
   let state: RunState = recovered ?? { version: 1, step: 0, policyVersion: 0, warmStartDone: false, evalBeforeDone: false, taskCursor: 0, checkpoint: null, startedAt: started, trainMs: 0 };
   const resumed = state.step > 0 || state.warmStartDone;
   if (resumed) log(`resuming ${run.root} at step ${state.step} (policy v${state.policyVersion})`);
+  const changed = ctx.configChange;
+  if (changed) log(`the config differs from the one this run directory had in ${changed.changes.length} place(s); continuing with the new one (the previous is kept as ${changed.previous}): ${changed.changes.join("; ")}`);
 
   const timing: RunTiming = { warmStart: 0, evalBefore: 0, evalAfter: 0, rollouts: 0, train: 0, swap: 0 };
   const since = (t: number): number => (Date.now() - t) / 1000;
