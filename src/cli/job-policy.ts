@@ -17,8 +17,8 @@ function treeStamp(dir: string, into: string[] = [], prefix = ""): string[] {
 /**
  * What a `harnessrl eval` / `rollout` job samples with, as a digest for its journal (src/eval/journal.ts): the engine
  * spec, the files it reads (its model directory, a scripted engine's module: names, sizes and modification times, so
- * weights rewritten in place are another policy) and the sampling and rollout settings. Running the job again with the same --out continues it
- * only when all of these are unchanged.
+ * weights rewritten in place are another policy) and the sampling and rollout settings. Running the job again with the
+ * same --out continues it only when all of these are unchanged.
  */
 export function jobPolicy(engine: EngineSpec, settings: unknown): string {
   // The target is a model directory (llamacpp), a script module (scripted) or a URL (servers: nothing on disk).
