@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { join, sep } from "node:path";
 import { SqliteStore } from "../store/sqlite.js";
+import { EvalProgressReader, type EvalProgress } from "./eval-progress.js";
 import { JsonlTail } from "./jsonl-tail.js";
 import { RolloutIndex } from "./rollout-index.js";
 
@@ -26,6 +27,8 @@ export interface RunSummary {
   rollouts: number;
   metricsLines: number;
   updatedAt: number;
+  /** An evaluation the run is in the middle of (its journal has fewer results than it plans), else null. */
+  evaluating: EvalProgress | null;
 }
 
 /** What changed in a run since the last poll (what the live stream announces). */
@@ -62,6 +65,8 @@ export class RunData {
   readonly rollouts = new RolloutIndex();
   private readonly metricsTail: JsonlTail;
   private readonly rolloutsTail: JsonlTail;
+  private readonly evalProgress: EvalProgressReader;
+  private evalStamp = "";
   private store: SqliteStore | null = null;
   private fileStamp = "";
   /** Bumped whenever a poll found something new: what the live stream compares (API reads poll too). */
@@ -75,6 +80,7 @@ export class RunData {
   ) {
     this.metricsTail = new JsonlTail(join(dir, "metrics.jsonl"));
     this.rolloutsTail = new JsonlTail(join(dir, "rollouts.jsonl"));
+    this.evalProgress = new EvalProgressReader(dir);
   }
 
   /** Reads what was appended or rewritten since the last call. */
@@ -86,7 +92,12 @@ export class RunData {
     if (r.reset) this.rollouts.clear();
     const added = this.rollouts.add(r.rows);
     const stamp = ["state.json", "summary.json", "eval-before.json", "eval-after.json", "eval.json"].map((f) => this.mtime(f)).join(",");
-    const files = stamp !== this.fileStamp;
+    // A long evaluation appends to its journal only: each result is news for the runs list.
+    const ev = this.evalProgress.current();
+    const evalStamp = ev ? `${ev.label}:${ev.done}` : "";
+    const evalChanged = evalStamp !== this.evalStamp;
+    this.evalStamp = evalStamp;
+    const files = stamp !== this.fileStamp || evalChanged;
     if (files) {
       this.fileStamp = stamp;
       this.cachedFiles = {};
@@ -115,7 +126,8 @@ export class RunData {
     const state = this.json("state.json");
     const summary = this.json("summary.json");
     const lastStep = [...this.metrics].reverse().find((r) => typeof r.step === "number");
-    const updatedAt = Math.max(0, ...RUN_MARKERS.map((f) => this.mtime(f)), this.mtime("records.sqlite-wal"));
+    const evaluating = this.evalProgress.current();
+    const updatedAt = Math.max(0, ...RUN_MARKERS.map((f) => this.mtime(f)), this.mtime("records.sqlite-wal"), evaluating?.updatedAt ?? 0);
     const status: RunStatus = summary ? "finished" : now - updatedAt < ACTIVE_MS ? "running" : "stopped";
     const startedAt = numOrNull(state?.startedAt);
     return {
@@ -130,6 +142,7 @@ export class RunData {
       rollouts: this.rollouts.size,
       metricsLines: this.metrics.length,
       updatedAt,
+      evaluating,
     };
   }
 

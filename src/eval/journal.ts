@@ -19,14 +19,16 @@ export interface EvalJournalKey {
 
 const JOURNAL_VERSION = 1;
 
-const headerSchema = z.strictObject({
+export const journalHeaderSchema = z.strictObject({
   journal: z.literal("harnessrl-eval"),
   version: z.literal(JOURNAL_VERSION),
   label: z.string(),
   policy: z.string(),
   plan: z.string(),
+  /** Rollouts the evaluation plans (tasks × harnesses × samples): how far along it is, for the dashboard. */
+  rollouts: z.number().int().min(0),
 });
-type Header = z.infer<typeof headerSchema>;
+type Header = z.infer<typeof journalHeaderSchema>;
 
 /** What opening a journal found, for the run's log. */
 export interface JournalOpening {
@@ -62,7 +64,7 @@ export class EvalJournal {
 
   /** Opens the journal at `path` for `key`, continuing a file that belongs to the same evaluation. */
   static open(path: string, key: EvalJournalKey): { journal: EvalJournal; opening: JournalOpening } {
-    const header: Header = { journal: "harnessrl-eval", version: JOURNAL_VERSION, label: key.label, policy: key.policy, plan: planDigest(key) };
+    const header: Header = { journal: "harnessrl-eval", version: JOURNAL_VERSION, label: key.label, policy: key.policy, plan: planDigest(key), rollouts: key.taskIds.length * key.harnesses.length * key.samples };
     const journal = new EvalJournal(path, header);
     const opening: JournalOpening = { kept: 0, tornTail: false };
     if (existsSync(path)) {
@@ -110,7 +112,7 @@ export class EvalJournal {
     } catch {
       return "its first line is not a journal header";
     }
-    const parsed = headerSchema.safeParse(header);
+    const parsed = journalHeaderSchema.safeParse(header);
     if (!parsed.success) return "its first line is not a journal header";
     const h = parsed.data;
     if (h.label !== this.header.label || h.policy !== this.header.policy || h.plan !== this.header.plan) {

@@ -9,6 +9,9 @@ import type { RolloutPage } from "../../src/dashboard/rollout-index.js";
 import type { RolloutDetail } from "../../src/dashboard/rollout-view.js";
 import type { RunSummary } from "../../src/dashboard/run-data.js";
 import { startDashboard, type Dashboard } from "../../src/dashboard/server.js";
+import { EvalJournal } from "../../src/eval/journal.js";
+import type { RolloutResult, RolloutStatus } from "../../src/tasks/rollout-result.js";
+import { result } from "../advantage/fixtures.js";
 import { buildDemoRun, metricsLine } from "./demo-run.js";
 import { getJson, rawGet } from "./http.js";
 
@@ -202,5 +205,27 @@ describe("dashboard access control", () => {
     } finally {
       await open.close();
     }
+  });
+
+  it("shows an evaluation in progress from its journal (done of planned, pass so far) and nothing once it has every result", async () => {
+    const dir = join(root, "runs", "evaluating");
+    buildDemoRun(dir, { steps: 0 });
+    const key = { label: "eval-before", policy: "v1", taskIds: ["t0", "t1", "t2", "t3", "t4"], harnesses: ["pi"], samples: 1 };
+    const { journal } = EvalJournal.open(join(dir, "evals", "eval-before.jsonl"), key);
+    const r = (task: string, score: number, status: RolloutStatus = score >= 1 ? "ok" : "task_failed"): RolloutResult => result(`eval-before-${task}-pi-0`, task, "pi", score, status);
+    journal.append(r("t0", 1));
+    journal.append(r("t1", 0));
+    journal.append(r("t2", 0, "infra_error"));
+    // A line still being written is not counted.
+    appendFileSync(journal.path, '{"rolloutId":"eval-before-t3');
+    const listed = (await getJson<RunSummary[]>(dash.port, "/api/runs")).find((x) => x.id === "evaluating");
+    expect(listed?.evaluating).toMatchObject({ label: "eval-before", policy: "v1", done: 3, total: 5, passed: 1, passAt1: 0.5 });
+    expect((await getJson<{ summary: RunSummary }>(dash.port, "/api/runs/evaluating")).summary.evaluating?.done).toBe(3);
+    expect((await getJson<RunSummary[]>(dash.port, "/api/runs")).find((x) => x.id === "done")?.evaluating).toBeNull();
+
+    const resumed = EvalJournal.open(journal.path, key).journal;
+    resumed.append(r("t3", 1));
+    resumed.append(r("t4", 1));
+    expect((await getJson<RunSummary[]>(dash.port, "/api/runs")).find((x) => x.id === "evaluating")?.evaluating).toBeNull();
   });
 });

@@ -77,14 +77,14 @@ describe("an evaluation journal keeps finished rollouts across a kill and never 
   });
 
   it("a file without a journal header is not read as one", () => {
-    for (const text of ["", "{}\n", `${JSON.stringify(r("t0", 0))}\n`, '{"journal":"harnessrl-eval","version":1,"label":"eval-before","policy":"v1","plan":"x"}']) {
+    for (const text of ["", "{}\n", `${JSON.stringify(r("t0", 0))}\n`, '{"journal":"harnessrl-eval","version":1,"label":"eval-before","policy":"v1","plan":"x","rollouts":6}']) {
       const path = fresh();
       EvalJournal.open(path, key);
       writeFileSync(path, text);
       const reopened = EvalJournal.open(path, key);
       expect(reopened.opening.kept).toBe(0);
       expect(reopened.opening.restarted).toBeDefined();
-      expect(JSON.parse(lines(path)[0] ?? "")).toMatchObject({ journal: "harnessrl-eval", label: "eval-before", policy: "v1" });
+      expect(JSON.parse(lines(path)[0] ?? "")).toMatchObject({ journal: "harnessrl-eval", label: "eval-before", policy: "v1", rollouts: 6 });
     }
   });
 });
