@@ -116,8 +116,8 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
     if (kept > 0) progress.update(kept, `passed ${passed}`);
     await runRollouts(
       stack,
-      // A resumed job's rollouts get ids of their own: the interrupted attempt's records keep theirs.
-      { ...plan, idPrefix: kept > 0 || opening.tornTail ? `${command}-r${newId("a", 6).slice(2)}` : command },
+      // After an earlier attempt in this --out, rollouts get ids of their own: the interrupted attempt's records keep theirs.
+      { ...plan, idPrefix: opening.resumed || opening.restarted ? `${command}-r${newId("a", 6).slice(2)}` : command },
       {
         concurrency: ctx.concurrency,
         settings: ctx.rolloutSettings,

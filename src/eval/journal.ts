@@ -32,6 +32,8 @@ type Header = z.infer<typeof journalHeaderSchema>;
 
 /** What opening a journal found, for the run's log. */
 export interface JournalOpening {
+  /** A file of this evaluation was there: an earlier attempt ran (its records exist, even if it finished nothing). */
+  resumed: boolean;
   kept: number;
   /** Why an existing file was not continued (another evaluation's, unreadable), if one was there. */
   restarted?: string;
@@ -66,7 +68,7 @@ export class EvalJournal {
   static open(path: string, key: EvalJournalKey): { journal: EvalJournal; opening: JournalOpening } {
     const header: Header = { journal: "harnessrl-eval", version: JOURNAL_VERSION, label: key.label, policy: key.policy, plan: planDigest(key), rollouts: key.taskIds.length * key.harnesses.length * key.samples };
     const journal = new EvalJournal(path, header);
-    const opening: JournalOpening = { kept: 0, tornTail: false };
+    const opening: JournalOpening = { resumed: false, kept: 0, tornTail: false };
     if (existsSync(path)) {
       const verdict = journal.readBack(readFileSync(path, "utf8"), key);
       if (typeof verdict === "string") {
@@ -74,6 +76,7 @@ export class EvalJournal {
         journal.results.length = 0;
         journal.keys.clear();
       } else {
+        opening.resumed = true;
         opening.kept = journal.results.length;
         opening.tornTail = verdict.tornAt !== null;
         if (verdict.tornAt !== null) truncateSync(path, verdict.tornAt);

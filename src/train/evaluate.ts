@@ -50,8 +50,9 @@ export async function evaluatePolicy(ctx: RunContext, stack: RolloutStack, tasks
   if (opening.restarted) options.log?.(`${label}: not continuing ${journal.path}: ${opening.restarted}; evaluating from the start`);
   const kept = opening.kept;
   if (kept > 0) options.log?.(`${label}: resuming with ${kept} of ${total} rollouts already evaluated${opening.tornTail ? " (a last line cut by the kill dropped)" : ""}`);
-  // Resumed rollouts get ids of their own: records of the ones the kill interrupted keep theirs and are not mixed in.
-  const idPrefix = kept > 0 || opening.tornTail ? `${label}-r${newId("a", 6).slice(2)}` : label;
+  // After an earlier attempt (resumed, or another evaluation's file replaced), rollouts get ids of their own: the
+  // records of rollouts a kill interrupted keep theirs and are not mixed in.
+  const idPrefix = opening.resumed || opening.restarted ? `${label}-r${newId("a", 6).slice(2)}` : label;
   if (kept > 0) progress.update(kept);
   await runRollouts(stack, { ...plan, idPrefix }, {
     concurrency: config.rollout.concurrency,

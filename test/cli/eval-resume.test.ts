@@ -52,7 +52,8 @@ describe("harnessrl eval stopped mid-way and run again with the same --out conti
     const changed = evalCli(["--temperature", "0.5"]);
     expect(changed.status, changed.stderr).toBe(0);
     expect(changed.stderr).toMatch(/not continuing .*eval-journal\.jsonl: it belongs to another evaluation/);
-    expect(jsonl("rollouts.jsonl").every((r) => /^eval-calcrun/.test(r.rolloutId))).toBe(true);
+    // Under ids of a new attempt: the earlier evaluation's records in this --out keep theirs.
+    expect(jsonl("rollouts.jsonl").every((r) => /^eval-r[0-9a-z]+-calcrun/.test(r.rolloutId))).toBe(true);
     expect(jsonl("rollouts.jsonl")).toHaveLength(6);
   }, 600_000);
 });

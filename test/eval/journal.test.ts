@@ -19,11 +19,11 @@ describe("an evaluation journal keeps finished rollouts across a kill and never 
   it("a killed evaluation reopened for the same policy and plan continues with the results it had", () => {
     const path = fresh();
     const first = EvalJournal.open(path, key);
-    expect(first.opening).toEqual({ kept: 0, tornTail: false });
+    expect(first.opening).toEqual({ resumed: false, kept: 0, tornTail: false });
     first.journal.append(r("t0", 0));
     first.journal.append(r("t2", 1, 0));
     const again = EvalJournal.open(path, key);
-    expect(again.opening).toEqual({ kept: 2, tornTail: false });
+    expect(again.opening).toEqual({ resumed: true, kept: 2, tornTail: false });
     expect(again.journal.done.map((x) => [x.taskId, x.sample, x.score])).toEqual([["t0", 0, 1], ["t2", 1, 0]]);
     expect(again.journal.has({ taskId: "t0", harness: "pi", sample: 0 })).toBe(true);
     expect(again.journal.has({ taskId: "t0", harness: "pi", sample: 1 })).toBe(false);
@@ -38,7 +38,7 @@ describe("an evaluation journal keeps finished rollouts across a kill and never 
     const whole = readFileSync(path);
     appendFileSync(path, JSON.stringify(r("t1", 0)).slice(0, 70));
     const reopened = EvalJournal.open(path, key);
-    expect(reopened.opening).toEqual({ kept: 1, tornTail: true });
+    expect(reopened.opening).toEqual({ resumed: true, kept: 1, tornTail: true });
     expect(readFileSync(path)).toEqual(whole);
     expect(reopened.journal.done[0]?.stdout).toBe("résultat ✓ 计算 😀\n");
     reopened.journal.append(r("t1", 0));
