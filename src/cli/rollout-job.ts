@@ -1,10 +1,9 @@
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { newId } from "../core/ids.js";
 import { Progress } from "../core/progress.js";
-import { EvalJournal } from "../eval/journal.js";
+import { rolloutKey } from "../eval/journal.js";
 import { RolloutStack } from "../rollout/stack.js";
-import { expandPlan, runRollouts } from "../rollout/runner.js";
+import { expandPlan } from "../rollout/runner.js";
 import { buildRolloutJobContext } from "../run/context.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import { loadSuite } from "../tasks/registry.js";
@@ -15,7 +14,7 @@ import type { RolloutPlan } from "../rollout/runner.js";
 import { openStore } from "../store/registry.js";
 import { DEFAULT_ROLLOUT_SETTINGS } from "../rollout/run-one.js";
 import { MEMORY_MB_MAX, MEMORY_MB_MIN } from "../sandbox/options.js";
-import { faultPoint } from "../train/fault.js";
+import { runJournaled } from "../train/journaled-run.js";
 import { jobPolicy } from "./job-policy.js";
 
 /** Options shared by `harnessrl rollout` and `harnessrl eval`. */
@@ -96,42 +95,32 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
   });
   const plan = { tasks: suite.tasks, harnesses, samples };
   const total = suite.tasks.length * harnesses.length * samples;
-  // Running the same job again with the same --out continues it: finished rollouts are kept, not rerun.
-  const { journal, opening } = EvalJournal.open(join(outDir, `${command}-journal.jsonl`), {
-    label: command,
-    policy: jobPolicy(ctx.policy.engine, { sampling: ctx.stack.sampling, settings: ctx.rolloutSettings, sandbox: ctx.stack.sandbox }),
-    taskIds: suite.tasks.map((t) => t.id),
-    harnesses,
-    samples,
-  });
-  if (opening.restarted) console.error(`${command}: not continuing ${journal.path}: ${opening.restarted}; running every rollout`);
-  const kept = opening.kept;
-  if (kept > 0) console.error(`${command}: resuming with ${kept} of ${total} rollouts done (${journal.path})`);
   const resultsFile = join(outDir, "rollouts.jsonl");
-  writeFileSync(resultsFile, journal.done.map((r) => `${JSON.stringify(r)}\n`).join(""));
+  const progress = new Progress(command, total);
+  let passed = 0;
   const stack = await RolloutStack.open(ctx.stack);
   try {
-    const progress = new Progress(command, total);
-    let passed = journal.done.filter((r) => r.status === "ok").length;
-    if (kept > 0) progress.update(kept, `passed ${passed}`);
-    await runRollouts(
-      stack,
-      // After an earlier attempt in this --out, rollouts get ids of their own: the interrupted attempt's records keep theirs.
-      { ...plan, idPrefix: opening.resumed || opening.restarted ? `${command}-r${newId("a", 6).slice(2)}` : command },
-      {
-        concurrency: ctx.concurrency,
-        settings: ctx.rolloutSettings,
-        skip: (request) => journal.has(request),
-        onResult: (r) => {
-          journal.append(r);
-          appendFileSync(resultsFile, `${JSON.stringify(r)}\n`);
-          if (r.status === "ok") passed++;
-          progress.update(journal.done.length, `passed ${passed}`);
-          faultPoint("during-eval", journal.done.length);
-        },
+    // Running the same job again with the same --out continues it: finished rollouts are kept, not rerun.
+    const done = await runJournaled(stack, plan, {
+      path: join(outDir, `${command}-journal.jsonl`),
+      label: command,
+      policy: jobPolicy(ctx.policy.engine, { sampling: ctx.stack.sampling, settings: ctx.rolloutSettings, sandbox: ctx.stack.sandbox }),
+      concurrency: ctx.concurrency,
+      settings: ctx.rolloutSettings,
+      onOpened: (journal, opening) => {
+        if (opening.restarted) console.error(`${command}: not continuing ${journal.path}: ${opening.restarted}; running every rollout`);
+        if (opening.kept > 0) console.error(`${command}: resuming with ${opening.kept} of ${total} rollouts done (${journal.path})`);
+        writeFileSync(resultsFile, journal.done.map((r) => `${JSON.stringify(r)}\n`).join(""));
+        passed = journal.done.filter((r) => r.status === "ok").length;
+        if (opening.kept > 0) progress.update(opening.kept, `passed ${passed}`);
       },
-    );
-    const results = inPlanOrder(plan, journal.done);
+      onResult: (r, count) => {
+        appendFileSync(resultsFile, `${JSON.stringify(r)}\n`);
+        if (r.status === "ok") passed++;
+        progress.update(count, `passed ${passed}`);
+      },
+    });
+    const results = inPlanOrder(plan, done);
     writeFileSync(join(outDir, "rollouts.json"), `${JSON.stringify(results, null, 1)}\n`);
     return { outDir, results };
   } finally {
@@ -141,8 +130,8 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
 
 /** Results in the plan's order (task, harness, sample), whichever attempt finished them. */
 function inPlanOrder(plan: Omit<RolloutPlan, "idPrefix">, results: readonly RolloutResult[]): RolloutResult[] {
-  const at = new Map(expandPlan({ ...plan, idPrefix: "" }).map(({ request }, i) => [`${request.taskId}\u0000${request.harness}\u0000${request.sample}`, i]));
-  const index = (r: RolloutResult): number => at.get(`${r.taskId}\u0000${r.harness}\u0000${r.sample}`) ?? Number.MAX_SAFE_INTEGER;
+  const at = new Map(expandPlan({ ...plan, idPrefix: "" }).map(({ request }, i) => [rolloutKey(request), i]));
+  const index = (r: RolloutResult): number => at.get(rolloutKey(r)) ?? Number.MAX_SAFE_INTEGER;
   return [...results].sort((a, b) => index(a) - index(b));
 }
 

@@ -66,7 +66,8 @@ export class RunData {
   private readonly metricsTail: JsonlTail;
   private readonly rolloutsTail: JsonlTail;
   private readonly evalProgress: EvalProgressReader;
-  private evalStamp = "";
+  /** The evaluation in progress as of the last poll. */
+  private evaluating: EvalProgress | null = null;
   private store: SqliteStore | null = null;
   private fileStamp = "";
   /** Bumped whenever a poll found something new: what the live stream compares (API reads poll too). */
@@ -93,10 +94,9 @@ export class RunData {
     const added = this.rollouts.add(r.rows);
     const stamp = ["state.json", "summary.json", "eval-before.json", "eval-after.json", "eval.json"].map((f) => this.mtime(f)).join(",");
     // A long evaluation appends to its journal only: each result is news for the runs list.
-    const ev = this.evalProgress.current();
-    const evalStamp = ev ? `${ev.label}:${ev.done}` : "";
-    const evalChanged = evalStamp !== this.evalStamp;
-    this.evalStamp = evalStamp;
+    const before = this.evaluating;
+    this.evaluating = this.evalProgress.current();
+    const evalChanged = before?.label !== this.evaluating?.label || before?.done !== this.evaluating?.done;
     const files = stamp !== this.fileStamp || evalChanged;
     if (files) {
       this.fileStamp = stamp;
@@ -126,7 +126,7 @@ export class RunData {
     const state = this.json("state.json");
     const summary = this.json("summary.json");
     const lastStep = [...this.metrics].reverse().find((r) => typeof r.step === "number");
-    const evaluating = this.evalProgress.current();
+    const evaluating = this.evaluating;
     const updatedAt = Math.max(0, ...RUN_MARKERS.map((f) => this.mtime(f)), this.mtime("records.sqlite-wal"), evaluating?.updatedAt ?? 0);
     const status: RunStatus = summary ? "finished" : now - updatedAt < ACTIVE_MS ? "running" : "stopped";
     const startedAt = numOrNull(state?.startedAt);

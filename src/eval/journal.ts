@@ -41,7 +41,8 @@ export interface JournalOpening {
   tornTail: boolean;
 }
 
-const keyOf = (r: Pick<RolloutRequest, "taskId" | "harness" | "sample">): string => `${r.taskId}\u0000${r.harness}\u0000${r.sample}`;
+/** A rollout's place in a plan, whichever attempt ran it: (task, harness, sample). */
+export const rolloutKey = (r: Pick<RolloutRequest, "taskId" | "harness" | "sample">): string => `${r.taskId}\u0000${r.harness}\u0000${r.sample}`;
 
 function planDigest(key: EvalJournalKey): string {
   return createHash("sha256").update(JSON.stringify({ tasks: key.taskIds, harnesses: key.harnesses, samples: key.samples })).digest("hex").slice(0, 16);
@@ -95,13 +96,13 @@ export class EvalJournal {
 
   /** Whether this (task, harness, sample) already has a result. */
   has(request: Pick<RolloutRequest, "taskId" | "harness" | "sample">): boolean {
-    return this.keys.has(keyOf(request));
+    return this.keys.has(rolloutKey(request));
   }
 
   append(result: RolloutResult): void {
     appendFileSync(this.path, `${JSON.stringify(result)}\n`);
     this.results.push(result);
-    this.keys.add(keyOf(result));
+    this.keys.add(rolloutKey(result));
   }
 
   /** Fills the results from `text`; a string says why the file cannot be continued. */
@@ -140,9 +141,9 @@ export class EvalJournal {
       if (!r.success) return `line ${i + 1} is not a rollout result`;
       const result = r.data;
       if (!tasks.has(result.taskId) || !harnesses.has(result.harness) || result.sample >= key.samples) return `line ${i + 1} is outside the evaluation's plan`;
-      if (this.keys.has(keyOf(result))) return `line ${i + 1} repeats a rollout`;
+      if (this.keys.has(rolloutKey(result))) return `line ${i + 1} repeats a rollout`;
       this.results.push(result);
-      this.keys.add(keyOf(result));
+      this.keys.add(rolloutKey(result));
       offset += Buffer.byteLength(line) + 1;
     }
     return { tornAt: null };
