@@ -23,6 +23,9 @@ const RULES: { id: string; title: string; test: (name: string) => boolean }[] = 
   { id: "throughput", title: "Throughput", test: (n) => /_per_s$|per_sec$|^throughput(\/|$)/.test(n) },
   { id: "loss", title: "Loss", test: (n) => n === "loss" || n.startsWith("loss/") || n === "value_loss" },
   { id: "grad-norm", title: "Gradient norm", test: (n) => n === "grad_norm" || n.startsWith("grad_norm/") },
+  // The warm start's curve (x = its optimizer step); its learning rate is orders of magnitude below the NLL.
+  { id: "sft-nll", title: "Warm start: SFT NLL per token", test: (n) => n.startsWith("sft/nll") },
+  { id: "sft-lr", title: "Warm start: learning rate", test: (n) => n === "sft/lr" },
 ];
 
 function slug(s: string): string {

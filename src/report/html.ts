@@ -1,6 +1,7 @@
 import { chartClient, scriptHash } from "./chart-client.js";
 import type { ChartData } from "./chart-data.js";
 import { escapeHtml, formatNumber } from "./escape.js";
+import type { EvaluationRow } from "./evaluations.js";
 import type { MetricsFile } from "./metrics.js";
 
 export interface ReportPage {
@@ -13,6 +14,8 @@ export interface ReportPage {
   config: string | null;
   /** Flattened summary.json (name → value), if the run has one. */
   summary: [string, string][] | null;
+  /** Finished evaluations (eval-before.json, …), in order. */
+  evaluations: EvaluationRow[];
 }
 
 const CSS = `body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1380px;padding:16px 24px;color:#222;background:#fafafa}
@@ -61,6 +64,35 @@ function scriptJson(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) => (typeof x === "number" && !Number.isInteger(x) ? Number(x.toPrecision(6)) : x)).replace(/</g, "\\u003c");
 }
 
+/** Durations logged in milliseconds read better as seconds in a table. */
+function summaryValue(name: string, v: number): string {
+  return /Ms$/.test(name) ? `${formatNumber(v / 1000)} s` : formatNumber(v);
+}
+
+function summaryTables(m: MetricsFile): string {
+  return m.summaries
+    .map((s) => {
+      const body = s.values.map(([name, v]) => `<tr><td>${escapeHtml(name)}</td><td class="num">${escapeHtml(summaryValue(name, v))}</td></tr>`).join("");
+      return `<section id="phase-${escapeHtml(s.phase)}"><h2>${escapeHtml(s.phase === "warm_start" ? "Warm start" : s.phase)}</h2><table><tbody>${body}</tbody></table></section>`;
+    })
+    .join("");
+}
+
+const percent = (v: number): string => `${(100 * v).toFixed(1)} %`;
+
+function evaluationsTable(rows: EvaluationRow[]): string {
+  const harnesses = [...new Set(rows.flatMap((r) => r.byHarness.map(([h]) => h)))].sort();
+  const head = ["evaluation", "rollouts", "pass@1", ...harnesses].map((h) => `<th>${escapeHtml(h)}</th>`).join("");
+  const body = rows
+    .map((r) => {
+      const by = new Map(r.byHarness);
+      const cells = [r.label, String(r.rollouts), r.stderr === null ? percent(r.passAt1) : `${percent(r.passAt1)} ± ${(100 * r.stderr).toFixed(1)}`, ...harnesses.map((h) => (by.has(h) ? percent(by.get(h) as number) : "–"))];
+      return `<tr>${cells.map((c, i) => `<td${i > 0 ? ' class="num"' : ""}>${escapeHtml(c)}</td>`).join("")}</tr>`;
+    })
+    .join("");
+  return `<section id="evaluations"><h2>Evaluations</h2><table><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table></section>`;
+}
+
 function latestTable(m: MetricsFile): string {
   const rows = [...m.latest].sort((a, b) => a[0].localeCompare(b[0]));
   const body = rows.map(([name, v]) => `<tr><td>${escapeHtml(name)}</td><td class="num">${escapeHtml(formatNumber(v.x))}</td><td class="num">${escapeHtml(formatNumber(v.y))}</td></tr>`).join("");
@@ -74,8 +106,8 @@ function latestTable(m: MetricsFile): string {
 export function renderReport(p: ReportPage): string {
   const m = p.metrics;
   const charts = p.charts;
-  const steps = m ? m.rows.length : 0;
-  const meta = [`generated ${escapeHtml(p.generatedAt.toISOString())}`, `${steps} logged steps`];
+  const meta = [`generated ${escapeHtml(p.generatedAt.toISOString())}`, `${m ? m.stepRows : 0} logged steps`];
+  if (m && m.sftRows > 0) meta.push(`${m.sftRows} warm-start SFT steps`);
   if (m && m.skippedLines > 0) meta.push(`${m.skippedLines} unreadable line(s) skipped`);
   const s = scripts();
   const out: string[] = [];
@@ -88,6 +120,8 @@ export function renderReport(p: ReportPage): string {
     const body = p.summary.map(([k, v]) => `<tr><td>${escapeHtml(k)}</td><td class="num">${escapeHtml(v)}</td></tr>`).join("");
     out.push(`<section id="summary"><h2>Summary</h2><table><tbody>${body}</tbody></table></section>`);
   }
+  if (p.evaluations.length > 0) out.push(evaluationsTable(p.evaluations));
+  if (m) out.push(summaryTables(m));
   if (!m || charts.length === 0) out.push(`<section><p>No numeric metrics logged yet.</p></section>`);
   else out.push(`<section class="charts">${charts.map((g, i) => `<div class="chart" id="${escapeHtml(g.id)}"><h2>${escapeHtml(g.title)}</h2><div data-chart="${i}"></div></div>`).join("")}</section>`);
   if (m && m.series.length > 0) out.push(`<section id="latest"><h2>Latest values</h2>${latestTable(m)}</section>`);

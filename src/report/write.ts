@@ -3,6 +3,7 @@ import { basename, join, resolve } from "node:path";
 import { UserError } from "../core/errors.js";
 import { formatNumber } from "./escape.js";
 import { chartsOfSeries } from "./chart-data.js";
+import { readEvaluations } from "./evaluations.js";
 import { renderReport } from "./html.js";
 import { readMetrics } from "./metrics.js";
 
@@ -53,10 +54,10 @@ export function writeReport(runDir: string, options: WriteReportOptions = {}): W
       summary = [["summary.json", `unreadable: ${e instanceof Error ? e.message : String(e)}`]];
     }
   }
-  const html = renderReport({ title: options.title ?? `harnessrl run ${basename(dir)}`, generatedAt: options.now ?? new Date(), metrics, charts, config, summary });
+  const html = renderReport({ title: options.title ?? `harnessrl run ${basename(dir)}`, generatedAt: options.now ?? new Date(), metrics, charts, config, summary, evaluations: readEvaluations(dir) });
   const out = options.out ?? join(dir, "report.html");
   const tmp = `${out}.${process.pid}.tmp`;
   writeFileSync(tmp, html);
   renameSync(tmp, out);
-  return { path: out, steps: metrics?.rows.length ?? 0, series: metrics?.series.length ?? 0, groups: charts.length, skippedLines: metrics?.skippedLines ?? 0 };
+  return { path: out, steps: metrics?.stepRows ?? 0, series: metrics?.series.length ?? 0, groups: charts.length, skippedLines: metrics?.skippedLines ?? 0 };
 }

@@ -165,7 +165,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
 
     let warm: WarmStartReport | null = null;
     if (config.warm_start && !state.warmStartDone) {
-      const report = await warmStart(ctx, trainer, log);
+      const { report, curve } = await warmStart(ctx, trainer, log);
       warm = report;
       timing.warmStart = report.wallMs / 1000;
       state = { ...state, policyVersion: state.policyVersion + 1, warmStartDone: true };
@@ -174,7 +174,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       // With its optimizer state: a run resumed here continues exactly, and other runs can start from it (`model.checkpoint`).
       const checkpoint = run.checkpointDir(0);
       await trainer.saveCheckpoint(checkpoint, { policyVersion: state.policyVersion, extra: { step: 0, cursor: state.taskCursor } });
-      state = await run.commit({ ...state, checkpoint }, { written: [run.policyDir(state.policyVersion), checkpoint], metrics: [{ phase: "warm_start", step: 0, policy_version: state.policyVersion, ...report }], step: 0 });
+      state = await run.commit({ ...state, checkpoint }, { written: [run.policyDir(state.policyVersion), checkpoint], metrics: [...curve.map((p) => ({ phase: "sft", ...p })), { phase: "warm_start", step: 0, policy_version: state.policyVersion, ...report }], step: 0 });
       log(`warm start: ${report.steps}/${report.plannedSteps} SFT steps on ${report.trainableTokens} demonstration tokens, final NLL ${report.finalNll.toFixed(3)}`);
     }
 

@@ -29,6 +29,22 @@ export interface WarmStartReport {
   wallMs: number;
 }
 
+/** One SFT optimizer step, as metrics.jsonl charts it (`phase: "sft"` rows, x = `optimizer_step`). */
+export interface SftPoint {
+  optimizer_step: number;
+  epoch: number;
+  "sft/nll": number;
+  /** Mean NLL over the last epoch's worth of steps: the value `stop_at_nll` is checked against. */
+  "sft/nll_epoch_mean": number;
+  "sft/lr": number;
+}
+
+export interface WarmStartResult {
+  report: WarmStartReport;
+  /** Every optimizer step's NLL and learning rate, in order. */
+  curve: SftPoint[];
+}
+
 /**
  * A warning when demonstrations pack into so few rows that SFT gets only a handful of optimizer steps. A real CLI's
  * long prompt is packed once per row and each demonstration adds little to it (pi: ~1.4k shared + ~100 tokens each),
@@ -47,7 +63,7 @@ export function fewStepsAdvice(p: { demos: number; rows: number; perEpoch: numbe
  * policy's token ids), and the same tree batches train the policy with the SFT objective (weighted NLL of the sampled
  * tokens).
  */
-export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: string) => void): Promise<WarmStartReport> {
+export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: string) => void): Promise<WarmStartResult> {
   const config = ctx.config;
   const ws = config.warm_start;
   if (!ws) throw new InfraError("internal", "warmStart called without a warm_start section");
@@ -89,6 +105,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   const progress = new Progress("sft", total);
   const window = new NllWindow(perEpoch);
   let reachedTargetNll = false;
+  const curve: SftPoint[] = [];
   for (let epoch = 0; epoch < ws.epochs && Date.now() < deadline && !reachedTargetNll; epoch++) {
     // A seeded shuffle per epoch: rows of different demonstrations meet in different optimizer steps.
     const order = rows.map((_, i) => i);
@@ -102,9 +119,11 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
       setTokenMeanWeights(mb);
       const fb = await trainer.forwardBackward(mb, { objective: "sft" });
       steps++;
-      await trainer.optimStep({ lr: lrAt(ws.lr, ws.lr_schedule, steps, total), maxGradNorm: 1 });
+      const lr = lrAt(ws.lr, ws.lr_schedule, steps, total);
+      await trainer.optimStep({ lr, maxGradNorm: 1 });
       nll = fb.nllMean;
       const mean = window.push(nll);
+      curve.push({ optimizer_step: steps, epoch: epoch + 1, "sft/nll": nll, "sft/nll_epoch_mean": mean, "sft/lr": lr });
       progress.update(steps, `epoch ${epoch + 1}/${ws.epochs} nll ${nll.toFixed(3)} (epoch mean ${mean.toFixed(3)})`);
       if (window.reached(ws.stop_at_nll)) {
         reachedTargetNll = true;
@@ -116,5 +135,8 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   const timeCapped = steps < total && !reachedTargetNll;
   if (timeCapped) log(`warm start: max_seconds ${ws.max_seconds} reached after ${steps} of ${total} SFT steps; the policy is less trained than configured`);
   const end = Date.now();
-  return { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, timeCapped, reachedTargetNll, finalNll: nll, demoMs, sftMs: end - sftStarted, wallMs: end - started };
+  return {
+    report: { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, timeCapped, reachedTargetNll, finalNll: nll, demoMs, sftMs: end - sftStarted, wallMs: end - started },
+    curve,
+  };
 }

@@ -108,6 +108,37 @@ describe("run report", () => {
     expect(reward.ys[0]![11]).toBeCloseTo(0.8);
   });
 
+  it("a warm-started run in progress: the SFT curve is charted over optimizer steps, the warm start's summary row and the finished evaluations are tables, not one-dot charts", () => {
+    const sft = [1, 2, 3].map((k) => JSON.stringify({ phase: "sft", optimizer_step: k, epoch: 1, "sft/nll": 3 / k, "sft/nll_epoch_mean": 2, "sft/lr": 0.01 }));
+    const warm = JSON.stringify({ phase: "warm_start", step: 0, policy_version: 1, demos: 60, plannedSteps: 360, steps: 3, timeCapped: false, finalNll: 1, demoMs: 1_199_672 });
+    const group = (pass: number): object => ({ rollouts: 160, passAt1: pass, passAt1Stderr: 0.031, groupRates: { "t/openclaw": 1 } });
+    // eval-before finished; an eval-after.json that is not an evaluation (torn, or written by something else) is left out.
+    const dir = runDir([...sft, warm, ...syntheticMetrics(2)], { "eval-before.json": JSON.stringify({ k: 1, overall: group(0.1875), byHarness: { "open<claw>": group(0.1875) } }), "eval-after.json": '{"overall": {"passAt1": "high"}}' });
+    const r = writeReport(dir, { now: new Date("2026-12-04T16:00:00Z") });
+    expect(r.steps).toBe(2);
+    const html = readFileSync(r.path, "utf8");
+    expectBalanced(html);
+    expect(html).toContain("2 logged steps · 3 warm-start SFT steps");
+    const titles = [...html.matchAll(/<h2>([^<]*)<\/h2>/g)].map((m) => m[1]);
+    expect(titles).toContain("Warm start");
+    expect(html).toContain('<thead><tr><th>evaluation</th><th>rollouts</th><th>pass@1</th><th>open&lt;claw&gt;</th></tr></thead><tbody><tr><td>eval-before</td><td class="num">160</td><td class="num">18.8 % ± 3.1</td><td class="num">18.8 %</td></tr></tbody>');
+    expect(titles).toContain("Warm start: SFT NLL per token");
+    expect(titles).toContain("Warm start: learning rate");
+    for (const name of ["demos", "plannedSteps", "steps", "timeCapped", "finalNll", "demoMs"]) expect(titles).not.toContain(name);
+    expect(html).toContain('<tr><td>demoMs</td><td class="num">1200 s</td></tr>');
+    expect(html).toContain('<tr><td>plannedSteps</td><td class="num">360</td></tr>');
+    const charts = JSON.parse(/<script type="application\/json" id="report-charts">([\s\S]*?)<\/script>/.exec(html)![1]!) as { id: string; names: string[]; x: number[]; ys: number[][] }[];
+    const nll = charts.find((c) => c.id === "sft-nll")!;
+    expect(nll.names).toEqual(["sft/nll", "sft/nll_epoch_mean"]);
+    expect(nll.x).toEqual([1, 2, 3]);
+    expect(nll.ys[0]).toEqual([3, 1.5, 1]);
+    // The RL charts start at step 1: the summary row (step 0) adds no point to them.
+    expect(charts.find((c) => c.id === "reward")!.x).toEqual([1, 2]);
+    const m = parseMetrics(readFileSync(join(dir, "metrics.jsonl"), "utf8"));
+    expect(m.summaries).toEqual([{ phase: "warm_start", values: [["policy_version", 1], ["demos", 60], ["plannedSteps", 360], ["steps", 3], ["timeCapped", 0], ["finalNll", 1], ["demoMs", 1_199_672]] }]);
+    expect(m.series.map((s) => s.name)).not.toContain("demos");
+  });
+
   it("tolerates a missing metrics file and rejects a missing run directory", () => {
     const dir = mkdtempSync(join(tmpdir(), "harnessrl-report-"));
     dirs.push(dir);

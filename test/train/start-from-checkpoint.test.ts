@@ -67,8 +67,15 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
     expect(state.warmStartDone).toBe(true);
     expect(state.policyVersion).toBe(1);
     expect(state.checkpoint).toBe(join(warmDir, "checkpoints", "step-0000"));
-    const sft = JSON.parse(readFileSync(join(warmDir, "metrics.jsonl"), "utf8").trim().split("\n")[0] ?? "{}") as { steps: number };
+    const rows = readFileSync(join(warmDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number | string>);
+    const sft = rows.find((r) => r.phase === "warm_start") as { steps: number; finalNll: number };
     expect(sft.steps).toBeGreaterThan(0);
+    // Every SFT optimizer step is a metrics row before the summary (the report charts the warm start's curve).
+    const curve = rows.filter((r) => r.phase === "sft");
+    expect(curve.map((r) => r.optimizer_step)).toEqual(Array.from({ length: sft.steps }, (_, i) => i + 1));
+    expect(rows.indexOf(curve[curve.length - 1]!)).toBeLessThan(rows.findIndex((r) => r.phase === "warm_start"));
+    expect(curve[curve.length - 1]?.["sft/nll"]).toBe(sft.finalNll);
+    for (const r of curve) expect(r["sft/lr"]).toBeGreaterThan(0);
     expect(trainerState(join(warmDir, "checkpoints", "step-0000")).optimizer_steps).toBe(sft.steps);
     // Without max_seconds every planned SFT step runs, and the summary says so and where the time went.
     expect(warmSummary.warmStart).toMatchObject({ steps: sft.steps, plannedSteps: sft.steps, timeCapped: false });
