@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, renameSync } from "node:fs";
+import { copyFileSync, existsSync, renameSync, writeFileSync } from "node:fs";
 import { checkRunConfigNames } from "./check-names.js";
 import { parseEngineSpec, type EngineSpec } from "../engine/spec.js";
 import type { SamplingParams } from "../engine/types.js";
@@ -52,6 +52,8 @@ export interface RunPaths {
   runDir: string;
   /** The config file, copied into the run directory on first start; null when the config came as an object. */
   configPath?: string | null;
+  /** The config as the run was given it (the file with `--set` overrides applied): written instead of the file's text. */
+  configText?: string;
 }
 
 /**
@@ -61,7 +63,7 @@ export interface RunPaths {
 export function buildRunContext(config: RunConfig, paths: RunPaths): RunContext {
   checkRunConfigNames(config);
   const run = new RunDir(paths.runDir);
-  const configChange = paths.configPath ? adoptConfig(run, paths.configPath, config) : undefined;
+  const configChange = paths.configPath ? adoptConfig(run, paths.configPath, config, paths.configText) : undefined;
   const t = config.trainer;
   const device = { ...(t.device === undefined ? {} : { device: t.device }), ...(t.autocast === "off" ? {} : { autocast: t.autocast }) };
   const layout = trainerLayout(t);
@@ -82,9 +84,10 @@ export function buildRunContext(config: RunConfig, paths: RunPaths): RunContext 
  * validation and defaults: comments and formatting do not count) the run's copy becomes `config.<n>.yaml` and the
  * new one takes its place, so config.yaml is always what the run continues with and nothing of the history is lost.
  */
-function adoptConfig(run: RunDir, configPath: string, config: RunConfig): RunContext["configChange"] {
+function adoptConfig(run: RunDir, configPath: string, config: RunConfig, text: string | undefined): RunContext["configChange"] {
+  const write = (): void => (text === undefined ? copyFileSync(configPath, run.configPath) : writeFileSync(run.configPath, text));
   if (!existsSync(run.configPath)) {
-    copyFileSync(configPath, run.configPath);
+    write();
     return undefined;
   }
   let changes: string[];
@@ -98,7 +101,7 @@ function adoptConfig(run: RunDir, configPath: string, config: RunConfig): RunCon
   while (existsSync(run.path(`config.${n}.yaml`))) n++;
   const previous = run.path(`config.${n}.yaml`);
   renameSync(run.configPath, previous);
-  copyFileSync(configPath, run.configPath);
+  write();
   return { changes, previous };
 }
 

@@ -7,6 +7,7 @@ import { MEMORY_MB_MAX, MEMORY_MB_MIN } from "../sandbox/options.js";
 import { schedulerConfigSchema } from "../schedule/config.js";
 import { ROW_TOKEN_BUDGET } from "./batches.js";
 import { issueLines } from "./config-issues.js";
+import { applyOverrides, type ConfigOverride } from "./config-overrides.js";
 import { lrScheduleSchema } from "./lr-schedule.js";
 
 /**
@@ -317,20 +318,33 @@ export function parseRunConfig(value: unknown, source = "config"): RunConfig {
   return r.data;
 }
 
-export function loadRunConfig(path: string): RunConfig {
+/** A run config as loaded for a run: validated, and the YAML text the run was given (the file with `--set` applied). */
+export interface RunConfigSource {
+  config: RunConfig;
+  text: string;
+}
+
+/** Reads, applies `--set` overrides to, and validates a run config file. */
+export function loadRunConfigSource(path: string, overrides: readonly ConfigOverride[] = []): RunConfigSource {
   let text: string;
   try {
     text = readFileSync(path, "utf8");
   } catch (e) {
     throw new UserError("config_not_found", `cannot read config ${path}: ${errorMessage(e)}`);
   }
+  const effective = applyOverrides(text, path, overrides);
   let value: unknown;
   try {
-    value = parseYaml(text);
+    value = parseYaml(effective);
   } catch (e) {
     throw new UserError("invalid_config", `${path} is not valid YAML: ${errorMessage(e)}`);
   }
-  return parseRunConfig(value, path);
+  const source = overrides.length === 0 ? path : `${path} with ${overrides.map((o) => `--set ${o.text}`).join(" ")}`;
+  return { config: parseRunConfig(value, source), text: effective };
+}
+
+export function loadRunConfig(path: string): RunConfig {
+  return loadRunConfigSource(path).config;
 }
 
 /** `--check`'s one-line verdict on a valid config: what the run would do, briefly. */

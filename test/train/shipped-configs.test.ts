@@ -144,6 +144,18 @@ describe("harnessrl train --check (and quickstart --check)", () => {
     expect(String(r.stdout).trim()).toBe(`OK ${join(root, "configs", "quickstart.yaml")}: run "quickstart", warm start + 12 grpo steps through chat-agent, resp-agent (mix: mixed)`);
   });
 
+  it("--set changes values for the check as for a run (repeatable, YAML values, null back to the default); a bad --set is a usage error", () => {
+    const r = cli("train", "--config", "configs/quickstart-ppo.yaml", "--set", "budget.steps=30", "--set", "budget.max_minutes=null", "--set", "harnesses=[chat-agent]", "--check");
+    expect(r.status).toBe(0);
+    expect(String(r.stdout).trim()).toBe(`OK configs/quickstart-ppo.yaml: run "quickstart-ppo", warm start + 30 ppo steps through chat-agent (mix: mixed); time caps: warm start 300 s`);
+    const q = cli("quickstart", "--set", "seed=7", "--set", "budget.stpes=3", "--check");
+    expect(q.status).toBe(2);
+    expect(String(q.stderr)).toContain("with --set seed=7 --set budget.stpes=3 is not a valid run config:\n  budget.stpes: unknown key (did you mean steps?)");
+    const bad = cli("train", "--config", "configs/quickstart-ppo.yaml", "--set", "budget", "--check");
+    expect(bad.status).toBe(2);
+    expect(String(bad.stderr)).toContain("[invalid_arguments]");
+  });
+
   it("prints every error with its path and exits 2", () => {
     const dir = tempDir("harnessrl-check-");
     const path = join(dir, "typo.yaml");

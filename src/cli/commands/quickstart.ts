@@ -3,16 +3,18 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { checkRunConfigNames } from "../../run/check-names.js";
 import { buildRunContext } from "../../run/context.js";
-import { configCheckLine, loadRunConfig } from "../../train/config.js";
+import { configCheckLine, loadRunConfigSource } from "../../train/config.js";
+import { parseOverride } from "../../train/config-overrides.js";
 import { runTraining, type PassDelta, type PassTable, type RunSummary } from "../../train/orchestrator.js";
 import { parseOptions } from "../args.js";
 import type { Command } from "../command.js";
 
-const usage = `Usage: harnessrl quickstart [--run-dir DIR] [--config FILE] [--check]
+const usage = `Usage: harnessrl quickstart [--run-dir DIR] [--config FILE] [--set path=value]... [--check]
 
 From nothing, on CPU: creates a ~1M-parameter model, warm-starts it on oracle demonstrations, trains it with tree-GRPO
 through two built-in harnesses on built-in tasks, evaluates it on held-out tasks before and after, and writes the
 report (report.html) and summary.json into the run directory (default runs/quickstart). Resumes if interrupted.
+--set changes one config value (repeatable; as \`harnessrl train --set\`), e.g. --set seed=3 --set model.seed=3.
 --check validates the config and exits (as \`harnessrl train --check\`).`;
 
 /** configs/quickstart.yaml next to the installed package. */
@@ -52,9 +54,9 @@ export const quickstartCommand: Command = {
   summary: "the main job on CPU: tiny model, oracle warm start, tree-GRPO through two built-in harnesses, before/after eval",
   usage,
   async run(argv) {
-    const values = parseOptions(argv, { "run-dir": { type: "string" }, config: { type: "string" }, check: { type: "boolean" } }, usage);
+    const values = parseOptions(argv, { "run-dir": { type: "string" }, config: { type: "string" }, set: { type: "string", multiple: true }, check: { type: "boolean" } }, usage);
     const configPath = resolve(values.config ?? defaultConfig());
-    const config = loadRunConfig(configPath);
+    const { config, text } = loadRunConfigSource(configPath, (values.set ?? []).map(parseOverride));
     if (values.check) {
       checkRunConfigNames(config, configPath);
       console.log(configCheckLine(configPath, config));
@@ -62,7 +64,7 @@ export const quickstartCommand: Command = {
     }
     const runDir = resolve(values["run-dir"] ?? join("runs", config.name));
     console.error(`harnessrl quickstart → ${runDir}`);
-    const s = await runTraining(buildRunContext(config, { runDir, configPath }));
+    const s = await runTraining(buildRunContext(config, { runDir, configPath, configText: text }));
     console.log([`held-out pass@1 (${config.eval?.tasks ?? "no eval"}):`, `  ${line("warm start", s.before)}`, `  ${line("after RL  ", s.after)}`, ...(s.delta ? [deltaLine(s.delta)] : []), ...budgetLines(s), `report: ${join(runDir, "report.html")}`, `summary: ${join(runDir, "summary.json")}`].join("\n"));
     return 0;
   },
