@@ -1,3 +1,25 @@
+/** One piece of long work as a progress line shows it (what a ProgressSink receives on every update). */
+export interface ProgressUpdate {
+  label: string;
+  done: number;
+  total: number;
+  detail: string;
+  /** When the work started (ms since the epoch). */
+  startedAt: number;
+}
+
+/** Somewhere else to report progress to besides the terminal (a run directory's progress.json for the dashboard). */
+export interface ProgressSink {
+  update(p: ProgressUpdate): void;
+}
+
+export interface ProgressOptions {
+  /** Off a TTY, at most one line per this many ms (the sink still gets every update). */
+  everyMs?: number;
+  out?: NodeJS.WriteStream;
+  sink?: ProgressSink | null;
+}
+
 /**
  * Progress on the terminal for long work: on a TTY one line rewritten in place, otherwise a line every `everyMs`
  * (CI logs stay readable). Writes to stderr so stdout stays machine-readable.
@@ -6,17 +28,23 @@ export class Progress {
   private lastPrint = 0;
   private readonly tty: boolean;
   private readonly started = Date.now();
+  private readonly everyMs: number;
+  private readonly out: NodeJS.WriteStream;
+  private readonly sink: ProgressSink | null;
 
   constructor(
     private readonly label: string,
     private readonly total: number,
-    private readonly everyMs = 5_000,
-    private readonly out: NodeJS.WriteStream = process.stderr,
+    options: ProgressOptions = {},
   ) {
-    this.tty = Boolean(out.isTTY);
+    this.everyMs = options.everyMs ?? 5_000;
+    this.out = options.out ?? process.stderr;
+    this.sink = options.sink ?? null;
+    this.tty = Boolean(this.out.isTTY);
   }
 
   update(done: number, detail = ""): void {
+    this.sink?.update({ label: this.label, done, total: this.total, detail, startedAt: this.started });
     const now = Date.now();
     const finished = done >= this.total;
     if (!this.tty && !finished && now - this.lastPrint < this.everyMs) return;

@@ -1,5 +1,6 @@
 import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { join, sep } from "node:path";
+import { PROGRESS_FILE, readProgressFile, type ProgressTask } from "../core/progress-file.js";
 import { SqliteStore } from "../store/sqlite.js";
 import { EvalProgressReader, type EvalProgress } from "./eval-progress.js";
 import { JsonlTail } from "./jsonl-tail.js";
@@ -29,6 +30,8 @@ export interface RunSummary {
   updatedAt: number;
   /** An evaluation the run is in the middle of (its journal has fewer results than it plans), else null. */
   evaluating: EvalProgress | null;
+  /** The long work a running run reports in progress.json (warm start, SFT, a step's rollouts, RL steps); [] otherwise. */
+  progress: ProgressTask[];
 }
 
 /** What changed in a run since the last poll (what the live stream announces). */
@@ -70,6 +73,8 @@ export class RunData {
   private evaluating: EvalProgress | null = null;
   private store: SqliteStore | null = null;
   private fileStamp = "";
+  private progressStamp = "";
+  private progressTasks: ProgressTask[] = [];
   /** Bumped whenever a poll found something new: what the live stream compares (API reads poll too). */
   generation = 0;
   private readonly memo = new Map<string, { generation: number; value: unknown }>();
@@ -102,9 +107,25 @@ export class RunData {
       this.fileStamp = stamp;
       this.cachedFiles = {};
     }
+    const progressChanged = this.pollProgress();
     const changes = { metrics: m.rows.length, rollouts: added.map((x) => x.rolloutId), reset: m.reset || r.reset, files };
-    if (changes.metrics > 0 || changes.rollouts.length > 0 || changes.reset || files) this.generation++;
+    if (changes.metrics > 0 || changes.rollouts.length > 0 || changes.reset || files || progressChanged) this.generation++;
     return changes;
+  }
+
+  /** Re-reads progress.json when its size or modification time changed; true when it did. */
+  private pollProgress(): boolean {
+    let stamp = "";
+    try {
+      const st = statSync(join(this.dir, PROGRESS_FILE));
+      stamp = `${st.mtimeMs}:${st.size}`;
+    } catch {
+      // no progress file: nothing in progress that the run reports
+    }
+    if (stamp === this.progressStamp) return false;
+    this.progressStamp = stamp;
+    this.progressTasks = stamp === "" ? [] : (readProgressFile(join(this.dir, PROGRESS_FILE))?.tasks ?? []);
+    return true;
   }
 
   /** `make()`'s value, computed again only after a poll found something new (charts of thousands of steps). */
@@ -127,7 +148,8 @@ export class RunData {
     const summary = this.json("summary.json");
     const lastStep = [...this.metrics].reverse().find((r) => typeof r.step === "number");
     const evaluating = this.evaluating;
-    const updatedAt = Math.max(0, ...RUN_MARKERS.map((f) => this.mtime(f)), this.mtime("records.sqlite-wal"), evaluating?.updatedAt ?? 0);
+    // A warm start commits nothing for many minutes; its progress file shows the run is alive.
+    const updatedAt = Math.max(0, ...RUN_MARKERS.map((f) => this.mtime(f)), this.mtime("records.sqlite-wal"), this.mtime(PROGRESS_FILE), evaluating?.updatedAt ?? 0);
     const status: RunStatus = summary ? "finished" : now - updatedAt < ACTIVE_MS ? "running" : "stopped";
     const startedAt = numOrNull(state?.startedAt);
     return {
@@ -143,6 +165,7 @@ export class RunData {
       metricsLines: this.metrics.length,
       updatedAt,
       evaluating,
+      progress: status === "running" ? this.progressTasks : [],
     };
   }
 

@@ -30,7 +30,7 @@ export async function evaluatePolicy(ctx: RunContext, stack: RolloutStack, tasks
   const harnesses = ev?.harnesses ?? config.harnesses;
   const samples = ev?.samples ?? 1;
   const total = tasks.length * harnesses.length * samples;
-  const progress = new Progress(label, total);
+  const progress = new Progress(label, total, { sink: ctx.run.progress });
   const plan = { tasks, harnesses, samples };
   if ("cluster" in options) {
     const { steps, version, policyDir } = options.cluster;

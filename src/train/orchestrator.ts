@@ -206,7 +206,8 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
 
     const sampler = new TaskSampler((await loadSuite(config.tasks.train)).tasks, config.seed);
     const budget = config.budget;
-    const progress = new Progress("train", budget.steps);
+    const progress = new Progress("train", budget.steps, { sink: run.progress });
+    if (state.step < budget.steps) progress.update(state.step, state.step > 0 ? `resumed at step ${state.step}` : "");
     const trainStart = Date.now() - state.trainMs;
     const outOfTime = (): boolean => budget.max_minutes !== undefined && Date.now() - trainStart > budget.max_minutes * 60_000;
 
@@ -214,6 +215,15 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     const scheduler = ctx.scheduler;
     if (scheduler && state.scheduler !== undefined) scheduler.restore(state.scheduler);
 
+    // A step's rollouts take minutes through a real CLI: their count goes to the terminal and progress.json.
+    const stepProgress = (step: number, total: number): ((r: RolloutResult, done: number) => void) => {
+      const p = new Progress(`step ${step} rollouts`, total, { everyMs: 30_000, sink: run.progress });
+      let scores = 0;
+      return (r, done) => {
+        scores += r.score;
+        p.update(done, `reward so far ${(scores / done).toFixed(3)}`);
+      };
+    };
     // A step redone after a crash must not mix its new rollouts with the interrupted attempt's records.
     const attempt = newId("a", 6).slice(2);
     const launch = (step: number, cursor: number): Pending => {
@@ -223,7 +233,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const startedAt = Date.now();
       const promise = cluster
         ? cluster.launch({ tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: cluster.idPrefix(step) }, state.policyVersion, run.policyDir(state.policyVersion))
-        : runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings });
+        : runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings, onResult: stepProgress(step, take.tasks.length * harnesses.length * budget.samples) });
       // Probe rollouts run after the step's own (they share the sandbox pool), on the first tasks of the same step, so
       // probe and training sketches compare the same tasks through different harnesses. They take no task cursor: the
       // training data order is the same with or without probes. (Config validation keeps probes off clusters.)

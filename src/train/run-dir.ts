@@ -1,6 +1,8 @@
 import { appendFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { open, readdir, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { PROGRESS_FILE, ProgressFile } from "../core/progress-file.js";
+import type { ProgressSink } from "../core/progress.js";
 import { faultPoint } from "./fault.js";
 
 /** What a run has finished so far: enough to resume after a crash at the next step boundary. */
@@ -77,8 +79,15 @@ async function fsyncTree(p: string): Promise<void> {
  * other checkpoints, metrics bytes past `metricsBytes`, `*.tmp`) is uncommitted or retired and removed on resume.
  */
 export class RunDir {
+  private progressFile: ProgressFile | null = null;
+
   constructor(readonly root: string) {
     mkdirSync(root, { recursive: true });
+  }
+
+  /** progress.json's writer: the long work the run is in the middle of, for the dashboard (src/core/progress-file.ts). */
+  get progress(): ProgressSink {
+    return (this.progressFile ??= new ProgressFile(join(this.root, PROGRESS_FILE)));
   }
 
   get configPath(): string {
@@ -163,6 +172,8 @@ export class RunDir {
    */
   recover(): RunState | null {
     for (const e of readdirSync(this.root)) if (e.endsWith(".tmp")) rmSync(join(this.root, e), { force: true });
+    // What a killed process was doing is not what this one will do.
+    rmSync(join(this.root, PROGRESS_FILE), { force: true });
     const state = this.readState();
     if (!state) {
       for (const d of ["policy", "checkpoints", "evals"]) rmSync(join(this.root, d), { recursive: true, force: true });

@@ -73,7 +73,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   const stack = await RolloutStack.open(runStackOptions(ctx, runEngine(ctx, "oracle"), ctx.stores.demos, { sampling: false }));
   let built;
   try {
-    const progress = new Progress("demos", tasks.length * config.harnesses.length);
+    const progress = new Progress("demos", tasks.length * config.harnesses.length, { sink: ctx.run.progress });
     const results = await runRollouts(
       stack,
       { tasks, harnesses: config.harnesses, samples: 1, idPrefix: "demo" },
@@ -102,7 +102,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   const random = mulberry32(config.seed ^ 0x5f7);
   let steps = 0;
   let nll = Number.NaN;
-  const progress = new Progress("sft", total);
+  const progress = new Progress("sft", total, { sink: ctx.run.progress });
   const window = new NllWindow(perEpoch);
   let reachedTargetNll = false;
   const curve: SftPoint[] = [];

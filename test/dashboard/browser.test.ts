@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PROGRESS_FILE, ProgressFile } from "../../src/core/progress-file.js";
+import { Progress } from "../../src/core/progress.js";
 import { startDashboard, type Dashboard } from "../../src/dashboard/server.js";
 import { EvalJournal } from "../../src/eval/journal.js";
 import { writeReport } from "../../src/report/write.js";
@@ -50,6 +52,11 @@ beforeAll(async () => {
   // The live run is in the middle of an evaluation: 3 of 5 rollouts journaled, 1 of the 2 scored ones passed.
   const { journal } = EvalJournal.open(join(root, "runs", "live-run", "evals", "eval-4.jsonl"), { label: "eval-4", policy: "v4", taskIds: ["t0", "t1", "t2", "t3", "t4"], harnesses: ["pi"], samples: 1 });
   for (const [task, score, status] of [["t0", 1, "ok"], ["t1", 0, "task_failed"], ["t2", 0, "infra_error"]] as const) journal.append(result(`eval-4-${task}-pi-0`, task, "pi", score, status));
+  // Its progress.json: the RL steps, and the evaluation (shown once, by its journal's line with pass@1 so far).
+  const sink = new ProgressFile(join(root, "runs", "live-run", PROGRESS_FILE));
+  const quiet = { write: () => true, isTTY: false } as unknown as NodeJS.WriteStream;
+  new Progress("train", 12, { sink, out: quiet }).update(4, "reward 0.542 v5");
+  new Progress("eval-4", 5, { sink, out: quiet }).update(3);
   buildDemoRun(join(root, "runs", "finished-run"), { steps: 6, finished: true });
   dash = await startDashboard({ runs: join(root, "runs"), port: 0 });
   cluster = await startClusterDashboard(join(root, "runs"), join(root, "redis"), SHORT_TTL_MS);
@@ -82,7 +89,10 @@ describe("the dashboard in a real browser (Debian chromium via playwright-core)"
     await expect.poll(() => page.locator("#compare-chart").getAttribute("data-points")).toBe("6");
     expect(await page.locator("#compare-chart canvas").count()).toBe(1);
     expect(await page.locator('tr[data-run="finished-run"]').innerText()).toContain("55.0%");
-    expect(await page.locator('tr[data-run="live-run"]').innerText()).toContain("eval-4 3/5, pass@1 so far 50.0%");
+    const live = await page.locator('tr[data-run="live-run"]').innerText();
+    expect(live).toContain("eval-4 3/5, pass@1 so far 50.0%");
+    expect(live).toContain("train 4/12 reward 0.542 v5");
+    expect(live.match(/eval-4/g)).toHaveLength(1);
     await fitsWidth();
     await shot("runs");
     expect(problems).toEqual([]);

@@ -1,9 +1,11 @@
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UserError } from "../../src/core/errors.js";
+import { PROGRESS_FILE, ProgressFile } from "../../src/core/progress-file.js";
+import { Progress } from "../../src/core/progress.js";
 import type { ChartData } from "../../src/dashboard/chart-data.js";
 import type { RolloutPage } from "../../src/dashboard/rollout-index.js";
 import type { RolloutDetail } from "../../src/dashboard/rollout-view.js";
@@ -228,4 +230,29 @@ describe("dashboard access control", () => {
     resumed.append(r("t4", 1));
     expect((await getJson<RunSummary[]>(dash.port, "/api/runs")).find((x) => x.id === "evaluating")?.evaluating).toBeNull();
   });
+
+  it("shows the long work a running run reports in progress.json (a warm start commits nothing for many minutes), and nothing once the run stopped", async () => {
+    const dir = join(root, "runs", "warming");
+    mkdirSync(dir, { recursive: true });
+    // A warm start in its SFT phase: only config.yaml and demos.sqlite exist, and neither changes while SFT runs.
+    writeFileSync(join(dir, "state.json"), JSON.stringify({ version: 1, step: 0, policyVersion: 0, warmStartDone: false, evalBeforeDone: false, taskCursor: 0, checkpoint: null, startedAt: Date.now() - 3_600_000, trainMs: 0 }));
+    utimesSync(join(dir, "state.json"), new Date(Date.now() - 3_600_000), new Date(Date.now() - 3_600_000));
+    const stale = (await getJson<RunSummary[]>(dash.port, "/api/runs")).find((x) => x.id === "warming");
+    expect(stale).toMatchObject({ status: "stopped", progress: [] });
+    const sink = new ProgressFile(join(dir, PROGRESS_FILE));
+    new Progress("sft", 360, { sink, out: quietTerminal }).update(60, "epoch 2/6 nll 0.310");
+    const live = (await getJson<RunSummary[]>(dash.port, "/api/runs")).find((x) => x.id === "warming");
+    expect(live?.status).toBe("running");
+    expect(live?.progress).toMatchObject([{ label: "sft", done: 60, total: 360, detail: "epoch 2/6 nll 0.310" }]);
+    expect((await getJson<{ summary: RunSummary }>(dash.port, "/api/runs/warming")).summary.progress).toHaveLength(1);
+    // A killed run's file goes stale: the run reads as stopped and its last progress is not shown as current.
+    const old = new Date(Date.now() - 600_000);
+    utimesSync(join(dir, PROGRESS_FILE), old, old);
+    expect((await getJson<RunSummary[]>(dash.port, "/api/runs")).find((x) => x.id === "warming")).toMatchObject({ status: "stopped", progress: [] });
+    // Something else written under that name is no progress.
+    writeFileSync(join(dir, PROGRESS_FILE), '{"version": 1, "tasks": "all done"}');
+    expect((await getJson<RunSummary[]>(dash.port, "/api/runs")).find((x) => x.id === "warming")).toMatchObject({ status: "running", progress: [] });
+  });
 });
+
+const quietTerminal = { write: () => true, isTTY: false } as unknown as NodeJS.WriteStream;

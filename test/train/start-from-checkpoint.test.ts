@@ -2,6 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
+import { PROGRESS_FILE, readProgressFile } from "../../src/core/progress-file.js";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
 import { loadRunConfig } from "../../src/train/config.js";
 import { buildRunContext } from "../../src/run/context.js";
@@ -34,6 +35,12 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
   let fromDir: string;
   let fromSummary: RunSummary;
   let warmSummary: RunSummary;
+  /** The work each run reported in its progress.json while it ran (labels, sampled every 20 ms). */
+  const seen = { warm: new Set<string>(), from: new Set<string>() };
+  const watch = (dir: string, into: Set<string>): NodeJS.Timeout =>
+    setInterval(() => {
+      for (const t of readProgressFile(join(dir, PROGRESS_FILE))?.tasks ?? []) into.add(t.label);
+    }, 20);
 
   beforeAll(async () => {
     const root = tempDir("hrl-ckpt-start-");
@@ -51,7 +58,8 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
       budget: { steps: 0, tasks_per_step: 2, samples: 2 },
     });
     warmDir = join(root, "warm");
-    warmSummary = await runTraining(buildRunContext(loadRunConfig(warmConfig), { runDir: warmDir, configPath: warmConfig }), () => undefined);
+    const warmWatch = watch(warmDir, seen.warm);
+    warmSummary = await runTraining(buildRunContext(loadRunConfig(warmConfig), { runDir: warmDir, configPath: warmConfig }), () => undefined).finally(() => clearInterval(warmWatch));
     // Run 2: two GRPO steps (with a KL penalty to the starting policy) from run 1's warm-start checkpoint.
     const fromConfig = write("from", {
       model: { checkpoint: join(warmDir, "checkpoints", "step-0000") },
@@ -59,7 +67,8 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
       budget: { steps: 2, tasks_per_step: 2, samples: 2 },
     });
     fromDir = join(root, "from");
-    fromSummary = await runTraining(buildRunContext(loadRunConfig(fromConfig), { runDir: fromDir, configPath: fromConfig }), () => undefined);
+    const fromWatch = watch(fromDir, seen.from);
+    fromSummary = await runTraining(buildRunContext(loadRunConfig(fromConfig), { runDir: fromDir, configPath: fromConfig }), () => undefined).finally(() => clearInterval(fromWatch));
   }, 600_000);
 
   it("records the warm-start checkpoint, optimizer state included, as the run's resume point", () => {
@@ -80,6 +89,12 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
     // Without max_seconds every planned SFT step runs, and the summary says so and where the time went.
     expect(warmSummary.warmStart).toMatchObject({ steps: sft.steps, plannedSteps: sft.steps, timeCapped: false });
     expect(warmSummary.timing.warmStart).toBeGreaterThan(0);
+  });
+
+  it("reports its long work in progress.json while it runs (demonstrations, SFT; the RL steps and each step's rollouts), and nothing left once done", () => {
+    expect([...seen.warm]).toEqual(expect.arrayContaining(["demos", "sft"]));
+    expect([...seen.from]).toEqual(expect.arrayContaining(["train", "step 1 rollouts", "step 2 rollouts"]));
+    for (const dir of [warmDir, fromDir]) expect(readProgressFile(join(dir, PROGRESS_FILE))?.tasks).toEqual([]);
   });
 
   it("starts another run from that checkpoint with its weights and its optimizer's moments", () => {

@@ -6,6 +6,12 @@ const runHref = (run) => `#/run/${encodeURIComponent(run)}`;
 const badge = (text) => h("span", { class: `badge ${text}` }, text);
 /** An evaluation in progress (its journal): `eval-before 91/160, pass@1 so far 23.4 %`. */
 const evaluating = (e) => (e ? h("span", { class: "muted evaluating" }, `${e.label} ${e.done}/${e.total}, pass@1 so far ${pct(e.passAt1)}`) : "");
+/**
+ * The other long work a running run reports (progress.json): `sft 60/127 epoch 2/6 nll 0.31`, `step 5 rollouts 12/24
+ * reward so far 0.333`, `train 4/10`. The evaluation in progress is `evaluating`'s, with its pass@1 so far.
+ */
+const inProgress = (r) =>
+  (r.progress ?? []).filter((p) => p.label !== r.evaluating?.label).flatMap((p) => [" ", h("span", { class: "muted in-progress" }, `${p.label} ${p.done}/${p.total}${p.detail ? ` ${p.detail}` : ""}`)]);
 
 /** Runs: status, step, version, before/after pass@1, wall time; tick two or more to compare one metric on one chart. */
 export async function runsPage(main) {
@@ -25,7 +31,7 @@ export async function runsPage(main) {
           { "data-run": r.id },
           h("td", {}, h("input", { type: "checkbox", checked: chosen.has(r.id), "aria-label": `compare ${r.id}`, onchange: (e) => (e.target.checked ? chosen.add(r.id) : chosen.delete(r.id), compare()) })),
           h("td", {}, link(runHref(r.id), r.id)),
-          h("td", {}, badge(r.status), r.evaluating ? " " : "", evaluating(r.evaluating)),
+          h("td", {}, badge(r.status), r.evaluating ? " " : "", evaluating(r.evaluating), inProgress(r)),
           h("td", { class: "num" }, r.plannedSteps ? `${fmt(r.step)} / ${r.plannedSteps}` : fmt(r.step)),
           h("td", { class: "num" }, fmt(r.policyVersion)),
           h("td", { class: "num" }, pct(r.passBefore)),
@@ -102,6 +108,7 @@ export async function runPage(main, run) {
       head,
       badge(s.status),
       evaluating(s.evaluating),
+      inProgress(s).filter((x) => x !== " "),
       h("span", {}, `step ${fmt(s.step)}${s.plannedSteps ? ` / ${s.plannedSteps}` : ""}`),
       h("span", {}, `policy v${fmt(s.policyVersion)}`),
       h("span", {}, `pass@1 ${pct(s.passBefore)} → ${pct(s.passAfter)}`),
