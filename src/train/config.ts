@@ -220,8 +220,9 @@ const budgetSchema = z
     tasks_per_step: z.number().int().positive().default(8),
     samples: z.number().int().min(2).default(4),
     /**
-     * Stop starting new steps after this many minutes of training (the final evaluation still runs). A cap that hits
-     * is logged and reported (summary `timeCapped`, `steps` < `plannedSteps`); budget by `steps` where the result matters.
+     * Stop starting new steps after this many minutes of training (the final evaluation still runs), counted over every
+     * process of the run (a resume continues the count). A cap that hits is logged and reported (summary
+     * `timeCapped`, `steps` < `plannedSteps`); budget by `steps` where the result matters.
      */
     max_minutes: z.number().positive().optional(),
   })

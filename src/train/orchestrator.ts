@@ -208,8 +208,12 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     const budget = config.budget;
     const progress = new Progress("train", budget.steps, { sink: run.progress });
     if (state.step < budget.steps) progress.update(state.step, state.step > 0 ? `resumed at step ${state.step}` : "");
+    // The cap is on the run's RL time over all its processes: a resume starts with what earlier ones used.
     const trainStart = Date.now() - state.trainMs;
     const outOfTime = (): boolean => budget.max_minutes !== undefined && Date.now() - trainStart > budget.max_minutes * 60_000;
+    if (budget.max_minutes !== undefined && state.trainMs > 0 && state.step < budget.steps) {
+      log(`budget.max_minutes ${budget.max_minutes}: ${(state.trainMs / 60_000).toFixed(1)} of them used by this run's RL before this resume`);
+    }
 
     // Scheduled mix-harness mode: one harness per optimizer step, picked by the scheduler (state survives resume).
     const scheduler = ctx.scheduler;
@@ -361,7 +365,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       writeReport(run.root);
       progress.update(step, `reward ${row["reward/mean"].toFixed(3)} v${version}`);
       if (outOfTime() && step < budget.steps) {
-        log(`budget.max_minutes ${budget.max_minutes} reached: RL stops after ${step} of ${budget.steps} planned steps`);
+        log(`budget.max_minutes ${budget.max_minutes} reached (RL time of this run, resumes included): RL stops after ${step} of ${budget.steps} planned steps`);
         break;
       }
       if (!pending && config.mode === "sync" && step < budget.steps) pending = launch(step + 1, cursor);
