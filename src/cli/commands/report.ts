@@ -7,8 +7,9 @@ const usage = `Usage:
   harnessrl report RUN_DIR [--metrics FILE] [--out FILE] [--title TEXT]
 
 Writes RUN_DIR/report.html from RUN_DIR/metrics.jsonl: one self-contained page (no network: the dashboard's uPlot
-chart code and the data are inlined; opens from file://) with a chart per metric group (reward, pass@1 per harness, KL / mismatch, entropy, throughput, loss, and any
-other numeric series grouped by name prefix), a table of the latest values, summary.json and config.yaml when present.
+chart code and the data are inlined; opens from file://) with a chart per metric group (reward, pass@1 per harness, KL / mismatch, entropy, throughput, loss, the
+warm start's SFT NLL and learning rate, and any other numeric series grouped by name prefix), tables of the finished
+evaluations, the warm start's summary and the latest values, and summary.json and config.yaml when present.
 
 Options:
   --metrics FILE  metrics JSONL to read (default RUN_DIR/metrics.jsonl)
