@@ -43,6 +43,14 @@ export class Progress {
     this.tty = Boolean(this.out.isTTY);
   }
 
+  /**
+   * The work ended short of its total (a stopping rule, a time cap): the sink stops showing it. Prints nothing; the
+   * caller logs why.
+   */
+  close(): void {
+    this.sink?.update({ label: this.label, done: this.total, total: this.total, detail: "", startedAt: this.started });
+  }
+
   update(done: number, detail = ""): void {
     this.sink?.update({ label: this.label, done, total: this.total, detail, startedAt: this.started });
     const now = Date.now();

@@ -366,6 +366,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       progress.update(step, `reward ${row["reward/mean"].toFixed(3)} v${version}`);
       if (outOfTime() && step < budget.steps) {
         log(`budget.max_minutes ${budget.max_minutes} reached (RL time of this run, resumes included): RL stops after ${step} of ${budget.steps} planned steps`);
+        progress.close();
         break;
       }
       if (!pending && config.mode === "sync" && step < budget.steps) pending = launch(step + 1, cursor);

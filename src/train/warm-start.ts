@@ -132,6 +132,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
       }
     }
   }
+  progress.close();
   const timeCapped = steps < total && !reachedTargetNll;
   if (timeCapped) log(`warm start: max_seconds ${ws.max_seconds} reached after ${steps} of ${total} SFT steps; the policy is less trained than configured`);
   const end = Date.now();

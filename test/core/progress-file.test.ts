@@ -42,6 +42,11 @@ describe("progress.json: the long work a run is in the middle of", () => {
     // Done: gone at once.
     rollouts.update(24, "reward so far 0.375");
     expect(tasks(path)).toEqual(["train 3/10 resumed at step 3"]);
+    // SFT stopped by its NLL target short of its planned steps: closed, so it is not shown for the rest of the run.
+    const sft = new Progress("sft", 360, { sink, out: quiet });
+    sft.update(127, "nll 0.098");
+    sft.close();
+    expect(tasks(path)).toEqual(["train 3/10 resumed at step 3"]);
     train.update(10);
     expect(readProgressFile(path)).toMatchObject({ version: 1, pid: process.pid, tasks: [] });
   });
