@@ -17,8 +17,11 @@ export interface ChartData {
   ys: (number | null)[][];
 }
 
-/** Fields of a metrics row that are bookkeeping, not curves (a wall-clock timestamp charted over steps reads as noise). */
-export const NOT_CURVES = new Set(["time", "policy_version"]);
+/**
+ * Fields of a metrics row that are bookkeeping, not curves (a wall-clock timestamp charted over steps reads as noise;
+ * an SFT row's epoch is a staircase over its optimizer steps).
+ */
+export const NOT_CURVES = new Set(["time", "policy_version", "epoch"]);
 
 /** Points sorted by x; a step logged twice (a resumed run re-logs it) keeps its last value. */
 export function cleanPoints(points: readonly [number, number][]): [number, number][] {

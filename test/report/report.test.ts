@@ -124,7 +124,7 @@ describe("run report", () => {
     expect(html).toContain('<thead><tr><th>evaluation</th><th>rollouts</th><th>pass@1</th><th>open&lt;claw&gt;</th></tr></thead><tbody><tr><td>eval-before</td><td class="num">160</td><td class="num">18.8 % ± 3.1</td><td class="num">18.8 %</td></tr></tbody>');
     expect(titles).toContain("Warm start: SFT NLL per token");
     expect(titles).toContain("Warm start: learning rate");
-    for (const name of ["demos", "plannedSteps", "steps", "timeCapped", "finalNll", "demoMs"]) expect(titles).not.toContain(name);
+    for (const name of ["demos", "plannedSteps", "steps", "timeCapped", "finalNll", "demoMs", "epoch"]) expect(titles).not.toContain(name);
     expect(html).toContain('<tr><td>demoMs</td><td class="num">1200 s</td></tr>');
     expect(html).toContain('<tr><td>plannedSteps</td><td class="num">360</td></tr>');
     const charts = JSON.parse(/<script type="application\/json" id="report-charts">([\s\S]*?)<\/script>/.exec(html)![1]!) as { id: string; names: string[]; x: number[]; ys: number[][] }[];
