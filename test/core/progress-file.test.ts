@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { PROGRESS_HEARTBEAT_MS, ProgressFile, readProgressFile } from "../../src/core/progress-file.js";
 import { Progress } from "../../src/core/progress.js";
+import { quietTerminal as quiet } from "./quiet-terminal.js";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -18,8 +19,6 @@ const fileIn = (): string => {
   return join(d, "progress.json");
 };
 const tasks = (path: string): string[] => (readProgressFile(path)?.tasks ?? []).map((t) => `${t.label} ${t.done}/${t.total}${t.detail ? ` ${t.detail}` : ""}`);
-/** A terminal stand-in: Progress's own lines are not what these tests look at. */
-const quiet = { write: () => true, isTTY: false } as unknown as NodeJS.WriteStream;
 
 describe("progress.json: the long work a run is in the middle of", () => {
   it("an RL run: the run's step count stays while a step's rollouts come and go; finished work leaves the file", () => {

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UserError } from "../../src/core/errors.js";
 import { PROGRESS_FILE, ProgressFile } from "../../src/core/progress-file.js";
 import { Progress } from "../../src/core/progress.js";
+import { quietTerminal } from "../core/quiet-terminal.js";
 import type { ChartData } from "../../src/dashboard/chart-data.js";
 import type { RolloutPage } from "../../src/dashboard/rollout-index.js";
 import type { RolloutDetail } from "../../src/dashboard/rollout-view.js";
@@ -255,4 +256,3 @@ describe("dashboard access control", () => {
   });
 });
 
-const quietTerminal = { write: () => true, isTTY: false } as unknown as NodeJS.WriteStream;
