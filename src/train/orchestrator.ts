@@ -222,6 +222,8 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     // A step's rollouts take minutes through a real CLI: their count goes to the terminal and progress.json.
     const stepProgress = (step: number, total: number): ((r: RolloutResult, done: number) => void) => {
       const p = new Progress(`step ${step} rollouts`, total, { everyMs: 30_000, sink: run.progress });
+      // Shown from launch: a real CLI's first rollout takes minutes, and "0/24" says the step has started.
+      p.update(0);
       let scores = 0;
       return (r, done) => {
         scores += r.score;

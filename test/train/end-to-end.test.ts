@@ -86,8 +86,11 @@ describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)"
       expect(m["engine/prompt_evaluated"] as number).toBeGreaterThan(0);
       expect(m["engine/prompt_reused"] as number).toBeGreaterThanOrEqual(0);
     }
-    // A group's three sessions start together: one evaluates the common first prompt, the others load it.
-    expect(rl.reduce((s, m) => s + (m["engine/prompt_shared"] as number), 0)).toBeGreaterThan(0);
+    // A group's three sessions share their first prompt: a later one finds it in its own sequence's cache (reused) or
+    // loads the prefix another sequence published (shared), depending on which sequence the scheduler hands it; which
+    // of the two is timing, so the sum is asserted here and sharing itself in llamacpp-shared-prefix.test.ts.
+    for (const m of rl) expect(m["engine/prompt_shared"] as number).toBeGreaterThanOrEqual(0);
+    expect(rl.reduce((s, m) => s + (m["engine/prompt_shared"] as number) + (m["engine/prompt_reused"] as number), 0)).toBeGreaterThan(0);
     const v0 = readFileSync(join(runDir, "policy", "v0000", "model.safetensors"));
     const v2 = readFileSync(join(runDir, "policy", "v0002", "model.safetensors"));
     expect(v0.equals(v2)).toBe(false);
