@@ -41,6 +41,7 @@ const SLOW_TESTS = [
   "test/train/rank-kill.test.ts",
   "test/train/real-cli-e2e.test.ts",
   "test/train/real-scaling-experiment.test.ts",
+  "test/train/quickstart-seeds-experiment.test.ts",
   "test/train/start-from-checkpoint.test.ts",
   "test/train/train-roles.test.ts",
   "test/train/minibatch-anchor.test.ts",

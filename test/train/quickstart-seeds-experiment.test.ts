@@ -1,0 +1,129 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { tempDirs } from "../temp-dirs.js";
+
+/**
+ * Issue 20's seed sweep (experiments/quickstart-seeds/) at a size a test can run, so the script cannot rot: one real
+ * quickstart (tiny-1m, bwrap, llama.cpp, torch) with a tiny budget through run.mjs, run again (skipped), then the
+ * table against the issue's bar, with two more seeds' summaries written by the test (one that meets the bar, one that
+ * never ran) so the counting is checked on known values.
+ */
+
+const tempDir = tempDirs();
+const root = join(import.meta.dirname, "..", "..");
+const RUN = join(root, "experiments", "quickstart-seeds", "run.mjs");
+const TABLE = join(root, "experiments", "quickstart-seeds", "table.mjs");
+
+// The quickstart's recipe, shrunk: 2 demonstration tasks, 1 SFT epoch, 1 RL step of 4 rollouts, 2 held-out tasks.
+const TINY = [
+  "warm_start.demos=calcrun:train?n=2&seed=2",
+  "warm_start.epochs=1",
+  "warm_start.stop_at_nll=null",
+  "budget.steps=1",
+  "budget.tasks_per_step=1",
+  "budget.samples=2",
+  "eval.tasks=calcrun:test?n=2&seed=3",
+  "engine.sequences=4",
+  "rollout.concurrency=4",
+  "sampling.max_tokens=24",
+];
+
+const node = (args: string[], timeoutMs: number): { status: number | null; stdout: string; stderr: string } => {
+  const r = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8", timeout: timeoutMs, maxBuffer: 64 << 20 });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+};
+const json = <T>(path: string): T => JSON.parse(readFileSync(path, "utf8")) as T;
+
+interface Sweep {
+  seed: number;
+  attempts: { wallSeconds: number; exitCode: number; load: { samples: number; mean: number; max: number } }[];
+}
+interface Table {
+  finished: number;
+  meets: { gain: number; time: number; both: number };
+  rows: { seed: number; finished: boolean; change: { value: number; z: number } | null; wallSeconds: number | null; verdict: { gain: boolean; time: boolean; both: boolean } }[];
+  changeAcrossSeeds: { n: number; mean: number | null; se: number | null };
+}
+
+describe("the quickstart seed sweep of issue 20 at CI size", () => {
+  let dir: string;
+  let first: ReturnType<typeof node>;
+
+  beforeAll(() => {
+    dir = tempDir("qs-seeds-");
+    first = node([RUN, "--seeds", "1", "--root", dir, ...TINY.flatMap((s) => ["--set", s])], 10 * 60_000);
+  }, 11 * 60_000);
+
+  it("runs the quickstart with the seed set as the run's and the model's seed, and records wall time and load", () => {
+    expect(first.status, `${first.stdout.slice(-3000)}\n${first.stderr.slice(-3000)}`).toBe(0);
+    // configs/quickstart.yaml has seed 0 for both; config.yaml in the run directory is the config as run.
+    const config = readFileSync(join(dir, "s1", "config.yaml"), "utf8");
+    expect(config).toMatch(/^seed: 1$/m);
+    expect(config).toMatch(/preset: tiny-1m, seed: 1/);
+    const summary = json<{ steps: number; delta: { paired: boolean } | null }>(join(dir, "s1", "summary.json"));
+    expect(summary.steps).toBe(1);
+    expect(summary.delta?.paired).toBe(true);
+    const sweep = json<Sweep>(join(dir, "s1", "sweep.json"));
+    expect(sweep.seed).toBe(1);
+    expect(sweep.attempts).toHaveLength(1);
+    expect(sweep.attempts[0]).toMatchObject({ exitCode: 0 });
+    expect(sweep.attempts[0]!.wallSeconds).toBeGreaterThan(0);
+    expect(sweep.attempts[0]!.load.samples).toBeGreaterThanOrEqual(1);
+  });
+
+  it("skips a finished seed when run again, and refuses a --set that would fight the sweep's own seed", () => {
+    const again = node([RUN, "--seeds", "1", "--root", dir], 60_000);
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.stdout).toContain("seed 1: done before, skipped");
+    const clash = node([RUN, "--seeds", "1", "--root", dir, "--set", "model.seed=3"], 60_000);
+    expect(clash.status).toBe(1);
+    expect(clash.stderr).toContain("the sweep sets seed and model.seed itself");
+    const bad = node([RUN, "--seeds", "3-1", "--root", dir], 60_000);
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toContain('bad range "3-1"');
+  });
+
+  it("tabulates the seeds against the bar: a gain of 15 points at z >= 3 within 10 minutes", () => {
+    // Seed 0 never ran; seed 2's summary and sweep record are written here: +20 points at z 4 in 9 minutes.
+    writeFileSync(join(dir, "plan.json"), JSON.stringify({ seeds: [0, 1, 2] }));
+    mkdirSync(join(dir, "s2"));
+    const pass = (overall: number): object => ({ overall, overallStderr: 0.04, rollouts: 160, byHarness: {}, meanScore: overall });
+    writeFileSync(
+      join(dir, "s2", "summary.json"),
+      JSON.stringify({ steps: 12, plannedSteps: 12, timeCapped: false, wallSeconds: 500, before: pass(0.3), after: pass(0.5), delta: { overall: 0.2, stderr: 0.05, z: 4, paired: true, groups: 160 }, warmStart: { steps: 200, plannedSteps: 228, finalNll: 0.014 }, timing: {} }),
+    );
+    writeFileSync(join(dir, "s2", "sweep.json"), JSON.stringify({ seed: 2, attempts: [{ wallSeconds: 300, load: { mean: 4, max: 6 } }, { wallSeconds: 240, load: { mean: 8, max: 9 } }] }));
+    const table = node([TABLE, "--root", dir], 60_000);
+    expect(table.status, table.stderr).toBe(0);
+    const t = json<Table>(join(dir, "table.json"));
+    expect(t.rows.map((r) => [r.seed, r.finished])).toEqual([
+      [0, false],
+      [1, true],
+      [2, true],
+    ]);
+    // Both attempts of seed 2 count towards its wall time (a resumed seed took all of it).
+    expect(t.rows[2]).toMatchObject({ wallSeconds: 540, verdict: { gain: true, time: true, both: true } });
+    // Seed 1's one-step tiny run cannot gain 15 points at z >= 3 (2 held-out tasks × 2 harnesses).
+    expect(t.rows[1]?.verdict.gain).toBe(false);
+    expect(t.finished).toBe(2);
+    expect(t.meets.both).toBe(1);
+    expect(t.changeAcrossSeeds.n).toBe(2);
+    expect(t.changeAcrossSeeds.mean).toBeCloseTo(((t.rows[1]?.change?.value ?? NaN) + 0.2) / 2, 12);
+    expect(table.stdout).toContain("| 0 | not finished |");
+    expect(table.stdout).toContain("both by **1** of 2");
+    expect(readFileSync(join(dir, "table.md"), "utf8")).toBe(`${table.stdout.trimEnd()}\n`);
+    const svg = readFileSync(join(dir, "seeds.svg"), "utf8");
+    expect(svg.startsWith("<svg")).toBe(true);
+    expect(svg.match(/seed \d/g)).toEqual(["seed 1", "seed 2"]);
+  });
+
+  it("tells the user to run the sweep first when there is nothing to tabulate", () => {
+    const empty = tempDir("qs-seeds-empty-");
+    const r = node([TABLE, "--root", empty], 60_000);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("run experiments/quickstart-seeds/run.mjs first");
+    expect(existsSync(join(empty, "table.json"))).toBe(false);
+  });
+});
