@@ -175,7 +175,8 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const checkpoint = run.checkpointDir(0);
       await trainer.saveCheckpoint(checkpoint, { policyVersion: state.policyVersion, extra: { step: 0, cursor: state.taskCursor } });
       state = await run.commit({ ...state, checkpoint }, { written: [run.policyDir(state.policyVersion), checkpoint], metrics: [...curve.map((p) => ({ phase: "sft", ...p })), { phase: "warm_start", step: 0, policy_version: state.policyVersion, ...report }], step: 0 });
-      log(`warm start: ${report.steps}/${report.plannedSteps} SFT steps on ${report.trainableTokens} demonstration tokens, final NLL ${report.finalNll.toFixed(3)}`);
+      const prob = report.finalDemoProb === null ? "" : `, demonstrations reproduced with probability ${report.finalDemoProb.toFixed(3)}`;
+      log(`warm start: ${report.steps}/${report.plannedSteps} SFT steps on ${report.trainableTokens} demonstration tokens, final NLL ${report.finalNll.toFixed(3)}${prob}`);
     }
 
     await attachLora();

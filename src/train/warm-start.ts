@@ -7,6 +7,7 @@ import { runEngine, runStackOptions, type RunContext } from "../run/context.js";
 import { loadSuite } from "../tasks/registry.js";
 import type { Trainer } from "../trainer/types.js";
 import { batchForRollouts } from "./batches.js";
+import { DemoProbability } from "./demo-probability.js";
 import { lrAt } from "./lr-schedule.js";
 import { microBatches, setTokenMeanWeights } from "./micro-batches.js";
 import { NllWindow } from "./nll-window.js";
@@ -23,6 +24,11 @@ export interface WarmStartReport {
   /** True when `stop_at_nll` was reached before `plannedSteps` (the configured strength, reached early). */
   reachedTargetNll: boolean;
   finalNll: number;
+  /**
+   * The probability that the final policy reproduces a demonstration token for token at temperature 1, averaged over
+   * the demonstrations (demo-probability.ts); null when SFT ended before every demonstration was trained on once.
+   */
+  finalDemoProb: number | null;
   /** Oracle demonstrations (rollouts) and SFT, then both. */
   demoMs: number;
   sftMs: number;
@@ -37,6 +43,8 @@ export interface SftPoint {
   /** Mean NLL over the last epoch's worth of steps: the value `stop_at_nll` is checked against. */
   "sft/nll_epoch_mean": number;
   "sft/lr": number;
+  /** DemoProbability's figure after this step (from the end of the first epoch on: every demonstration seen once). */
+  "sft/demo_prob"?: number;
 }
 
 export interface WarmStartResult {
@@ -104,6 +112,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   let nll = Number.NaN;
   const progress = new Progress("sft", total, { sink: ctx.run.progress });
   const window = new NllWindow(perEpoch);
+  const demoProb = new DemoProbability(built);
   let reachedTargetNll = false;
   const curve: SftPoint[] = [];
   for (let epoch = 0; epoch < ws.epochs && Date.now() < deadline && !reachedTargetNll; epoch++) {
@@ -123,8 +132,10 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
       await trainer.optimStep({ lr, maxGradNorm: 1 });
       nll = fb.nllMean;
       const mean = window.push(nll);
-      curve.push({ optimizer_step: steps, epoch: epoch + 1, "sft/nll": nll, "sft/nll_epoch_mean": mean, "sft/lr": lr });
-      progress.update(steps, `epoch ${epoch + 1}/${ws.epochs} nll ${nll.toFixed(3)} (epoch mean ${mean.toFixed(3)})`);
+      demoProb.observe(mb.rows, fb.logprobs);
+      const prob = demoProb.value();
+      curve.push({ optimizer_step: steps, epoch: epoch + 1, "sft/nll": nll, "sft/nll_epoch_mean": mean, "sft/lr": lr, ...(Number.isFinite(prob) ? { "sft/demo_prob": prob } : {}) });
+      progress.update(steps, `epoch ${epoch + 1}/${ws.epochs} nll ${nll.toFixed(3)} (epoch mean ${mean.toFixed(3)})${Number.isFinite(prob) ? ` demo prob ${prob.toFixed(3)}` : ""}`);
       if (window.reached(ws.stop_at_nll)) {
         reachedTargetNll = true;
         log(`warm start: mean NLL ${mean.toFixed(4)} over the last ${window.size} steps reached stop_at_nll ${ws.stop_at_nll} after ${steps} of ${total} SFT steps`);
@@ -137,7 +148,9 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   if (timeCapped) log(`warm start: max_seconds ${ws.max_seconds} reached after ${steps} of ${total} SFT steps; the policy is less trained than configured`);
   const end = Date.now();
   return {
-    report: { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, timeCapped, reachedTargetNll, finalNll: nll, demoMs, sftMs: end - sftStarted, wallMs: end - started },
+    report: { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, timeCapped, reachedTargetNll, finalNll: nll, finalDemoProb: finiteOrNull(demoProb.value()), demoMs, sftMs: end - sftStarted, wallMs: end - started },
     curve,
   };
 }
+
+const finiteOrNull = (v: number): number | null => (Number.isFinite(v) ? v : null);

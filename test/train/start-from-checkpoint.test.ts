@@ -77,7 +77,7 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
     expect(state.policyVersion).toBe(1);
     expect(state.checkpoint).toBe(join(warmDir, "checkpoints", "step-0000"));
     const rows = readFileSync(join(warmDir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number | string>);
-    const sft = rows.find((r) => r.phase === "warm_start") as { steps: number; finalNll: number };
+    const sft = rows.find((r) => r.phase === "warm_start") as { steps: number; finalNll: number; finalDemoProb: number | null };
     expect(sft.steps).toBeGreaterThan(0);
     // Every SFT optimizer step is a metrics row before the summary (the report charts the warm start's curve).
     const curve = rows.filter((r) => r.phase === "sft");
@@ -85,6 +85,13 @@ describe("a warm start ends in a checkpoint that resumes and that other runs sta
     expect(rows.indexOf(curve[curve.length - 1]!)).toBeLessThan(rows.findIndex((r) => r.phase === "warm_start"));
     expect(curve[curve.length - 1]?.["sft/nll"]).toBe(sft.finalNll);
     for (const r of curve) expect(r["sft/lr"]).toBeGreaterThan(0);
+    // Once every demonstration has been trained on (the first epoch's last step), each step also says how likely the
+    // policy is to reproduce the demonstrations; the summary keeps the last figure.
+    const firstEpoch = curve.filter((r) => r.epoch === 1);
+    expect(firstEpoch.slice(0, -1).every((r) => r["sft/demo_prob"] === undefined)).toBe(true);
+    const probs = curve.slice(firstEpoch.length - 1).map((r) => r["sft/demo_prob"] as number);
+    for (const p of probs) expect(p >= 0 && p <= 1).toBe(true);
+    expect(sft.finalDemoProb).toBe(probs[probs.length - 1]);
     expect(trainerState(join(warmDir, "checkpoints", "step-0000")).optimizer_steps).toBe(sft.steps);
     // Without max_seconds every planned SFT step runs, and the summary says so and where the time went.
     expect(warmSummary.warmStart).toMatchObject({ steps: sft.steps, plannedSteps: sft.steps, timeCapped: false });

@@ -1,0 +1,103 @@
+import type { BuiltBatch } from "../batch/batch-index.js";
+import type { PackedRow } from "../batch/types.js";
+
+/** One row's trainable tokens and the sampled-token slot each one is. */
+interface RowPlan {
+  tokens: Int32Array;
+  slots: Int32Array;
+}
+
+/**
+ * During the warm start: the probability that the policy, sampling at temperature 1, reproduces an oracle
+ * demonstration token for token (given the same harness and tool replies), averaged over the demonstrations:
+ * mean over demos of exp(Σ log π(t)) over the tokens the demo's calls sampled.
+ *
+ * Why beside the NLL: held-out pass@1 at temperature 1 is an average of per-task success probabilities, and a
+ * demonstration's reproduction probability is such a probability (a lower bound: other trajectories may also pass).
+ * The mean token NLL hides how it is spread: exp(−mean) of per-demo sums is not their mean of exp, and a warm start
+ * whose NLL is carried by a few hard demonstrations solves more tasks than one where every demonstration is a little
+ * unsure. The log-probabilities are the trainer's own, from each SFT step's forward pass (before that step's update),
+ * so it costs nothing; a token's value is from the last step that trained a row holding it, so the figure mixes the
+ * parameters of the last epoch's steps, as the epoch-mean NLL does.
+ *
+ * A sampled token is a slot (call, offset in its completion): counted once per demonstration even where a split tree
+ * repeats it in two rows, and once for each demonstration whose path holds it (identical demonstrations share nodes).
+ */
+export class DemoProbability {
+  private readonly plans = new Map<PackedRow, RowPlan>();
+  private readonly slotValue: Float64Array;
+  private readonly slotSeen: Uint8Array;
+  private unseen: number;
+  /** Per demonstration with at least one sampled token: its slots. */
+  private readonly demoSlots: Int32Array[];
+
+  constructor(built: BuiltBatch) {
+    const demoOfPath = new Map<number, number>();
+    const demoIndex = new Map<string, number>();
+    for (const p of built.index.paths) {
+      let d = demoIndex.get(p.rolloutId);
+      if (d === undefined) demoIndex.set(p.rolloutId, (d = demoIndex.size));
+      demoOfPath.set(p.id, d);
+    }
+    const slotOf = new Map<string, number>();
+    const owners: Set<number>[] = Array.from({ length: demoIndex.size }, () => new Set<number>());
+    built.batch.rows.forEach((row, r) => {
+      const side = built.index.rows[r];
+      if (!side) return;
+      const tokens: number[] = [];
+      const slots: number[] = [];
+      for (let i = 0; i < row.trainable.length; i++) {
+        const offset = side.offset[i] ?? -1;
+        if (row.trainable[i] !== 1 || offset < 0) continue;
+        const key = `${side.call[i] ?? -1}:${offset}`;
+        let slot = slotOf.get(key);
+        if (slot === undefined) slotOf.set(key, (slot = slotOf.size));
+        for (const path of side.pathSets[side.pathSet[i] ?? -1] ?? []) {
+          const d = demoOfPath.get(path);
+          if (d !== undefined) owners[d]?.add(slot);
+        }
+        tokens.push(i);
+        slots.push(slot);
+      }
+      this.plans.set(row, { tokens: Int32Array.from(tokens), slots: Int32Array.from(slots) });
+    });
+    this.slotValue = new Float64Array(slotOf.size);
+    this.slotSeen = new Uint8Array(slotOf.size);
+    this.unseen = slotOf.size;
+    this.demoSlots = owners.filter((s) => s.size > 0).map((s) => Int32Array.from(s));
+  }
+
+  /** Demonstrations the figure averages over (those with sampled tokens in the batch). */
+  get demos(): number {
+    return this.demoSlots.length;
+  }
+
+  /** A micro-batch's rows and the trainer's logprobs for them (ForwardBackwardResult.logprobs, in the same order). */
+  observe(rows: readonly PackedRow[], logprobs: readonly Float32Array[]): void {
+    rows.forEach((row, j) => {
+      const plan = this.plans.get(row);
+      const lp = logprobs[j];
+      if (!plan || !lp) return;
+      for (let k = 0; k < plan.tokens.length; k++) {
+        const slot = plan.slots[k] ?? -1;
+        this.slotValue[slot] = lp[plan.tokens[k] ?? -1] ?? Number.NaN;
+        if (this.slotSeen[slot] === 0) {
+          this.slotSeen[slot] = 1;
+          this.unseen--;
+        }
+      }
+    });
+  }
+
+  /** The mean reproduction probability, once every sampled token has been through a step (NaN before). */
+  value(): number {
+    if (this.demoSlots.length === 0 || this.unseen > 0) return Number.NaN;
+    let mean = 0;
+    for (const slots of this.demoSlots) {
+      let sum = 0;
+      for (const s of slots) sum += this.slotValue[s] ?? Number.NaN;
+      mean += Math.exp(sum);
+    }
+    return mean / this.demoSlots.length;
+  }
+}
