@@ -27,7 +27,7 @@ export function seedRow(root, seed) {
     after: finite(summary?.after?.overall) ? { value: summary.after.overall, se: summary.after.overallStderr } : null,
     change: d && finite(d.overall) ? { value: d.overall, se: d.stderr, z: d.z, paired: d.paired === true, groups: d.groups ?? null } : null,
     steps: summary ? { ran: summary.steps, planned: summary.plannedSteps, timeCapped: summary.timeCapped === true } : null,
-    sft: summary?.warmStart ? { steps: summary.warmStart.steps, planned: summary.warmStart.plannedSteps, nll: summary.warmStart.finalNll } : null,
+    sft: summary?.warmStart ? { steps: summary.warmStart.steps, planned: summary.warmStart.plannedSteps, nll: summary.warmStart.finalNll, demoProb: finite(summary.warmStart.finalDemoProb) ? summary.warmStart.finalDemoProb : null } : null,
     timing: summary?.timing ?? null,
     wallSeconds,
     load: loads.length > 0 ? { mean: loads.reduce((s, l) => s + l.mean, 0) / loads.length, max: Math.max(...loads.map((l) => l.max)) } : null,
@@ -64,7 +64,7 @@ export function buildTable(root, bar) {
 }
 
 export function markdown(t) {
-  const head = "| seed | before | after | change (paired SE, z) | RL steps | SFT steps (final NLL) | wall | load mean / max | +gain at z | time |";
+  const head = "| seed | before | after | change (paired SE, z) | RL steps | SFT steps (final NLL, demo prob) | wall | load mean / max | +gain at z | time |";
   const lines = [head, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"];
   for (const r of t.rows) {
     if (!r.finished) {
@@ -73,7 +73,7 @@ export function markdown(t) {
     }
     const c = r.change ? `**${signed(r.change.value)} ± ${pct(r.change.se)}** (z ${finite(r.change.z) ? r.change.z.toFixed(1) : "–"}${r.change.paired ? "" : ", unpaired"})` : "–";
     const steps = r.steps ? `${r.steps.ran}/${r.steps.planned}${r.steps.timeCapped ? " (time cap)" : ""}` : "–";
-    const sft = r.sft ? `${r.sft.steps}/${r.sft.planned} (${r.sft.nll.toFixed(4)})` : "–";
+    const sft = r.sft ? `${r.sft.steps}/${r.sft.planned} (${r.sft.nll.toFixed(4)}${r.sft.demoProb === null ? "" : `, ${r.sft.demoProb.toFixed(3)}`})` : "–";
     const wall = r.wallSeconds === null ? "–" : `${(r.wallSeconds / 60).toFixed(1)} min`;
     const load = r.load ? `${r.load.mean.toFixed(1)} / ${r.load.max.toFixed(1)}` : "–";
     const v = (ok) => (ok ? "yes" : "no");

@@ -92,7 +92,7 @@ describe("the quickstart seed sweep of issue 20 at CI size", () => {
     const pass = (overall: number): object => ({ overall, overallStderr: 0.04, rollouts: 160, byHarness: {}, meanScore: overall });
     writeFileSync(
       join(dir, "s2", "summary.json"),
-      JSON.stringify({ steps: 12, plannedSteps: 12, timeCapped: false, wallSeconds: 500, before: pass(0.3), after: pass(0.5), delta: { overall: 0.2, stderr: 0.05, z: 4, paired: true, groups: 160 }, warmStart: { steps: 200, plannedSteps: 228, finalNll: 0.014 }, timing: {} }),
+      JSON.stringify({ steps: 12, plannedSteps: 12, timeCapped: false, wallSeconds: 500, before: pass(0.3), after: pass(0.5), delta: { overall: 0.2, stderr: 0.05, z: 4, paired: true, groups: 160 }, warmStart: { steps: 200, plannedSteps: 228, finalNll: 0.014, finalDemoProb: 0.4123 }, timing: {} }),
     );
     writeFileSync(join(dir, "s2", "sweep.json"), JSON.stringify({ seed: 2, attempts: [{ wallSeconds: 300, load: { mean: 4, max: 6 } }, { wallSeconds: 240, load: { mean: 8, max: 9 } }] }));
     const table = node([TABLE, "--root", dir], 60_000);
@@ -113,6 +113,7 @@ describe("the quickstart seed sweep of issue 20 at CI size", () => {
     expect(t.changeAcrossSeeds.mean).toBeCloseTo(((t.rows[1]?.change?.value ?? NaN) + 0.2) / 2, 12);
     expect(table.stdout).toContain("| 0 | not finished |");
     expect(table.stdout).toContain("both by **1** of 2");
+    expect(table.stdout).toContain("| 200/228 (0.0140, 0.412) |");
     expect(readFileSync(join(dir, "table.md"), "utf8")).toBe(`${table.stdout.trimEnd()}\n`);
     const svg = readFileSync(join(dir, "seeds.svg"), "utf8");
     expect(svg.startsWith("<svg")).toBe(true);
