@@ -26,6 +26,7 @@ const RULES: { id: string; title: string; test: (name: string) => boolean }[] = 
   // The warm start's curve (x = its optimizer step); its learning rate is orders of magnitude below the NLL.
   { id: "sft-nll", title: "Warm start: SFT NLL per token", test: (n) => n.startsWith("sft/nll") },
   { id: "sft-lr", title: "Warm start: learning rate", test: (n) => n === "sft/lr" },
+  { id: "sft-demo-prob", title: "Warm start: probability of reproducing a demonstration", test: (n) => n === "sft/demo_prob" },
 ];
 
 function slug(s: string): string {

@@ -101,3 +101,8 @@ export class DemoProbability {
     return mean / this.demoSlots.length;
   }
 }
+
+/** A reproduction probability for a log line: three decimals, or its magnitude once it is below 0.001 (early SFT). */
+export function formatProbability(p: number): string {
+  return p >= 0.001 || p === 0 ? p.toFixed(3) : p.toExponential(1);
+}

@@ -22,6 +22,7 @@ import { checkClusterTraining, ClusterSteps } from "./cluster-launch.js";
 import { TaskSampler } from "./task-sampler.js";
 import { checkTrainerCapabilities } from "./trainer-capabilities.js";
 import { warmStart, type WarmStartReport } from "./warm-start.js";
+import { formatProbability } from "./demo-probability.js";
 
 interface Pending {
   promise: Promise<RolloutResult[]>;
@@ -175,7 +176,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const checkpoint = run.checkpointDir(0);
       await trainer.saveCheckpoint(checkpoint, { policyVersion: state.policyVersion, extra: { step: 0, cursor: state.taskCursor } });
       state = await run.commit({ ...state, checkpoint }, { written: [run.policyDir(state.policyVersion), checkpoint], metrics: [...curve.map((p) => ({ phase: "sft", ...p })), { phase: "warm_start", step: 0, policy_version: state.policyVersion, ...report }], step: 0 });
-      const prob = report.finalDemoProb === null ? "" : `, demonstrations reproduced with probability ${report.finalDemoProb.toFixed(3)}`;
+      const prob = report.finalDemoProb === null ? "" : `, demonstrations reproduced with probability ${formatProbability(report.finalDemoProb)}`;
       log(`warm start: ${report.steps}/${report.plannedSteps} SFT steps on ${report.trainableTokens} demonstration tokens, final NLL ${report.finalNll.toFixed(3)}${prob}`);
     }
 

@@ -7,7 +7,7 @@ import { runEngine, runStackOptions, type RunContext } from "../run/context.js";
 import { loadSuite } from "../tasks/registry.js";
 import type { Trainer } from "../trainer/types.js";
 import { batchForRollouts } from "./batches.js";
-import { DemoProbability } from "./demo-probability.js";
+import { DemoProbability, formatProbability } from "./demo-probability.js";
 import { lrAt } from "./lr-schedule.js";
 import { microBatches, setTokenMeanWeights } from "./micro-batches.js";
 import { NllWindow } from "./nll-window.js";
@@ -135,7 +135,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
       demoProb.observe(mb.rows, fb.logprobs);
       const prob = demoProb.value();
       curve.push({ optimizer_step: steps, epoch: epoch + 1, "sft/nll": nll, "sft/nll_epoch_mean": mean, "sft/lr": lr, ...(Number.isFinite(prob) ? { "sft/demo_prob": prob } : {}) });
-      progress.update(steps, `epoch ${epoch + 1}/${ws.epochs} nll ${nll.toFixed(3)} (epoch mean ${mean.toFixed(3)})${Number.isFinite(prob) ? ` demo prob ${prob.toFixed(3)}` : ""}`);
+      progress.update(steps, `epoch ${epoch + 1}/${ws.epochs} nll ${nll.toFixed(3)} (epoch mean ${mean.toFixed(3)})${Number.isFinite(prob) ? ` demo prob ${formatProbability(prob)}` : ""}`);
       if (window.reached(ws.stop_at_nll)) {
         reachedTargetNll = true;
         log(`warm start: mean NLL ${mean.toFixed(4)} over the last ${window.size} steps reached stop_at_nll ${ws.stop_at_nll} after ${steps} of ${total} SFT steps`);

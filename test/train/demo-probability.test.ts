@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { BuiltBatch } from "../../src/batch/batch-index.js";
 import { buildBatch } from "../../src/batch/build.js";
 import type { CallRecord } from "../../src/icr/records.js";
-import { DemoProbability } from "../../src/train/demo-probability.js";
+import { DemoProbability, formatProbability } from "../../src/train/demo-probability.js";
 import { buildForests } from "../../src/trees/forest.js";
 import { call, first, linearSession, parallelSession, subAgentRollout } from "../trees/fixtures.js";
 
@@ -93,5 +93,12 @@ describe("the probability of reproducing the demonstrations (warm start)", () =>
     const p = new DemoProbability(build([], "tree"));
     expect(p.demos).toBe(0);
     expect(p.value()).toBeNaN();
+  });
+});
+
+describe("a reproduction probability in a log line", () => {
+  it("keeps three decimals, and shows a tiny early-SFT figure by its magnitude instead of 0.000", () => {
+    expect([0.41234, 0.001, 0, 1].map(formatProbability)).toEqual(["0.412", "0.001", "0.000", "1.000"]);
+    expect(formatProbability(2.34e-45)).toBe("2.3e-45");
   });
 });
