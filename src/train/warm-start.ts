@@ -25,8 +25,9 @@ export interface WarmStartReport {
   reachedTargetNll: boolean;
   finalNll: number;
   /**
-   * The probability that the final policy reproduces a demonstration token for token at temperature 1, averaged over
-   * the demonstrations (demo-probability.ts); null when SFT ended before every demonstration was trained on once.
+   * The probability of reproducing a demonstration token for token at temperature 1, averaged over the demonstrations,
+   * as of SFT's last step (each token's logprob from the last step that trained it: demo-probability.ts); null when
+   * SFT ended before every demonstration was trained on once.
    */
   finalDemoProb: number | null;
   /** Oracle demonstrations (rollouts) and SFT, then both. */
