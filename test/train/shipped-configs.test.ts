@@ -133,9 +133,11 @@ describe("harnessrl train --check (and quickstart --check)", () => {
   const cli = (...args: string[]): ReturnType<typeof spawnSync> => spawnSync(process.execPath, [join(root, "dist", "cli", "main.js"), ...args], { cwd: root, encoding: "utf8" });
 
   it("prints one OK line for a valid config, naming its time caps, and runs nothing", () => {
-    const r = cli("train", "--config", "configs/quickstart-ppo.yaml", "--check");
+    const r = cli("train", "--config", "configs/real-pi.yaml", "--check");
     expect(r.status).toBe(0);
-    expect(String(r.stdout).trim().split("\n")).toEqual([`OK configs/quickstart-ppo.yaml: run "quickstart-ppo", warm start + 12 ppo steps through chat-agent, resp-agent (mix: mixed); time caps: warm start 300 s, RL 5 min`]);
+    expect(String(r.stdout).trim().split("\n")).toEqual([`OK configs/real-pi.yaml: run "real-pi", warm start + 16 grpo steps through pi (mix: mixed); time caps: warm start 1200 s, RL 90 min`]);
+    const ppo = cli("train", "--config", "configs/quickstart-ppo.yaml", "--check");
+    expect(String(ppo.stdout).trim()).toBe(`OK configs/quickstart-ppo.yaml: run "quickstart-ppo", warm start + 12 ppo steps through chat-agent, resp-agent (mix: mixed)`);
   });
 
   it("quickstart --check validates the packaged quickstart config the same way", () => {
@@ -145,9 +147,9 @@ describe("harnessrl train --check (and quickstart --check)", () => {
   });
 
   it("--set changes values for the check as for a run (repeatable, YAML values, null back to the default); a bad --set is a usage error", () => {
-    const r = cli("train", "--config", "configs/quickstart-ppo.yaml", "--set", "budget.steps=30", "--set", "budget.max_minutes=null", "--set", "harnesses=[chat-agent]", "--check");
+    const r = cli("train", "--config", "configs/real-pi.yaml", "--set", "budget.steps=30", "--set", "budget.max_minutes=null", "--set", "harnesses=[chat-agent]", "--check");
     expect(r.status).toBe(0);
-    expect(String(r.stdout).trim()).toBe(`OK configs/quickstart-ppo.yaml: run "quickstart-ppo", warm start + 30 ppo steps through chat-agent (mix: mixed); time caps: warm start 300 s`);
+    expect(String(r.stdout).trim()).toBe(`OK configs/real-pi.yaml: run "real-pi", warm start + 30 grpo steps through chat-agent (mix: mixed); time caps: warm start 1200 s`);
     const q = cli("quickstart", "--set", "seed=7", "--set", "budget.stpes=3", "--check");
     expect(q.status).toBe(2);
     expect(String(q.stderr)).toContain("with --set seed=7 --set budget.stpes=3 is not a valid run config:\n  budget.stpes: unknown key (did you mean steps?)");
