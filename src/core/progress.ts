@@ -41,6 +41,9 @@ export class Progress {
     this.out = options.out ?? process.stderr;
     this.sink = options.sink ?? null;
     this.tty = Boolean(this.out.isTTY);
+    // The sink shows the work from its start, not from its first finished unit: a real CLI's first rollout or a
+    // warm start's first demonstration can take minutes, and work whose units all finish together would never show.
+    this.sink?.update({ label, done: 0, total, detail: "", startedAt: this.started });
   }
 
   /**

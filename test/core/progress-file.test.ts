@@ -25,12 +25,17 @@ describe("progress.json: the long work a run is in the middle of", () => {
     vi.useFakeTimers({ now: 1_000_000 });
     const path = fileIn();
     const sink = new ProgressFile(path);
+    // Work shows from its start (0 done), written at once.
     const train = new Progress("train", 10, { sink, out: quiet });
+    expect(tasks(path)).toEqual(["train 0/10"]);
+    vi.advanceTimersByTime(1_000);
     train.update(3, "resumed at step 3");
     expect(tasks(path)).toEqual(["train 3/10 resumed at step 3"]);
     const rollouts = new Progress("step 4 rollouts", 24, { sink, out: quiet });
-    rollouts.update(1, "reward so far 0.000");
     // A new piece of work is written at once, next to the one still going.
+    expect(tasks(path)).toEqual(["train 3/10 resumed at step 3", "step 4 rollouts 0/24"]);
+    vi.advanceTimersByTime(1_000);
+    rollouts.update(1, "reward so far 0.000");
     expect(tasks(path)).toEqual(["train 3/10 resumed at step 3", "step 4 rollouts 1/24 reward so far 0.000"]);
     // Counts inside the same second wait for its end, then the latest is written.
     rollouts.update(2, "reward so far 0.500");
@@ -64,6 +69,16 @@ describe("progress.json: the long work a run is in the middle of", () => {
     const last = readProgressFile(path)?.updatedAt;
     vi.advanceTimersByTime(5 * PROGRESS_HEARTBEAT_MS);
     expect(readProgressFile(path)?.updatedAt).toBe(last);
+  });
+
+  it("work whose units all finish in the same moment still shows while it runs (from its start)", () => {
+    const path = fileIn();
+    const sink = new ProgressFile(path);
+    const demos = new Progress("demos", 2, { sink, out: quiet });
+    expect(tasks(path)).toEqual(["demos 0/2"]);
+    demos.update(1);
+    demos.update(2);
+    expect(tasks(path)).toEqual([]);
   });
 
   it("a directory that went away does not fail the work that reports to it", () => {

@@ -5,8 +5,6 @@ import { pathToFileURL } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROGRESS_FILE, ProgressFile } from "../../src/core/progress-file.js";
-import { Progress } from "../../src/core/progress.js";
-import { quietTerminal } from "../core/quiet-terminal.js";
 import { startDashboard, type Dashboard } from "../../src/dashboard/server.js";
 import { EvalJournal } from "../../src/eval/journal.js";
 import { writeReport } from "../../src/report/write.js";
@@ -55,8 +53,8 @@ beforeAll(async () => {
   for (const [task, score, status] of [["t0", 1, "ok"], ["t1", 0, "task_failed"], ["t2", 0, "infra_error"]] as const) journal.append(result(`eval-4-${task}-pi-0`, task, "pi", score, status));
   // Its progress.json: the RL steps, and the evaluation (shown once, by its journal's line with pass@1 so far).
   const sink = new ProgressFile(join(root, "runs", "live-run", PROGRESS_FILE));
-  new Progress("train", 12, { sink, out: quietTerminal }).update(4, "reward 0.542 v5");
-  new Progress("eval-4", 5, { sink, out: quietTerminal }).update(3);
+  sink.update({ label: "train", done: 4, total: 12, detail: "reward 0.542 v5", startedAt: Date.now() });
+  sink.update({ label: "eval-4", done: 3, total: 5, detail: "", startedAt: Date.now() });
   buildDemoRun(join(root, "runs", "finished-run"), { steps: 6, finished: true });
   dash = await startDashboard({ runs: join(root, "runs"), port: 0 });
   cluster = await startClusterDashboard(join(root, "runs"), join(root, "redis"), SHORT_TTL_MS);

@@ -5,8 +5,6 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UserError } from "../../src/core/errors.js";
 import { PROGRESS_FILE, ProgressFile } from "../../src/core/progress-file.js";
-import { Progress } from "../../src/core/progress.js";
-import { quietTerminal } from "../core/quiet-terminal.js";
 import type { ChartData } from "../../src/dashboard/chart-data.js";
 import type { RolloutPage } from "../../src/dashboard/rollout-index.js";
 import type { RolloutDetail } from "../../src/dashboard/rollout-view.js";
@@ -241,7 +239,7 @@ describe("dashboard access control", () => {
     const stale = (await getJson<RunSummary[]>(dash.port, "/api/runs")).find((x) => x.id === "warming");
     expect(stale).toMatchObject({ status: "stopped", progress: [] });
     const sink = new ProgressFile(join(dir, PROGRESS_FILE));
-    new Progress("sft", 360, { sink, out: quietTerminal }).update(60, "epoch 2/6 nll 0.310");
+    sink.update({ label: "sft", done: 60, total: 360, detail: "epoch 2/6 nll 0.310", startedAt: Date.now() });
     const live = (await getJson<RunSummary[]>(dash.port, "/api/runs")).find((x) => x.id === "warming");
     expect(live?.status).toBe("running");
     expect(live?.progress).toMatchObject([{ label: "sft", done: 60, total: 360, detail: "epoch 2/6 nll 0.310" }]);
