@@ -209,7 +209,9 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
     const sampler = new TaskSampler((await loadSuite(config.tasks.train)).tasks, config.seed);
     const budget = config.budget;
     const progress = new Progress("train", budget.steps, { sink: run.progress });
+    // A run resumed with every step done (only the last evaluation left) has no RL to show.
     if (state.step < budget.steps) progress.update(state.step, state.step > 0 ? `resumed at step ${state.step}` : "");
+    else progress.close();
     // The cap is on the run's RL time over all its processes: a resume starts with what earlier ones used.
     const trainStart = Date.now() - state.trainMs;
     const outOfTime = (): boolean => budget.max_minutes !== undefined && Date.now() - trainStart > budget.max_minutes * 60_000;

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
+import { PROGRESS_FILE, readProgressFile } from "../../src/core/progress-file.js";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
 import type { RunState } from "../../src/train/run-dir.js";
 import { noiseTask } from "./noise-tasks.js";
@@ -66,6 +67,8 @@ describe("a training run killed at its commit boundaries resumes without losing 
     expect(readdirSync(join(runDir, "checkpoints"))).toEqual(["step-0002"]);
     expect(readdirSync(join(runDir, "policy"))).toEqual(["v0000", "v0001", "v0002"]);
     expect(readdirSync(runDir).filter((e) => e.endsWith(".tmp"))).toEqual([]);
+    // The last resume had no RL step left: nothing it showed in progress.json (the RL steps included) is left over.
+    expect(readProgressFile(join(runDir, PROGRESS_FILE))?.tasks).toEqual([]);
     // 2 steps × 1 task × 2 samples, each step's rollouts once (step 2 ran twice).
     const rollouts = readFileSync(join(runDir, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => (JSON.parse(l) as { rolloutId: string }).rolloutId);
     expect(rollouts).toHaveLength(4);
