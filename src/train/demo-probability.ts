@@ -21,7 +21,8 @@ interface RowPlan {
  * parameters of the last epoch's steps, as the epoch-mean NLL does.
  *
  * A sampled token is a slot (call, offset in its completion): counted once per demonstration even where a split tree
- * repeats it in two rows, and once for each demonstration whose path holds it (identical demonstrations share nodes).
+ * repeats it in two rows, and for each demonstration whose paths hold it (identical demonstrations are separate trees
+ * that share only their row's root prompt, so each counts its own tokens).
  */
 export class DemoProbability {
   private readonly plans = new Map<PackedRow, RowPlan>();
