@@ -173,6 +173,14 @@ const warmStartSchema = z.strictObject({
    * 0.012 leaves ~30 % (docs/training.md). Independent of the machine's speed, unlike `max_seconds`.
    */
   stop_at_nll: z.number().positive().optional(),
+  /**
+   * Stop SFT once the demonstrations' mean reproduction probability (`sft/demo_prob`: the mean over demonstrations of
+   * exp(Σ log π) over each one's sampled tokens, from the trainer's own logprobs) is at or above this value, checked
+   * from the end of the first epoch on. It aims at the quantity RL starts from (a temperature-1 success probability
+   * per task) rather than at the mean token NLL, whose relation to pass@1 depends on how the NLL is spread over
+   * demonstrations. With `stop_at_nll` as well, whichever is reached first stops SFT.
+   */
+  stop_at_demo_prob: z.number().gt(0).lt(1).optional(),
 });
 
 /** The policy loss and its optimizer. The estimator (GRPO/PPO), its normalisation and the loss aggregation are `advantage`. */

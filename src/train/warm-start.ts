@@ -11,6 +11,7 @@ import { DemoProbability, formatProbability } from "./demo-probability.js";
 import { lrAt } from "./lr-schedule.js";
 import { microBatches, setTokenMeanWeights } from "./micro-batches.js";
 import { NllWindow } from "./nll-window.js";
+import { sftStopReason } from "./sft-stop.js";
 
 export interface WarmStartReport {
   demos: number;
@@ -23,6 +24,8 @@ export interface WarmStartReport {
   timeCapped: boolean;
   /** True when `stop_at_nll` was reached before `plannedSteps` (the configured strength, reached early). */
   reachedTargetNll: boolean;
+  /** True when `stop_at_demo_prob` was reached before `plannedSteps`. */
+  reachedTargetDemoProb: boolean;
   finalNll: number;
   /**
    * The probability of reproducing a demonstration token for token at temperature 1, averaged over the demonstrations,
@@ -115,8 +118,9 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   const window = new NllWindow(perEpoch);
   const demoProb = new DemoProbability(built);
   let reachedTargetNll = false;
+  let reachedTargetDemoProb = false;
   const curve: SftPoint[] = [];
-  for (let epoch = 0; epoch < ws.epochs && Date.now() < deadline && !reachedTargetNll; epoch++) {
+  for (let epoch = 0; epoch < ws.epochs && Date.now() < deadline && !reachedTargetNll && !reachedTargetDemoProb; epoch++) {
     // A seeded shuffle per epoch: rows of different demonstrations meet in different optimizer steps.
     const order = rows.map((_, i) => i);
     for (let i = order.length - 1; i > 0; i--) {
@@ -137,19 +141,25 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
       const prob = demoProb.value();
       curve.push({ optimizer_step: steps, epoch: epoch + 1, "sft/nll": nll, "sft/nll_epoch_mean": mean, "sft/lr": lr, ...(Number.isFinite(prob) ? { "sft/demo_prob": prob } : {}) });
       progress.update(steps, `epoch ${epoch + 1}/${ws.epochs} nll ${nll.toFixed(3)} (epoch mean ${mean.toFixed(3)})${Number.isFinite(prob) ? ` demo prob ${formatProbability(prob)}` : ""}`);
-      if (window.reached(ws.stop_at_nll)) {
+      const stop = sftStopReason({ nll: ws.stop_at_nll, demoProb: ws.stop_at_demo_prob }, window, prob);
+      if (stop === "nll") {
         reachedTargetNll = true;
         log(`warm start: mean NLL ${mean.toFixed(4)} over the last ${window.size} steps reached stop_at_nll ${ws.stop_at_nll} after ${steps} of ${total} SFT steps`);
+        break;
+      }
+      if (stop === "demo_prob") {
+        reachedTargetDemoProb = true;
+        log(`warm start: demonstrations reproduced with probability ${formatProbability(prob)}, reaching stop_at_demo_prob ${ws.stop_at_demo_prob} after ${steps} of ${total} SFT steps`);
         break;
       }
     }
   }
   progress.close();
-  const timeCapped = steps < total && !reachedTargetNll;
+  const timeCapped = steps < total && !reachedTargetNll && !reachedTargetDemoProb;
   if (timeCapped) log(`warm start: max_seconds ${ws.max_seconds} reached after ${steps} of ${total} SFT steps; the policy is less trained than configured`);
   const end = Date.now();
   return {
-    report: { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, timeCapped, reachedTargetNll, finalNll: nll, finalDemoProb: finiteOrNull(demoProb.value()), demoMs, sftMs: end - sftStarted, wallMs: end - started },
+    report: { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, timeCapped, reachedTargetNll, reachedTargetDemoProb, finalNll: nll, finalDemoProb: finiteOrNull(demoProb.value()), demoMs, sftMs: end - sftStarted, wallMs: end - started },
     curve,
   };
 }

@@ -40,7 +40,7 @@ function deltaLine(d: PassDelta): string {
 function budgetLines(s: RunSummary): string[] {
   const t = s.timing;
   const w = s.warmStart;
-  const sft = w ? `, warm start ${w.steps}/${w.plannedSteps} SFT steps (NLL ${w.finalNll.toFixed(4)}${w.finalDemoProb === null ? "" : `, demo prob ${formatProbability(w.finalDemoProb)}`}${w.reachedTargetNll ? ", stop_at_nll reached" : ""})` : "";
+  const sft = w ? `, warm start ${w.steps}/${w.plannedSteps} SFT steps (NLL ${w.finalNll.toFixed(4)}${w.finalDemoProb === null ? "" : `, demo prob ${formatProbability(w.finalDemoProb)}`}${w.reachedTargetNll ? ", stop_at_nll reached" : ""}${w.reachedTargetDemoProb ? ", stop_at_demo_prob reached" : ""})` : "";
   const lines = [`steps ${s.steps}/${s.plannedSteps}${sft}, wall ${(s.wallSeconds / 60).toFixed(1)} min`];
   const parts = w ? [`demos ${(w.demoMs / 1000).toFixed(0)}`, `SFT ${(w.sftMs / 1000).toFixed(0)}`] : [];
   parts.push(`eval ${(t.evalBefore + t.evalAfter).toFixed(0)}`, `rollouts ${t.rollouts.toFixed(0)}`, `train ${t.train.toFixed(0)}`, `save+swap ${t.swap.toFixed(0)}`);

@@ -1,0 +1,58 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { stringify } from "yaml";
+import { buildRunContext } from "../../src/run/context.js";
+import { loadRunConfig } from "../../src/train/config.js";
+import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
+import { tempDirs } from "../temp-dirs.js";
+
+const tempDir = tempDirs();
+
+/**
+ * `warm_start.stop_at_demo_prob` on a real warm start (oracle demonstrations through a built-in harness in bwrap
+ * sandboxes, SFT in the torch worker): the target is reached long before the 100 planned epochs, and SFT stops at the
+ * first step whose reproduction probability reaches it.
+ */
+describe("a warm start stopped by the demonstrations' reproduction probability", () => {
+  // A tiny target on purpose: the four demonstrations' reproduction probability climbs from ~1e-230 at step 1 through
+  // ~1e-100 by step ~35 to 0.3 only after ~120 steps (measured with this config), and the test is about where SFT
+  // stops, not how strong the policy gets.
+  const TARGET = 1e-100;
+  let dir: string;
+  let summary: RunSummary;
+
+  beforeAll(async () => {
+    const root = tempDir("hrl-demo-prob-stop-");
+    const path = join(root, "stop.yaml");
+    writeFileSync(
+      path,
+      stringify({
+        name: "demo-prob-stop",
+        seed: 3,
+        model: { preset: "tiny-1m", seed: 3 },
+        trainer: { threads: 1 },
+        engine: { kind: "llamacpp", threads: 1, sequences: 4 },
+        sampling: { temperature: 1, max_tokens: 24 },
+        rollout: { sandbox: "bwrap", concurrency: 4, max_turns: 2, timeout_s: 60, memory_mb: 1024 },
+        harnesses: ["chat-agent"],
+        tasks: { train: "calcrun:train?n=4&seed=1" },
+        warm_start: { demos: "calcrun:train?n=4&seed=2", epochs: 100, lr: 0.01, batch_tokens: 4096, stop_at_demo_prob: TARGET },
+        budget: { steps: 0, tasks_per_step: 1, samples: 2 },
+      }),
+    );
+    dir = join(root, "run");
+    summary = await runTraining(buildRunContext(loadRunConfig(path), { runDir: dir, configPath: path }), () => undefined);
+  }, 600_000);
+
+  it("stops at the first step at or above the target, says so, and is not reported as time-capped", () => {
+    const rows = readFileSync(join(dir, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, number | string>);
+    const probs = rows.filter((r) => r.phase === "sft").map((r) => r["sft/demo_prob"]).filter((p): p is number => typeof p === "number");
+    expect(probs.length).toBeGreaterThan(0);
+    expect(probs[probs.length - 1]).toBeGreaterThanOrEqual(TARGET);
+    for (const p of probs.slice(0, -1)) expect(p).toBeLessThan(TARGET);
+    const w = summary.warmStart;
+    expect(w).toMatchObject({ reachedTargetDemoProb: true, reachedTargetNll: false, timeCapped: false, finalDemoProb: probs[probs.length - 1] });
+    expect(w!.steps).toBeLessThan(w!.plannedSteps);
+  });
+});
