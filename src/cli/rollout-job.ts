@@ -27,6 +27,7 @@ export const rolloutOptions = {
   out: { type: "string" },
   sandbox: { type: "string" },
   temperature: { type: "string" },
+  "top-k": { type: "string" },
   "max-tokens": { type: "string" },
   "max-turns": { type: "string" },
   "timeout-s": { type: "string" },
@@ -46,6 +47,7 @@ export const rolloutUsage = `  --engine <spec>     sampling engine: oracle, scri
                       with the same --out, engine, model files and settings continues a stopped job
   --sandbox NAME      bwrap (default) or local-unsafe
   --temperature T     sampling temperature (default 1)
+  --top-k K           sample from the K most likely tokens only (default 0: the whole distribution)
   --max-tokens N      sampled tokens per call (default 256)
   --max-turns N       harness turn budget (default 8)
   --timeout-s S       harness wall-clock budget per rollout (default 120)
@@ -85,7 +87,7 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
     store: `sqlite:${join(outDir, "records.sqlite")}`,
     sandbox: values.sandbox ?? "bwrap",
     concurrency,
-    sampling: { temperature: numberOption("temperature", values.temperature, 1), maxTokens },
+    sampling: samplingOption(values, maxTokens),
     rolloutSettings: {
       maxTurns: intOption("max-turns", values["max-turns"], 8, 1),
       maxTokens,
@@ -128,6 +130,12 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
   }
 }
 
+/** The job's sampling from --temperature and --top-k (omitted when 0, so jobs stay readable by older nodes). */
+function samplingOption(values: Values, maxTokens: number): { temperature: number; maxTokens: number; topK?: number } {
+  const topK = intOption("top-k", values["top-k"], 0, 0);
+  return { temperature: numberOption("temperature", values.temperature, 1), maxTokens, ...(topK > 0 ? { topK } : {}) };
+}
+
 /** Results in the plan's order (task, harness, sample), whichever attempt finished them. */
 function inPlanOrder(plan: Omit<RolloutPlan, "idPrefix">, results: readonly RolloutResult[]): RolloutResult[] {
   const at = new Map(expandPlan({ ...plan, idPrefix: "" }).map(({ request }, i) => [rolloutKey(request), i]));
@@ -150,7 +158,7 @@ async function runOnCluster(cluster: string, outDir: string, values: Values, pla
     engine: values.engine ?? "oracle",
     store,
     policyVersion: null,
-    sampling: { temperature: numberOption("temperature", values.temperature, 1), maxTokens },
+    sampling: samplingOption(values, maxTokens),
     settings: {
       maxTurns: intOption("max-turns", values["max-turns"], 8, 1),
       maxTokens,

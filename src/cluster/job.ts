@@ -34,7 +34,8 @@ export const rolloutJobSchema = z.strictObject({
   engine: z.string().min(1).max(2000),
   /** The central record store the node ships the finished rollout to, unless the node was given its own (--store). */
   store: z.string().min(1).max(2000).nullable(),
-  sampling: z.strictObject({ temperature: z.number().min(0).max(10), maxTokens: z.number().int().min(1).max(1_000_000) }),
+  // topK is optional so jobs from runners older than the field stay valid (absent: the whole distribution).
+  sampling: z.strictObject({ temperature: z.number().min(0).max(10), maxTokens: z.number().int().min(1).max(1_000_000), topK: z.number().int().min(0).max(1_000_000).optional() }),
   settings: z.strictObject({
     maxTurns: z.number().int().min(1).max(10_000),
     maxTokens: z.number().int().min(1).max(1_000_000),

@@ -138,7 +138,7 @@ export function runStackOptions(ctx: RunContext, engine: EngineSpec, store: stri
     store,
     sandbox: c.rollout.sandbox,
     sandboxPool: c.rollout.concurrency,
-    ...(options.sampling === false ? {} : { sampling: { temperature: c.sampling.temperature, maxTokens: c.sampling.max_tokens } }),
+    ...(options.sampling === false ? {} : { sampling: { temperature: c.sampling.temperature, maxTokens: c.sampling.max_tokens, topK: c.sampling.top_k } }),
   };
 }
 

@@ -231,7 +231,7 @@ export class ClusterSteps {
     const s = this.config.sampling;
     // The sandbox memory limit travels with the job: the node applies it as a single-machine run would.
     const settings = { maxTurns: this.config.rollout.max_turns, maxTokens: s.max_tokens, harnessTimeoutMs: this.config.rollout.timeout_s * 1000, memoryMb: this.config.rollout.memory_mb };
-    return jobsOfPlan(plan, { runId: this.identity.runId, engine: this.endpoints[0]!, store: this.config.cluster!.store, policyVersion: version, sampling: { temperature: s.temperature, maxTokens: s.max_tokens }, settings }).map((j, i): RolloutJob => ({ ...j, engine: jobEngineSpec(this.endpoints[i % this.endpoints.length]!, version) }));
+    return jobsOfPlan(plan, { runId: this.identity.runId, engine: this.endpoints[0]!, store: this.config.cluster!.store, policyVersion: version, sampling: { temperature: s.temperature, maxTokens: s.max_tokens, ...(s.top_k > 0 ? { topK: s.top_k } : {}) }, settings }).map((j, i): RolloutJob => ({ ...j, engine: jobEngineSpec(this.endpoints[i % this.endpoints.length]!, version) }));
   }
 
   private dispatch(jobs: readonly RolloutJob[], onResult?: (done: number) => void): Promise<GatheredRollout[]> {

@@ -38,7 +38,7 @@ const PROMPTS = ["Say hello.", "List three colours.", "What is 2 + 2?", "Write a
  * starts its next request as soon as its last one ends, so requests join while others decode (as rollouts do).
  * Sequences come back in request order.
  */
-export async function sampleSequences(engine: SamplingEngine, minTokens: number, temperature: number, maxTokensPerSequence = 256, concurrency = 8): Promise<SampledSequence[]> {
+export async function sampleSequences(engine: SamplingEngine, minTokens: number, temperature: number, maxTokensPerSequence = 256, concurrency = 8, topK = 0): Promise<SampledSequence[]> {
   const done: { k: number; sequence: SampledSequence }[] = [];
   let total = 0;
   let next = 0;
@@ -47,7 +47,7 @@ export async function sampleSequences(engine: SamplingEngine, minTokens: number,
       const k = next++;
       const text = engine.renderer.render([{ role: "user", content: PROMPTS[k % PROMPTS.length] ?? "" }], [], { addGenerationPrompt: true });
       const prompt = engine.tokenizer.encode(text);
-      const r = await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, temperature, maxTokens: maxTokensPerSequence, seed: 1000 + k } });
+      const r = await engine.generate({ promptTokens: prompt, params: { ...DEFAULT_SAMPLING, temperature, topK, maxTokens: maxTokensPerSequence, seed: 1000 + k } });
       if (r.tokens.length === 0) continue;
       done.push({ k, sequence: { prompt, completion: r.tokens, logprobs: r.logprobs } });
       total += r.tokens.length;
@@ -119,9 +119,14 @@ export function referenceScorer(modelDir: string): Scorer {
   return (sequences, temperature) => Promise.resolve(sequences.map((s) => model.logprobs([...s.prompt, ...s.completion], temperature).slice(s.prompt.length - 1)));
 }
 
-export async function checkConsistency(engine: SamplingEngine, scorer: Scorer, options: { tokens: number; temperature: number }): Promise<ConsistencyReport> {
+/**
+ * With `topK` > 0 the engine samples from the top K and reports logprobs renormalised over them, while the scorer
+ * scores the whole distribution: each token's Δ is then −log of the top K's share at that position (≥ 0), so the
+ * report measures the probability mass that `sampling.top_k` leaves out for this policy.
+ */
+export async function checkConsistency(engine: SamplingEngine, scorer: Scorer, options: { tokens: number; temperature: number; topK?: number }): Promise<ConsistencyReport> {
   const t0 = performance.now();
-  const sequences = await sampleSequences(engine, options.tokens, options.temperature);
+  const sequences = await sampleSequences(engine, options.tokens, options.temperature, 256, 8, options.topK ?? 0);
   const t1 = performance.now();
   const scored = await scorer(sequences, options.temperature);
   return compareLogprobs(sequences, scored, options.temperature, t1 - t0, performance.now() - t1);

@@ -72,3 +72,14 @@ describe("a node's memory limit for a job (jobMemoryBytes)", () => {
     expect(jobMemoryBytes(undefined, 256)).toBe(256 * MiB);
   });
 });
+
+describe("a rollout job's sampling.topK", () => {
+  it("is optional (jobs from runners before the field), kept when given, and bounded", async () => {
+    const job = await aJob();
+    expect(parseRolloutJob(job).sampling.topK).toBeUndefined();
+    (job.sampling as Record<string, unknown>).topK = 5000;
+    expect(parseRolloutJob(job).sampling).toEqual({ temperature: 1, maxTokens: 64, topK: 5000 });
+    (job.sampling as Record<string, unknown>).topK = -1;
+    expect(() => parseRolloutJob(job)).toThrow(/sampling\.topK/);
+  });
+});

@@ -52,7 +52,11 @@ describe("buildRunContext", () => {
     const ctx = buildRunContext(parseRunConfig({ ...base, model: { preset: "tiny-1m" }, engine: { threads: 1, sequences: 4, batch: "shared", contexts: 2 } }), { runDir: join(root, "llama") });
     const spec = runEngine(ctx, { policyDir: ctx.run.policyDir(3) });
     expect(spec).toEqual({ kind: "llamacpp", target: "", modelDir: ctx.run.policyDir(3), options: { sequences: 4, threads: 1, batch: "shared", contexts: 2 } });
-    expect(runStackOptions(ctx, spec, ctx.stores.rollouts)).toMatchObject({ engine: spec, codec: ctx.policy.codec, store: `sqlite:${join(root, "llama", "records.sqlite")}`, sandbox: "bwrap", sandboxPool: 8, sampling: { temperature: 1, maxTokens: 128 } });
+    expect(runStackOptions(ctx, spec, ctx.stores.rollouts)).toMatchObject({ engine: spec, codec: ctx.policy.codec, store: `sqlite:${join(root, "llama", "records.sqlite")}`, sandbox: "bwrap", sandboxPool: 8, sampling: { temperature: 1, maxTokens: 128, topK: 0 } });
+    // sampling.top_k reaches the proxy's sampling (which overrides whatever the harness asks for).
+    const topK = buildRunContext(parseRunConfig({ ...base, model: { preset: "tiny-1m" }, sampling: { top_k: 5000 } }), { runDir: join(root, "top-k") });
+    expect(runStackOptions(topK, spec, topK.stores.rollouts).sampling).toEqual({ temperature: 1, maxTokens: 128, topK: 5000 });
+    expect(() => parseRunConfig({ ...base, sampling: { top_k: -1 } })).toThrow(/sampling\.top_k/);
     expect(runEngine(ctx, "oracle")).toEqual({ kind: "oracle", target: "", options: {} });
     const remote = buildRunContext(parseRunConfig({ ...base, model: { preset: "tiny-1m" }, engine: { kind: "vllm", url: "http://gpu:8000" } }), { runDir: join(root, "vllm") });
     expect(runEngine(remote, { policyDir: "/p" })).toEqual({ kind: "vllm", target: "http://gpu:8000", modelDir: "/p", options: {} });
