@@ -32,6 +32,18 @@ describe("proxy: OpenAI Chat Completions through the official openai client", ()
     expect(rec?.parentCallId).toBeNull();
   });
 
+  it("samples with the run's top_k whatever the harness asks for, and records it as the sampling used", async () => {
+    const q = await startProxy(weatherAgent, { proxy: { sampling: { topK: 5000 } } });
+    try {
+      const { sessionId, apiKey } = q.session();
+      await q.openai(apiKey).chat.completions.create({ model: "policy", messages: [{ role: "user", content: "hello" }], top_p: 0.5 });
+      const [rec] = q.calls(sessionId);
+      expect(rec?.samplingUsed).toMatchObject({ temperature: 1, topK: 5000, topP: 1 });
+    } finally {
+      await q.close();
+    }
+  });
+
   it("records the request body exactly as the client sent it (formatting and key order kept)", async () => {
     const { sessionId, apiKey } = p.session();
     const body = JSON.stringify({ max_tokens: 50, messages: [{ content: "hello", role: "user" }], model: "policy", temperature: 0.5 }, null, 2);
