@@ -84,10 +84,10 @@ async function main(): Promise<void> {
     let dir = values["model-dir"];
     if (dir === undefined) {
       dir = join(root, "qwen3-tiny-shape");
-      // Qwen3's own tokenizer, so only its 267 padded rows are masked, as for `qwen3-tiny` (a byte tokenizer over
-      // 151,936 rows would mask 151,671 of them and measure that instead).
+      // Qwen3's own tokenizer and exactly its 151,669 ids as rows, as `qwen3-tiny` has (a byte tokenizer over 151,936
+      // rows would mask 151,671 padded rows with a token bias and measure that instead).
       const hfTokenizer = JSON.parse(readFileSync(qwen3TokenizerFiles().tokenizerJson, "utf8")) as Record<string, unknown>;
-      writeRandomModelDir(dir, { modelType: "qwen3", hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 32, intermediateSize: 192, vocabSize: 151_936, maxPositions: 40960, seed: 3, hfTokenizer });
+      writeRandomModelDir(dir, { modelType: "qwen3", hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 32, intermediateSize: 192, vocabSize: 151_669, maxPositions: 40960, seed: 3, hfTokenizer });
     }
     const engine = await createEngine(`llamacpp:${dir}?threads=1&sequences=${sequences}&ctx=4096&cache=${join(root, "cache")}`);
     const results = ks.map((): RoundResult[] => []);
@@ -115,7 +115,7 @@ async function main(): Promise<void> {
       bench: "sampler",
       date: new Date().toISOString(),
       loadavg: loadavg().map((x) => round(x)),
-      shape: { model: values["model-dir"] ?? "qwen3-tiny shape (random weights, 151,936-token vocabulary)", sequences, tokensPerSequence: tokens, threadsPerSequence: 1 },
+      shape: { model: values["model-dir"] ?? "qwen3-tiny shape (random weights, Qwen3's tokenizer, 151,669 rows)", sequences, tokensPerSequence: tokens, threadsPerSequence: 1 },
       variants,
       // How many times faster each variant decodes than the whole distribution (medians' ratios).
       speedup: whole ? Object.fromEntries(variants.filter((v) => v.topK !== 0).map((v) => [`top_k ${v.topK}`, round(whole.msPerToken / v.msPerToken)])) : null,
