@@ -11,7 +11,7 @@ import { DemoProbability, formatProbability } from "./demo-probability.js";
 import { lrAt } from "./lr-schedule.js";
 import { microBatches, setTokenMeanWeights } from "./micro-batches.js";
 import { NllWindow } from "./nll-window.js";
-import { sftStopReason } from "./sft-stop.js";
+import { sftStopReason, type SftStopReason } from "./sft-stop.js";
 
 export interface WarmStartReport {
   demos: number;
@@ -117,10 +117,9 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   const progress = new Progress("sft", total, { sink: ctx.run.progress });
   const window = new NllWindow(perEpoch);
   const demoProb = new DemoProbability(built);
-  let reachedTargetNll = false;
-  let reachedTargetDemoProb = false;
+  let stoppedBy: SftStopReason | undefined;
   const curve: SftPoint[] = [];
-  for (let epoch = 0; epoch < ws.epochs && Date.now() < deadline && !reachedTargetNll && !reachedTargetDemoProb; epoch++) {
+  for (let epoch = 0; epoch < ws.epochs && Date.now() < deadline && stoppedBy === undefined; epoch++) {
     // A seeded shuffle per epoch: rows of different demonstrations meet in different optimizer steps.
     const order = rows.map((_, i) => i);
     for (let i = order.length - 1; i > 0; i--) {
@@ -141,25 +140,23 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
       const prob = demoProb.value();
       curve.push({ optimizer_step: steps, epoch: epoch + 1, "sft/nll": nll, "sft/nll_epoch_mean": mean, "sft/lr": lr, ...(Number.isFinite(prob) ? { "sft/demo_prob": prob } : {}) });
       progress.update(steps, `epoch ${epoch + 1}/${ws.epochs} nll ${nll.toFixed(3)} (epoch mean ${mean.toFixed(3)})${Number.isFinite(prob) ? ` demo prob ${formatProbability(prob)}` : ""}`);
-      const stop = sftStopReason({ nll: ws.stop_at_nll, demoProb: ws.stop_at_demo_prob }, window, prob);
-      if (stop === "nll") {
-        reachedTargetNll = true;
-        log(`warm start: mean NLL ${mean.toFixed(4)} over the last ${window.size} steps reached stop_at_nll ${ws.stop_at_nll} after ${steps} of ${total} SFT steps`);
-        break;
-      }
-      if (stop === "demo_prob") {
-        reachedTargetDemoProb = true;
-        log(`warm start: demonstrations reproduced with probability ${formatProbability(prob)}, reaching stop_at_demo_prob ${ws.stop_at_demo_prob} after ${steps} of ${total} SFT steps`);
+      stoppedBy = sftStopReason({ nll: ws.stop_at_nll, demoProb: ws.stop_at_demo_prob }, window, prob);
+      if (stoppedBy !== undefined) {
+        log(
+          stoppedBy === "nll"
+            ? `warm start: mean NLL ${mean.toFixed(4)} over the last ${window.size} steps reached stop_at_nll ${ws.stop_at_nll} after ${steps} of ${total} SFT steps`
+            : `warm start: demonstrations reproduced with probability ${formatProbability(prob)}, reaching stop_at_demo_prob ${ws.stop_at_demo_prob} after ${steps} of ${total} SFT steps`,
+        );
         break;
       }
     }
   }
   progress.close();
-  const timeCapped = steps < total && !reachedTargetNll && !reachedTargetDemoProb;
+  const timeCapped = steps < total && stoppedBy === undefined;
   if (timeCapped) log(`warm start: max_seconds ${ws.max_seconds} reached after ${steps} of ${total} SFT steps; the policy is less trained than configured`);
   const end = Date.now();
   return {
-    report: { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, timeCapped, reachedTargetNll, reachedTargetDemoProb, finalNll: nll, finalDemoProb: finiteOrNull(demoProb.value()), demoMs, sftMs: end - sftStarted, wallMs: end - started },
+    report: { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, timeCapped, reachedTargetNll: stoppedBy === "nll", reachedTargetDemoProb: stoppedBy === "demo_prob", finalNll: nll, finalDemoProb: finiteOrNull(demoProb.value()), demoMs, sftMs: end - sftStarted, wallMs: end - started },
     curve,
   };
 }
