@@ -5,6 +5,7 @@ import { createEngine } from "../../engine/index.js";
 import { checkConsistency, referenceScorer, workerScorer, type Scorer } from "../../train/consistency.js";
 import { createTrainer } from "../../trainer/index.js";
 import type { Trainer } from "../../trainer/types.js";
+import { intOption } from "../args.js";
 import type { Command } from "../command.js";
 
 const usage = `Usage:
@@ -54,8 +55,7 @@ async function consistency(argv: string[]): Promise<number> {
   const tokens = Math.floor(num("tokens", values.tokens, 1000, 1));
   const temperature = num("temperature", values.temperature, 1, 1e-3);
   const maxDelta = num("max-delta", values["max-delta"], 1e-3, 0);
-  const topK = num("top-k", values["top-k"], 0, 0);
-  if (!Number.isInteger(topK)) throw new UserError("invalid_arguments", `--top-k must be an integer ≥ 0, got "${values["top-k"] ?? ""}"`);
+  const topK = intOption("top-k", values["top-k"], 0, 0);
   const threads = Math.floor(num("threads", values.threads, 1, 1));
   const scorerName = values.scorer ?? "worker";
   if (scorerName !== "worker" && scorerName !== "reference") throw new UserError("invalid_arguments", `--scorer must be worker or reference`);
