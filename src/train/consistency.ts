@@ -38,7 +38,8 @@ const PROMPTS = ["Say hello.", "List three colours.", "What is 2 + 2?", "Write a
  * starts its next request as soon as its last one ends, so requests join while others decode (as rollouts do).
  * Sequences come back in request order.
  */
-export async function sampleSequences(engine: SamplingEngine, minTokens: number, temperature: number, maxTokensPerSequence = 256, concurrency = 8, topK = 0): Promise<SampledSequence[]> {
+export async function sampleSequences(engine: SamplingEngine, minTokens: number, temperature: number, options: { maxTokensPerSequence?: number; concurrency?: number; topK?: number } = {}): Promise<SampledSequence[]> {
+  const { maxTokensPerSequence = 256, concurrency = 8, topK = 0 } = options;
   const done: { k: number; sequence: SampledSequence }[] = [];
   let total = 0;
   let next = 0;
@@ -126,7 +127,7 @@ export function referenceScorer(modelDir: string): Scorer {
  */
 export async function checkConsistency(engine: SamplingEngine, scorer: Scorer, options: { tokens: number; temperature: number; topK?: number }): Promise<ConsistencyReport> {
   const t0 = performance.now();
-  const sequences = await sampleSequences(engine, options.tokens, options.temperature, 256, 8, options.topK ?? 0);
+  const sequences = await sampleSequences(engine, options.tokens, options.temperature, { topK: options.topK ?? 0 });
   const t1 = performance.now();
   const scored = await scorer(sequences, options.temperature);
   return compareLogprobs(sequences, scored, options.temperature, t1 - t0, performance.now() - t1);

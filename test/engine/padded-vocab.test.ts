@@ -24,7 +24,7 @@ async function sample(batch: "isolated" | "shared"): Promise<SampledSequence[]> 
   const engine = await createEngine(`llamacpp:${dir}?threads=1&sequences=4&batch=${batch}&cache=${cache}`);
   try {
     expect(engine.tokenizer.vocabSize).toBe(BYTE_VOCAB_SIZE);
-    const sequences = await sampleSequences(engine, 600, 1, 64, 4);
+    const sequences = await sampleSequences(engine, 600, 1, { maxTokensPerSequence: 64, concurrency: 4 });
     // Every completion decodes (what failed before: `token id … is not in this tokenizer's vocabulary`).
     for (const s of sequences) expect(() => engine.tokenizer.decode(s.completion)).not.toThrow();
     return (sampled[batch] = sequences);

@@ -88,7 +88,7 @@ describe("a qwen3-tiny model directory through the worker, the GGUF export, llam
   it("llama.cpp's sampling logprobs equal the worker's teacher-forced logprobs within 1e-3 (the doctor consistency check)", async () => {
     await trainer.load(v1, { dtype: "float32", attention: "eager" });
     engine = await createEngine(`llamacpp:${v1}?threads=1&sequences=4&cache=${cache}`);
-    const sequences = await sampleSequences(engine, 256, 1, 64, 4);
+    const sequences = await sampleSequences(engine, 256, 1, { maxTokensPerSequence: 64, concurrency: 4 });
     const report = compareLogprobs(sequences, await workerScorer(trainer)(sequences, 1), 1, 0, 0);
     expect(report.tokens).toBeGreaterThanOrEqual(256);
     // A random model's samples spread over the whole vocabulary, Qwen3's special tokens included.
