@@ -23,9 +23,9 @@ import { DEFAULT_SAMPLING, type SamplingEngine } from "../engine/types.js";
 import { qwen3TokenizerFiles } from "../tokenizer/qwen3-data.js";
 import { writeRandomModelDir } from "../weights/random-model.js";
 import { writeBenchResult } from "./output.js";
+import { median } from "./stats.js";
 
 const round = (x: number, digits = 2): number => Number(x.toFixed(digits));
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? Number.NaN;
 
 interface RoundResult {
   /** Decode time per token per sequence: (last token − first token) / (tokens − 1), median over the sessions. */

@@ -26,6 +26,7 @@ import { UserError } from "../core/errors.js";
 import { mulberry32 } from "../core/random.js";
 import { TINY_VOCAB, writeRandomModelDir, type RandomModelSpec } from "../weights/random-model.js";
 import { writeBenchResult } from "./output.js";
+import { median } from "./stats.js";
 
 const round = (x: number, digits = 2): number => Number(x.toFixed(digits));
 const QWEN3_VOCAB = 151_936;
@@ -132,7 +133,6 @@ async function main(): Promise<void> {
     } finally {
       for (const [, e] of engines) await e.close();
     }
-    const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? NaN;
     const variants = engines.map(([name], k) => {
       const rs = results[k] ?? [];
       return { variant: name, firstTokensS: median(rs.map((x) => x.firstTokensS)), wallS: median(rs.map((x) => x.wallS)), cpuS: median(rs.map((x) => x.cpuS)), evaluatedPerRound: median(rs.map((x) => x.evaluated)), sharedPerRound: median(rs.map((x) => x.shared)), rounds: rs };

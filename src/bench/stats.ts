@@ -13,6 +13,11 @@ export function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
 
+/** The lower median (the middle value, or the lower of the two middle ones); NaN when empty. */
+export function median(samples: readonly number[]): number {
+  return [...samples].sort((a, b) => a - b)[Math.floor((samples.length - 1) / 2)] ?? NaN;
+}
+
 export function latencySummary(samples: readonly number[]): LatencySummary {
   const s = [...samples].sort((a, b) => a - b);
   return { n: s.length, p50: percentile(s, 50), p99: percentile(s, 99), mean: s.reduce((a, b) => a + b, 0) / s.length };
