@@ -18,6 +18,7 @@ const SLOW_TESTS = [
   // Sandboxes (bwrap, and the compiled sandbox control plane the local contract drives).
   "test/sandbox/bwrap-*.test.ts",
   "test/sandbox/disk-meter.test.ts",
+  "test/sandbox/launcher.test.ts",
   "test/sandbox/local-contract.test.ts",
   "test/rollout/oracle-builtin.test.ts",
   "test/rollout/oracle-real.test.ts",

@@ -3,6 +3,9 @@
  *   - a plain unsandboxed `spawn("true")`;
  *   - bwrap cold (no pool: bwrap + the exec agent start inside create) and bwrap pooled (a warm sandbox from the pool:
  *     create relabels it, sets its limits and seeds its workspace), each without and with the proxy bridge;
+ *   - bwrap cold with its launch chain spawned by this process itself instead of the launcher process
+ *     (src/sandbox/launcher): with --ballast-mib this process holds that much memory, as a control plane holding the
+ *     llama.cpp engine does, and a fork costs in proportion to it;
  *   - exec of `true` in a sandbox that is already running (without and with the proxy), and local-unsafe.
  * Every iteration runs the variants in a new (seeded) random order. Then the most concurrent bwrap sandboxes held on this machine (ramped up to a cap, each holding a sleeping process,
  * created through the default warm pool). Writes docs/bench/sandbox.json.
@@ -12,7 +15,10 @@
  * pooled variants, the CPU of the background refill that replaces the sandbox taken is reported separately: it is off
  * the start's critical path, but it is what a start costs the machine.
  *
- * Options: --iterations N (default 40), --cap N (default 512), --hold-with-proxy (held sandboxes also use the proxy),
+ * Besides wall-clock and CPU time, each variant reports how long this process's event loop was busy per start
+ * (`performance.eventLoopUtilization`): time in which a control plane's proxy and engine could not run.
+ *
+ * Options: --ballast-mib N (default 0), --iterations N (default 40), --cap N (default 512), --hold-with-proxy (held sandboxes also use the proxy),
  * --min-free-mib N (stop ramping below this much available memory, default 3072), --pool N (size of the pooled
  * backend's pool, default 2), --out FILE.
  */
@@ -32,6 +38,7 @@ import { InfraError } from "../core/errors.js";
 const { values } = parseArgs({
   options: {
     iterations: { type: "string", default: "40" },
+    "ballast-mib": { type: "string", default: "0" },
     cap: { type: "string", default: "512" },
     "hold-with-proxy": { type: "boolean", default: false },
     "min-free-mib": { type: "string", default: "3072" },
@@ -43,6 +50,8 @@ const iterations = Number(values.iterations);
 const cap = Number(values.cap);
 const minFreeBytes = Number(values["min-free-mib"]) * 1024 * 1024;
 const poolSize = Number(values.pool);
+/** Touched memory held for the whole run (a fork copies the page tables of what the forking process maps). */
+const ballast = Array.from({ length: Number(values["ballast-mib"]) }, () => Buffer.alloc(1024 * 1024, 1));
 const LIMITS = { memoryBytes: 256 * 1024 * 1024, maxPids: 128, wallClockMs: 3_600_000 };
 
 type Summary = LatencySummary;
@@ -106,21 +115,25 @@ interface StartVariant {
   cpuMs: number;
   /** CPU time of refilling the pool after the sandbox was taken (pooled variants). */
   refillCpuMs: number;
+  /** This process's event loop, busy (not waiting for I/O), from create to the end of the first exec. */
+  loopBusyMs: number;
 }
 
 function startVariant(name: string, backend: SandboxBackend, options: SandboxCreateOptions, pool?: BwrapBackend): StartVariant {
-  return { name, backend, options, pool, total: [], create: [], exec: [], cpuMs: 0, refillCpuMs: 0 };
+  return { name, backend, options, pool, total: [], create: [], exec: [], cpuMs: 0, refillCpuMs: 0, loopBusyMs: 0 };
 }
 
 async function startToFirstExec(v: StartVariant): Promise<void> {
   if (v.pool) await v.pool.poolSettled(); // measure the warm case: a full pool
   const c0 = cpuMsSoFar();
+  const loop0 = performance.eventLoopUtilization();
   const t0 = performance.now();
   const s = await v.backend.create(v.options);
   const t1 = performance.now();
   const r = await s.exec(["true"]);
   const t2 = performance.now();
   v.cpuMs += cpuMsSoFar() - c0;
+  v.loopBusyMs += performance.eventLoopUtilization(loop0).active;
   if (r.exitCode !== 0) throw new InfraError("bench_check_failed", `${v.name}: first exec failed: ${r.stderr}`);
   v.create.push(t1 - t0);
   v.exec.push(t2 - t1);
@@ -225,11 +238,13 @@ async function main(): Promise<void> {
   const seed = { workspaceFiles: { "task.md": "bench" } };
 
   const cold = await BwrapBackend.open({ pool: { size: 0 } });
+  const coldDirect = await BwrapBackend.open({ pool: { size: 0 }, launcher: "direct" });
   const pooled = await BwrapBackend.open({ pool: { size: poolSize } });
   const local = await LocalUnsafeBackend.open();
   const starts: StartVariant[] = [
     startVariant("bwrap cold", cold, { limits: LIMITS, ...seed }),
     startVariant("bwrap cold + proxy bridge", cold, { limits: LIMITS, ...seed, network }),
+    startVariant("bwrap cold, spawned by this process", coldDirect, { limits: LIMITS, ...seed }),
     startVariant("bwrap pooled", pooled, { limits: LIMITS, ...seed }, pooled),
     startVariant("bwrap pooled + proxy bridge", pooled, { limits: LIMITS, ...seed, network }, pooled),
     startVariant("local-unsafe", local, { limits: LIMITS, ...seed }),
@@ -247,7 +262,7 @@ async function main(): Promise<void> {
   await plainSpawn();
   for (const v of starts) {
     v.total.length = v.create.length = v.exec.length = 0;
-    v.cpuMs = v.refillCpuMs = 0;
+    v.cpuMs = v.refillCpuMs = v.loopBusyMs = 0;
   }
   for (const v of running) {
     v.samples.length = 0;
@@ -278,7 +293,7 @@ async function main(): Promise<void> {
   const latency = {
     "plain spawn": { startToFirstExec: summary(plain), cpuMsPerRun: perRun(plainCpu) },
     ...Object.fromEntries(starts.map((v) => [v.name, {
-      startToFirstExec: summary(v.total), create: summary(v.create), firstExec: summary(v.exec), cpuMsPerRun: perRun(v.cpuMs),
+      startToFirstExec: summary(v.total), create: summary(v.create), firstExec: summary(v.exec), cpuMsPerRun: perRun(v.cpuMs), loopBusyMsPerRun: perRun(v.loopBusyMs),
       ...(v.pool ? { refillCpuMsPerRun: perRun(v.refillCpuMs) } : {}),
     }])),
     ...Object.fromEntries(running.map((v) => [v.name, { exec: summary(v.samples), cpuMsPerRun: perRun(v.cpuMs) }])),
@@ -288,6 +303,7 @@ async function main(): Promise<void> {
   const poolMisses = poolAfter.misses - poolBefore.misses;
 
   await cold.close();
+  await coldDirect.close();
   await pooled.close();
   await local.close();
   // The ramp goes through a backend with the default pool, as the rollout runner opens it.
@@ -304,6 +320,7 @@ async function main(): Promise<void> {
     loadAverageAfterLatency: loadAfterLatency.map((x) => round(x, 1)),
     loadAverageAtEnd: loadavg().map((x) => round(x, 1)),
     iterations,
+    ballastMiB: ballast.length,
     targets: { startToFirstExecP50Ms: 10, concurrentSandboxes: 256 },
     pool: { size: poolSize, hitsDuringRun: poolHits, missesDuringRun: poolMisses },
     latencyMs: latency,

@@ -1,19 +1,12 @@
-import { spawn } from "node:child_process";
-import type { ChildProcess } from "node:child_process";
 import { InfraError, errorMessage } from "../../core/errors.js";
 import { FrameDecoder, FrameType, encodeFrame, encodeJson, parseJson } from "../agent/protocol.js";
 import type { ErrorReport, ExecRequest, ExitReport, ProxyConfig, ReadyReport } from "../agent/protocol.js";
 import { BoundedOutput } from "../bounded-output.js";
+import type { Launcher } from "../launcher/client.js";
+import { keepTail, type LaunchSpec, type Launched } from "../launcher/types.js";
 
 /** The host process that becomes the sandbox (cgroup wrapper → setpriv → bwrap → node agent). */
-export interface AgentLaunch {
-  file: string;
-  args: string[];
-  cwd: string;
-  env: Record<string, string>;
-  /** Bytes the launch chain reads from fd 3 (bwrap's `--seccomp 3`: the compiled filter). */
-  fd3?: Buffer;
-}
+export type AgentLaunch = LaunchSpec;
 
 /** How the agent's host process ended. */
 export interface AgentExit {
@@ -47,8 +40,6 @@ interface Pending {
   resolve: (run: AgentRun) => void;
 }
 
-const DIAGNOSTICS_BYTES = 4096;
-
 /**
  * Control-plane end of one sandbox's exec agent: spawns it, speaks the frame protocol, multiplexes execs. When the
  * agent's process ends, every pending exec resolves with `agentExit` set (the PID namespace, hence every command, ended
@@ -57,20 +48,15 @@ const DIAGNOSTICS_BYTES = 4096;
 export class AgentProcess {
   readonly ready: Promise<ReadyReport>;
   readonly exited: Promise<AgentExit>;
-  private readonly child: ChildProcess;
+  private readonly process: Launched;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private exit: AgentExit | undefined;
-  private diagnostics = Buffer.alloc(0);
+  /** This side's own notes (a broken stream); the launch chain's stderr comes with its exit. */
+  private notes: Buffer = Buffer.alloc(0);
 
-  private constructor(launch: AgentLaunch) {
-    this.child = spawn(launch.file, launch.args, { cwd: launch.cwd, env: launch.env, stdio: launch.fd3 ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"] });
-    const fd3 = this.child.stdio[3];
-    if (launch.fd3 && fd3 && "end" in fd3) {
-      // Written and closed at once (a few hundred bytes fit the socket buffer): bwrap reads it to EOF at startup.
-      fd3.on("error", () => undefined); // a launch chain that died before reading: reported through its exit
-      fd3.end(launch.fd3, () => fd3.destroy());
-    }
+  private constructor(launcher: Launcher, launch: AgentLaunch) {
+    this.process = launcher.launch(launch);
     let readyResolve!: (r: ReadyReport) => void;
     let readyReject!: (e: Error) => void;
     this.ready = new Promise((resolve, reject) => {
@@ -82,61 +68,38 @@ export class AgentProcess {
       if (type === FrameType.ready) readyResolve(parseJson<ReadyReport>(payload));
       else this.onFrame(type, id, payload);
     });
-    this.child.stdout?.on("data", (c: Buffer) => {
+    this.process.onOutput((c) => {
       try {
         decoder.push(c);
       } catch (e) {
-        this.appendDiagnostics(`harnessrl: broken agent stream: ${errorMessage(e)}\n`);
+        this.notes = keepTail(this.notes, `harnessrl: broken agent stream: ${errorMessage(e)}\n`);
         this.kill();
       }
     });
-    this.child.stderr?.on("data", (c: Buffer) => this.appendDiagnostics(c));
-    this.child.stdin?.on("error", () => {
-      // the agent is gone; its exit is handled below
-    });
-    this.exited = new Promise((resolve) => {
-      const done = (code: number | null, signal: NodeJS.Signals | null): void => {
-        if (this.exit) return;
-        const exit: AgentExit = { code, signal, diagnostics: this.diagnostics.toString("utf8") };
-        this.exit = exit;
-        readyReject(new InfraError("sandbox_agent", `sandbox exec agent did not start (exit ${code ?? signal}): ${exit.diagnostics.trim()}`, { retryable: true }));
-        for (const [id, p] of this.pending) {
-          this.pending.delete(id);
-          p.run.agentExit = exit;
-          p.resolve(p.run);
-        }
-        resolve(exit);
-      };
-      this.child.on("error", (e) => {
-        this.appendDiagnostics(`cannot start the sandbox: ${errorMessage(e)}\n`);
-        done(null, null);
-      });
-      // 'close': all of stdout has been read, so every frame the agent sent has been handled.
-      this.child.on("close", done);
+    // Resolves once everything the agent sent has been handled.
+    this.exited = this.process.exited.then(({ code, signal, diagnostics }) => {
+      const exit: AgentExit = { code, signal, diagnostics: keepTail(Buffer.from(diagnostics), this.notes).toString("utf8") };
+      this.exit = exit;
+      readyReject(new InfraError("sandbox_agent", `sandbox exec agent did not start (exit ${code ?? signal}): ${exit.diagnostics.trim()}`, { retryable: true }));
+      for (const [id, p] of this.pending) {
+        this.pending.delete(id);
+        p.run.agentExit = exit;
+        p.resolve(p.run);
+      }
+      return exit;
     });
   }
 
-  static start(launch: AgentLaunch): AgentProcess {
-    return new AgentProcess(launch);
-  }
-
-  /** Host pid of the launch chain (the outer bwrap), if it started. */
-  get pid(): number | undefined {
-    return this.child.pid;
+  static start(launcher: Launcher, launch: AgentLaunch): AgentProcess {
+    return new AgentProcess(launcher, launch);
   }
 
   get alive(): boolean {
     return this.exit === undefined;
   }
 
-  private appendDiagnostics(chunk: Buffer | string): void {
-    const all = Buffer.concat([this.diagnostics, typeof chunk === "string" ? Buffer.from(chunk) : chunk]);
-    this.diagnostics = all.length > DIAGNOSTICS_BYTES ? all.subarray(all.length - DIAGNOSTICS_BYTES) : all;
-  }
-
   private send(frame: Buffer): void {
-    if (this.exit || !this.child.stdin?.writable) return;
-    this.child.stdin.write(frame);
+    if (!this.exit) this.process.write(frame);
   }
 
   private onFrame(type: number, id: number, payload: Buffer): void {
@@ -181,11 +144,6 @@ export class AgentProcess {
 
   /** SIGKILLs the launch chain; bwrap's init and with it the whole sandbox follow (its PID namespace ends). */
   kill(): void {
-    if (this.exit || this.child.pid === undefined) return;
-    try {
-      this.child.kill("SIGKILL");
-    } catch {
-      // already gone
-    }
+    if (!this.exit) this.process.kill();
   }
 }

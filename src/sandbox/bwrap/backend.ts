@@ -20,6 +20,7 @@ import type { PoolStats } from "./pool.js";
 import { BwrapSandbox } from "./sandbox.js";
 import { mountRootFor, sweepMountRoot } from "./mount-root.js";
 import { sandboxSeccomp } from "./seccomp.js";
+import { launcherFor } from "../launcher/client.js";
 
 function findExecutable(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? DEFAULT_PATH).split(delimiter)) {
@@ -64,6 +65,13 @@ export interface BwrapBackendOptions extends SandboxBackendOptions {
    * say nothing about the host: default `/tmp/harnessrl-cells-<uid>`.
    */
   mountRoot?: string;
+  /**
+   * Who forks the sandboxes' launch chains: "process" (default), a small launcher child of this process, so a large
+   * control plane (the engine's memory) never blocks its event loop in fork; "direct", this process itself (the
+   * benchmark's comparison arm; also what "process" falls back to when the launcher cannot run). The environment
+   * variable HARNESSRL_SANDBOX_LAUNCHER=direct sets the default.
+   */
+  launcher?: "process" | "direct";
 }
 
 /** The exec agent's compiled modules, read once per backend (each sandbox gets a copy). */
@@ -134,7 +142,7 @@ export class BwrapBackend implements SandboxBackend {
     };
     const runAs = await chooseSandboxUser(options.runAs, bwrap, mounts, mountRoot, stateRoot, warnings);
     for (const w of warnings) warnOnce(`harnessrl sandbox (bwrap): ${w}`);
-    const backend = new BwrapBackend({ bwrap, layout, mounts, stateRoot, mountRoot, agentFiles: readAgentFiles(agentHostDir), runAs, seccomp: sandboxSeccomp() }, warnings, pool.data.size);
+    const backend = new BwrapBackend({ bwrap, layout, mounts, stateRoot, mountRoot, agentFiles: readAgentFiles(agentHostDir), runAs, seccomp: sandboxSeccomp(), launcher: launcherFor(options.launcher) }, warnings, pool.data.size);
     backend.pool.refill();
     return backend;
   }

@@ -5,6 +5,7 @@ import { delimiter, dirname, join } from "node:path";
 import { InfraError, UserError } from "../../core/errors.js";
 import { newId } from "../../core/ids.js";
 import { HostBridge } from "../bridge-host.js";
+import type { Launcher } from "../launcher/client.js";
 import type { SandboxDirs } from "../base-sandbox.js";
 import { SandboxCgroup } from "../cgroups.js";
 import type { CgroupLayout } from "../cgroups.js";
@@ -37,6 +38,8 @@ export interface BwrapContext {
   agentFiles: Map<string, Buffer>;
   /** The compiled seccomp filter (seccomp.ts), handed to every bwrap on fd 3. */
   seccomp: Buffer;
+  /** Starts each sandbox's launch chain (launcher/client.ts). */
+  launcher: Launcher;
 }
 
 export const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -186,7 +189,7 @@ export class Cell {
   }
 
   private spawnAgent(): AgentProcess {
-    const agent = AgentProcess.start(this.launch());
+    const agent = AgentProcess.start(this.ctx.launcher, this.launch());
     if (this.proxyPort !== undefined) agent.setProxy({ port: this.proxyPort }); // queued in the pipe until it reads
     return agent;
   }
