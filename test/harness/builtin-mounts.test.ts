@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { importSpecifiers, packageNameOf } from "../../src/harness/builtin/mount-set.js";
+import { builtinMountSet, importSpecifiers, packageNameOf } from "../../src/harness/builtin/mount-set.js";
 import { getHarness } from "../../src/harness/registry.js";
 import { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";
 import { LIMITS, REPO_ROOT, tempRoot } from "../sandbox/helpers.js";
@@ -32,10 +32,16 @@ describe("built-in harness sandboxes see only the harness, never task data", () 
     expect(packageNameOf("node:fs")).toBeNull();
   });
 
-  it("mounts the entry file, what it imports and its npm packages, nothing of dist/tasks", () => {
+  it("mounts the harness's bundle alone (one file with its SDKs): nothing else of dist/ or node_modules/", () => {
     for (const name of ["chat-agent", "claw-agent", "resp-agent", "central-agent"]) {
-      const paths = getHarness(name).hostPaths();
+      expect(getHarness(name).hostPaths()).toEqual([join(REPO_ROOT, "dist", "harness", "builtin", "bundles", `${name}.mjs`)]);
+    }
+  });
+
+  it("without a bundle, mounts the entry file, what it imports and its npm packages, nothing of dist/tasks", () => {
+    for (const name of ["chat-agent", "claw-agent", "resp-agent", "central-agent"]) {
       const dist = join(REPO_ROOT, "dist");
+      const paths = builtinMountSet(REPO_ROOT, join(dist, "harness", "builtin", `${name}.js`));
       expect(paths).toContain(join(dist, "harness", "builtin", `${name}.js`));
       expect(paths).not.toContain(dist);
       expect(paths.filter((p) => p.startsWith(dist + "/") && !p.startsWith(join(dist, "harness", "builtin") + "/") && !p.startsWith(join(dist, "core") + "/"))).toEqual([]);
@@ -62,7 +68,7 @@ describe("built-in harness sandboxes see only the harness, never task data", () 
       expect(r.stdout).toContain("no-verifiers");
       expect(r.stdout).toContain("no-generator");
       expect(r.stdout).toContain("no-suite");
-      expect(r.stdout).toContain("dist: core harness \n");
+      expect(r.stdout).toContain("dist: harness \n");
       expect(r.stdout).toContain("found: \n");
       // The harness's modules resolve: it gets as far as checking its environment (exit 2), not a missing module.
       const run = await s.exec(def.launch({ prompt: "p", proxyOrigin: "http://127.0.0.1:1", apiKey: "k", model: "m", workspace: "/workspace", home: "/home/sandbox", maxTurns: 1, maxTokens: 1 }).argv, { env: {} });
