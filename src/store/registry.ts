@@ -1,3 +1,4 @@
+import { rmSync } from "node:fs";
 import { UserError } from "../core/errors.js";
 import { parseSpec, Registry } from "../core/registry.js";
 import { SqliteStore } from "./sqlite.js";
@@ -34,6 +35,11 @@ export function sqliteFileOf(spec: string): string | null {
   if (scheme === "sqlite") return arg === "" ? null : arg;
   if (stores.has(scheme)) return null;
   return SQLITE_FILE.test(trimmed) ? trimmed : null;
+}
+
+/** Deletes a SQLite store's database file and its write-ahead log, shared-memory and journal files (none open). */
+export function removeSqliteFiles(file: string): void {
+  for (const suffix of ["", "-wal", "-shm", "-journal"]) rmSync(`${file}${suffix}`, { force: true });
 }
 
 /**

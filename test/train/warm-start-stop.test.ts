@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
@@ -20,11 +20,12 @@ describe("a warm start stopped by the demonstrations' reproduction probability",
   // stops, not how strong the policy gets.
   const TARGET = 1e-100;
   let dir: string;
+  let path: string;
   let summary: RunSummary;
 
   beforeAll(async () => {
     const root = tempDir("hrl-demo-prob-stop-");
-    const path = join(root, "stop.yaml");
+    path = join(root, "stop.yaml");
     writeFileSync(
       path,
       stringify({
@@ -55,4 +56,14 @@ describe("a warm start stopped by the demonstrations' reproduction probability",
     expect(w).toMatchObject({ reachedTargetDemoProb: true, reachedTargetNll: false, timeCapped: false, finalDemoProb: probs[probs.length - 1] });
     expect(w!.steps).toBeLessThan(w!.plannedSteps);
   });
+
+  it("a warm start rerun in a run directory that still holds an interrupted attempt's demonstrations trains on each once", async () => {
+    // What an interrupted warm start leaves behind: its demonstrations' calls, recorded under the same rollout ids the
+    // rerun uses. Trained on twice before the fix (twice the tokens, twice the planned steps).
+    const again = join(dir, "..", "rerun");
+    mkdirSync(again);
+    copyFileSync(join(dir, "demos.sqlite"), join(again, "demos.sqlite"));
+    const rerun = await runTraining(buildRunContext(loadRunConfig(path), { runDir: again, configPath: path }), () => undefined);
+    expect(rerun.warmStart).toMatchObject({ demoRollouts: summary.warmStart!.demoRollouts, trainableTokens: summary.warmStart!.trainableTokens, plannedSteps: summary.warmStart!.plannedSteps });
+  }, 600_000);
 });
