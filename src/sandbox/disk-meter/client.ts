@@ -1,9 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
-import { sep } from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import { diskUsage } from "../disk-usage.js";
+import { compiledScript } from "../compiled-script.js";
 
 /**
  * The control plane's side of the disk meter (main.ts: why measuring runs in a small child process). `measure` asks
@@ -101,9 +99,7 @@ export class DiskMeter {
 
 /** The compiled meter next to this module, or in dist/ when this module runs from its TypeScript source (tests). */
 function meterScript(): string | undefined {
-  const here = fileURLToPath(new URL("./main.js", import.meta.url));
-  const fromSource = here.replace(`${sep}src${sep}sandbox${sep}`, `${sep}dist${sep}sandbox${sep}`);
-  return [here, fromSource].find((p) => existsSync(p));
+  return compiledScript(new URL("./main.js", import.meta.url));
 }
 
 let shared: DiskMeter | undefined;

@@ -1,11 +1,9 @@
 import { fork, type ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
 import type { Socket } from "node:net";
-import { sep } from "node:path";
-import { fileURLToPath } from "node:url";
 import { launchDirect } from "./direct.js";
 import { isFromLauncher, type ExitedReport, type ToLauncher } from "./protocol.js";
 import type { LaunchExit, LaunchSpec, Launched } from "./types.js";
+import { compiledScript } from "../compiled-script.js";
 
 /** Set to `direct` to spawn sandboxes from this process by default (BwrapBackendOptions.launcher). */
 export const LAUNCHER_ENV = "HARNESSRL_SANDBOX_LAUNCHER";
@@ -184,9 +182,7 @@ export class Launcher {
 
 /** The compiled launcher next to this module, or in dist/ when this module runs from its TypeScript source (tests). */
 export function launcherScript(): string | undefined {
-  const here = fileURLToPath(new URL("./main.js", import.meta.url));
-  const fromSource = here.replace(`${sep}src${sep}sandbox${sep}`, `${sep}dist${sep}sandbox${sep}`);
-  return [here, fromSource].find((p) => existsSync(p));
+  return compiledScript(new URL("./main.js", import.meta.url));
 }
 
 let shared: Launcher | undefined;
