@@ -1,7 +1,5 @@
-import { existsSync } from "node:fs";
-import { sep } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import { compiledScript } from "../core/compiled-script.js";
 
 /**
  * WAL checkpoints off the writer's thread. SQLite's default checkpoints from inside the commit that crosses 1,000 WAL
@@ -14,9 +12,7 @@ const CHECKPOINT_INTERVAL_MS = 200;
 
 /** The compiled worker next to this module, or in dist/ when this module runs from its TypeScript source (tests). */
 function workerFile(): string | undefined {
-  const here = fileURLToPath(new URL("./checkpoint-worker.js", import.meta.url));
-  const fromSource = here.replace(`${sep}src${sep}store${sep}`, `${sep}dist${sep}store${sep}`);
-  return [here, fromSource].find((p) => existsSync(p));
+  return compiledScript(new URL("./checkpoint-worker.js", import.meta.url));
 }
 
 export class Checkpointer {

@@ -1,7 +1,5 @@
-import { existsSync } from "node:fs";
-import { sep } from "node:path";
-import { fileURLToPath } from "node:url";
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from "node:worker_threads";
+import { compiledScript } from "../core/compiled-script.js";
 import { InfraError, UserError, type HarnessRLError } from "../core/errors.js";
 import type { PgFailure, PgMode, PgReply, PgRow, PgStatement, PgWorkerData } from "./pg-protocol.js";
 
@@ -23,9 +21,7 @@ export interface PgConnectionOptions {
 
 /** The compiled worker next to this module, or in dist/ when this module runs from its TypeScript source (tests). */
 function workerFile(): string | undefined {
-  const here = fileURLToPath(new URL("./pg-worker.js", import.meta.url));
-  const fromSource = here.replace(`${sep}src${sep}store${sep}`, `${sep}dist${sep}store${sep}`);
-  return [here, fromSource].find((p) => existsSync(p));
+  return compiledScript(new URL("./pg-worker.js", import.meta.url));
 }
 
 /** Slack beyond the worker's own connect + query timeouts before the facade gives up on it. */

@@ -1,8 +1,8 @@
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, existsSync, readFileSync, readdirSync } from "node:fs";
+import { accessSync, constants, readFileSync, readdirSync } from "node:fs";
 import { chmod, mkdir, stat } from "node:fs/promises";
-import { delimiter, dirname, join, resolve, sep } from "node:path";
-import { fileURLToPath } from "node:url";
+import { delimiter, dirname, join, resolve } from "node:path";
+import { compiledScript } from "../../core/compiled-script.js";
 import { InfraError, UserError } from "../../core/errors.js";
 import { startOrDestroy } from "../base-sandbox.js";
 import { detectCgroups, prepareParents } from "../cgroups.js";
@@ -37,9 +37,8 @@ function findExecutable(name: string): string | undefined {
 
 /** The compiled exec agent next to this module, or in dist/ when this module runs from its TypeScript source (tests). */
 function agentDir(): string | undefined {
-  const here = fileURLToPath(new URL("../agent", import.meta.url));
-  const fromSource = here.replace(`${sep}src${sep}sandbox${sep}`, `${sep}dist${sep}sandbox${sep}`);
-  return [here, fromSource].find((p) => existsSync(join(p, "main.js")));
+  const main = compiledScript(new URL("../agent/main.js", import.meta.url));
+  return main === undefined ? undefined : dirname(main);
 }
 
 /** Limits of a warm cell while it waits: its agent only (the reserve is added on top), raised at acquire. */

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { diskUsage } from "../disk-usage.js";
-import { compiledScript } from "../compiled-script.js";
+import { compiledScript } from "../../core/compiled-script.js";
 
 /**
  * The control plane's side of the disk meter (main.ts: why measuring runs in a small child process). `measure` asks

@@ -3,7 +3,7 @@ import type { Socket } from "node:net";
 import { launchDirect } from "./direct.js";
 import { isFromLauncher, type ExitedReport, type ToLauncher } from "./protocol.js";
 import type { LaunchExit, LaunchSpec, Launched } from "./types.js";
-import { compiledScript } from "../compiled-script.js";
+import { compiledScript } from "../../core/compiled-script.js";
 
 /** Set to `direct` to spawn sandboxes from this process by default (BwrapBackendOptions.launcher). */
 export const LAUNCHER_ENV = "HARNESSRL_SANDBOX_LAUNCHER";
