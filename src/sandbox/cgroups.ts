@@ -196,7 +196,8 @@ export class SandboxCgroup {
   pids(): number[] {
     const out = new Set<number>();
     for (const f of this.procsFiles()) {
-      for (const line of (readText(f) ?? "").split("\n")) if (line) out.add(Number(line));
+      // Only real pids: a 0 (a task outside our pid namespace) would make kill() signal our own process group.
+      for (const line of (readText(f) ?? "").split("\n")) if (/^[1-9]\d*$/.test(line.trim())) out.add(Number(line.trim()));
     }
     return [...out];
   }
@@ -212,7 +213,7 @@ export class SandboxCgroup {
         }
       }
     }
-    const pids = this.pids();
+    const pids = this.pids().filter((pid) => pid !== process.pid);
     for (const pid of pids) {
       try {
         process.kill(pid, "SIGKILL");

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { pickHierarchies } from "../../src/sandbox/cgroups.js";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SandboxCgroup, pickHierarchies } from "../../src/sandbox/cgroups.js";
 
 // Real mountinfo lines (trimmed) from a cgroup-v1 machine like ours, a pure-v2 host, and a hybrid one.
 const V1 = [
@@ -33,5 +36,19 @@ describe("cgroup hierarchy detection", () => {
     expect(h.memory?.version).toBe(2);
     expect(h.pids?.version).toBe(1);
     expect(pickHierarchies("", () => undefined)).toEqual({});
+  });
+});
+
+describe("a sandbox cgroup's process list", () => {
+  it("never yields pid 0 (a task outside our pid namespace), our own pid or junk: kill() of those would hit our own group", () => {
+    const dir = mkdtempSync(join(tmpdir(), "harnessrl-cgroup-"));
+    try {
+      writeFileSync(join(dir, "cgroup.procs"), `0\n4242\n${process.pid}\n-1\n12abc\n\n4243\n`);
+      const cgroup = new SandboxCgroup({ pids: dir });
+      expect(cgroup.pids().filter((p) => p !== process.pid)).toEqual([4242, 4243]);
+      expect(cgroup.pids()).not.toContain(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

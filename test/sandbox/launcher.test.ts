@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { Launcher, launcherScript } from "../../src/sandbox/launcher/client.js";
@@ -56,6 +56,20 @@ describe.each([
     const { launched, output } = sh(launcher, "od -An -v -tu1 <&3 | tr -s ' \\n' ' '; kill -9 $$", filter);
     const exit = await launched.exited;
     expect(output().trim().split(" ").map(Number)).toEqual([...filter]);
+    expect(exit.signal).toBe("SIGKILL");
+  });
+
+  it("starts each chain in a session of its own: a chain that kills its own process group (kill 0) reaches only itself", async () => {
+    const launcher = make();
+    onTestFinished(() => launcher.close());
+    const ours = readFileSync("/proc/self/stat", "utf8");
+    const [pgrp = "", session = ""] = ours.slice(ours.lastIndexOf(")") + 2).split(" ").slice(2, 4);
+    // Prints its group and session; signals its group only when that group is not ours (a failure must not kill the run).
+    const { launched, output } = sh(launcher, `set -- $(cut -d' ' -f5,6 /proc/$$/stat); echo "$1 $2"; [ "$1" != ${pgrp} ] && [ "$2" != ${session} ] && kill -9 0`);
+    const exit = await launched.exited;
+    const [chainGroup, chainSession] = output().trim().split(" ").map(Number);
+    expect(chainGroup).not.toBe(Number(pgrp));
+    expect(chainSession).not.toBe(Number(session));
     expect(exit.signal).toBe("SIGKILL");
   });
 

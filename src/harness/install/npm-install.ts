@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync
 import { basename, delimiter, join } from "node:path";
 import { z } from "zod";
 import { HarnessError, InfraError } from "../../core/errors.js";
+import { onExitCleanup } from "../../core/exit-cleanup.js";
 import { harnessCacheDir } from "./cache.js";
 import { alive, withDirLock } from "./lock.js";
 import type { NpmPin } from "./pins.js";
@@ -32,17 +33,36 @@ export function isInstalled(pin: NpmPin): boolean {
   }
 }
 
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, "SIGKILL");
+  } catch {
+    // the group is empty
+  }
+}
+
 function run(file: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolveRun, reject) => {
-    const child = spawn(file, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+    // A process group of its own: a package's install script that signals "its group" reaches npm and itself, never
+    // us; our exit (signal or error) takes the whole install down with it.
+    const child = spawn(file, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const pgid = child.pid;
+    const unregister = pgid !== undefined ? onExitCleanup(() => killGroup(pgid)) : () => undefined;
     let output = "";
     const keep = (b: Buffer): void => {
       output = (output + b.toString("utf8")).slice(-8000);
     };
     child.stdout.on("data", keep);
     child.stderr.on("data", keep);
-    child.on("error", reject);
-    child.on("close", (code) => resolveRun({ code, output }));
+    child.on("error", (e) => {
+      unregister();
+      reject(e);
+    });
+    child.on("close", (code) => {
+      unregister();
+      if (pgid !== undefined) killGroup(pgid); // a script's leftover background process
+      resolveRun({ code, output });
+    });
   });
 }
 

@@ -9,7 +9,7 @@ import type { Launcher } from "../launcher/client.js";
 import type { SandboxDirs } from "../base-sandbox.js";
 import { SandboxCgroup } from "../cgroups.js";
 import type { CgroupLayout } from "../cgroups.js";
-import { onExitCleanup } from "../exit-cleanup.js";
+import { onExitCleanup } from "../../core/exit-cleanup.js";
 import { ownerIdentity, removeDir, rewriteStateSync, writeStateSync } from "../state.js";
 import type { SandboxState } from "../state.js";
 import { chownTree } from "../workspace.js";

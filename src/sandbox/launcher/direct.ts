@@ -8,7 +8,8 @@ import { keepTail, type LaunchExit, type LaunchSpec, type Launched } from "./typ
  * address space: launcher.ts says why the control plane avoids it.
  */
 export function launchDirect(spec: LaunchSpec): Launched {
-  const child = spawn(spec.file, spec.args, { cwd: spec.cwd, env: spec.env, stdio: spec.fd3 ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"] });
+  // detached: the chain gets a session of its own (see launcher/main.ts: nothing a sandbox starts shares our group).
+  const child = spawn(spec.file, spec.args, { cwd: spec.cwd, env: spec.env, detached: true, stdio: spec.fd3 ? ["pipe", "pipe", "pipe", "pipe"] : ["pipe", "pipe", "pipe"] });
   const fd3 = child.stdio[3];
   if (spec.fd3 && fd3 && "end" in fd3) {
     // Written and closed at once (a few hundred bytes fit the socket buffer): bwrap reads it to EOF at startup.

@@ -12,6 +12,10 @@
  * can be consumed before the control plane holds the channel. Stderr stays here; its tail goes with `exited`.
  * Exits when the control plane goes (IPC disconnect), SIGKILLing what it started first (bwrap's --die-with-parent
  * would take the sandboxes down with this process anyway).
+ *
+ * Each chain starts in a session of its own (`detached`): the stages before bwrap's own setsid (the cgroup wrapper,
+ * setpriv, the outer bwrap) would otherwise sit in the control plane's process group, where anything that signals
+ * "its group" (kill(0), a terminal's ^C, a CI runner's group kill) reaches both ways.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { isToLauncher, type ExitedReport, type SpawnRequest, type SpawnedReport } from "./protocol.js";
@@ -39,6 +43,7 @@ function start(req: SpawnRequest): void {
     child = spawn("/bin/sh", ["-c", DUP_STDOUT, "harnessrl-launch", req.file, ...req.args], {
       cwd: req.cwd,
       env: req.env,
+      detached: true,
       stdio: ["pipe", "ignore", "pipe", req.fd3 !== undefined ? "pipe" : "ignore"],
     });
   } catch (e) {

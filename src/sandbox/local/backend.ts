@@ -4,7 +4,7 @@ import { isAbsolute, join, resolve } from "node:path";
 import { newId } from "../../core/ids.js";
 import { BaseSandbox, sandboxDirs, startOrDestroy } from "../base-sandbox.js";
 import type { SandboxDirs } from "../base-sandbox.js";
-import { onExitCleanup } from "../exit-cleanup.js";
+import { onExitCleanup } from "../../core/exit-cleanup.js";
 import { validateCreateOptions } from "../options.js";
 import type { ResolvedExec } from "../options.js";
 import { reapOrphans } from "../reaper.js";

@@ -1,5 +1,5 @@
 /**
- * Last-chance cleanup when the control plane exits or is told to stop: every live sandbox registers a synchronous
+ * Last-chance cleanup when the control plane exits or is told to stop: every live sandbox (and a running harness install) registers a synchronous
  * cleanup (kill its processes, remove its cgroup and directories). SIGKILL cannot be caught; what it leaves behind
  * is removed by the next `reapOrphans()`.
  */
