@@ -1,6 +1,6 @@
 /**
- * Last-chance cleanup when the control plane exits or is told to stop: every live sandbox (and a running harness install) registers a synchronous
- * cleanup (kill its processes, remove its cgroup and directories). SIGKILL cannot be caught; what it leaves behind
+ * Last-chance cleanup when the control plane exits or is told to stop: every live sandbox (and a running harness
+ * install) registers a synchronous cleanup (kill its processes, remove its cgroup and directories). SIGKILL cannot be caught; what it leaves behind
  * is removed by the next `reapOrphans()`.
  */
 type Cleanup = () => void;

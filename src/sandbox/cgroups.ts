@@ -197,7 +197,10 @@ export class SandboxCgroup {
     const out = new Set<number>();
     for (const f of this.procsFiles()) {
       // Only real pids: a 0 (a task outside our pid namespace) would make kill() signal our own process group.
-      for (const line of (readText(f) ?? "").split("\n")) if (/^[1-9]\d*$/.test(line.trim())) out.add(Number(line.trim()));
+      for (const line of (readText(f) ?? "").split("\n")) {
+        const pid = line.trim();
+        if (/^[1-9]\d*$/.test(pid)) out.add(Number(pid));
+      }
     }
     return [...out];
   }

@@ -4,6 +4,7 @@ import { basename, delimiter, join } from "node:path";
 import { z } from "zod";
 import { HarnessError, InfraError } from "../../core/errors.js";
 import { onExitCleanup } from "../../core/exit-cleanup.js";
+import { killProcessGroup } from "../../core/process-group.js";
 import { harnessCacheDir } from "./cache.js";
 import { alive, withDirLock } from "./lock.js";
 import type { NpmPin } from "./pins.js";
@@ -33,13 +34,6 @@ export function isInstalled(pin: NpmPin): boolean {
   }
 }
 
-function killGroup(pgid: number): void {
-  try {
-    process.kill(-pgid, "SIGKILL");
-  } catch {
-    // the group is empty
-  }
-}
 
 function run(file: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolveRun, reject) => {
@@ -47,7 +41,7 @@ function run(file: string, args: string[], env: NodeJS.ProcessEnv, cwd: string):
     // us; our exit (signal or error) takes the whole install down with it.
     const child = spawn(file, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
     const pgid = child.pid;
-    const unregister = pgid !== undefined ? onExitCleanup(() => killGroup(pgid)) : () => undefined;
+    const unregister = pgid !== undefined ? onExitCleanup(() => killProcessGroup(pgid)) : () => undefined;
     let output = "";
     const keep = (b: Buffer): void => {
       output = (output + b.toString("utf8")).slice(-8000);
@@ -60,7 +54,7 @@ function run(file: string, args: string[], env: NodeJS.ProcessEnv, cwd: string):
     });
     child.on("close", (code) => {
       unregister();
-      if (pgid !== undefined) killGroup(pgid); // a script's leftover background process
+      if (pgid !== undefined) killProcessGroup(pgid); // a script's leftover background process
       resolveRun({ code, output });
     });
   });

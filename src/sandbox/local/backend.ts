@@ -5,6 +5,7 @@ import { newId } from "../../core/ids.js";
 import { BaseSandbox, sandboxDirs, startOrDestroy } from "../base-sandbox.js";
 import type { SandboxDirs } from "../base-sandbox.js";
 import { onExitCleanup } from "../../core/exit-cleanup.js";
+import { killProcessGroup } from "../../core/process-group.js";
 import { validateCreateOptions } from "../options.js";
 import type { ResolvedExec } from "../options.js";
 import { reapOrphans } from "../reaper.js";
@@ -23,13 +24,6 @@ const WARNING =
   "harnessrl: the `local-unsafe` sandbox backend provides NO isolation (no filesystem, network, memory or process limits). Use it for development only; use `bwrap` for real rollouts.";
 let warned = false;
 
-function killGroup(pgid: number): void {
-  try {
-    process.kill(-pgid, "SIGKILL");
-  } catch {
-    // group already empty
-  }
-}
 
 class LocalSandbox extends BaseSandbox {
   readonly backend = "local-unsafe";
@@ -77,7 +71,7 @@ class LocalSandbox extends BaseSandbox {
       {
         onSpawn: (pid) => this.groups.add(pid),
         killTree: (pid) => {
-          killGroup(pid); // at the timeout, and after the leader exits (background stragglers end with it)
+          killProcessGroup(pid); // at the timeout, and after the leader exits (background stragglers end with it)
         },
       },
     );
@@ -96,7 +90,7 @@ class LocalSandbox extends BaseSandbox {
   }
 
   private killEverything(): void {
-    for (const g of this.groups) killGroup(g);
+    for (const g of this.groups) killProcessGroup(g);
     for (const pid of processesWithSandboxId(this.id)) {
       try {
         process.kill(pid, "SIGKILL");
