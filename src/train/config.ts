@@ -193,6 +193,13 @@ const warmStartSchema = z.strictObject({
    * demonstrations. With `stop_at_nll` as well, whichever is reached first stops SFT.
    */
   stop_at_demo_prob: z.number().gt(0).lt(1).optional(),
+  /**
+   * With a stop target (`stop_at_nll` / `stop_at_demo_prob`): when `epochs` end before the target is reached, SFT
+   * goes on, epoch by epoch at the schedule's final rate, until it is reached or `max_epochs` epochs are done. SFT can
+   * sit on a loss plateau for a seed-dependent number of steps; a fixed schedule that ends on the plateau hands RL a
+   * policy that solves nothing (docs/training.md). Default: `epochs` (no extension).
+   */
+  max_epochs: z.number().int().positive().optional(),
 });
 
 /** The policy loss and its optimizer. The estimator (GRPO/PPO), its normalisation and the loss aggregation are `advantage`. */
@@ -315,6 +322,11 @@ const checkedSchema = runConfigSchema.superRefine((c, ctx) => {
   if (c.mix === "scheduled" && !c.scheduler) ctx.addIssue({ code: "custom", path: ["scheduler"], message: "mix: scheduled needs a scheduler section (name: round-robin | uniform | harness-bandit)" });
   if (c.model.lora && c.capo?.enabled) ctx.addIssue({ code: "custom", path: ["capo"], message: "capo partitions full MLP weights; it cannot be combined with model.lora" });
   if (c.model.lora && new Set(c.model.lora.target_modules).size !== c.model.lora.target_modules.length) ctx.addIssue({ code: "custom", path: ["model", "lora", "target_modules"], message: "target_modules lists a projection twice" });
+  const ws = c.warm_start;
+  if (ws?.max_epochs !== undefined) {
+    if (ws.max_epochs < ws.epochs) ctx.addIssue({ code: "custom", path: ["warm_start", "max_epochs"], message: `max_epochs ${ws.max_epochs} is below epochs ${ws.epochs}` });
+    if (ws.stop_at_nll === undefined && ws.stop_at_demo_prob === undefined) ctx.addIssue({ code: "custom", path: ["warm_start", "max_epochs"], message: "max_epochs extends SFT until a target is reached: set stop_at_nll or stop_at_demo_prob" });
+  }
   if (c.mix !== "scheduled" && c.scheduler) ctx.addIssue({ code: "custom", path: ["scheduler"], message: "a scheduler is only used with mix: scheduled" });
   // The bandit's probability floor is spent once per harness (src/schedule/harness-bandit.ts).
   if (c.scheduler?.name === "harness-bandit" && c.scheduler.p_min * c.harnesses.length > 1) ctx.addIssue({ code: "custom", path: ["scheduler", "p_min"], message: `${c.scheduler.p_min} is infeasible for ${c.harnesses.length} harnesses: K·p_min must be ≤ 1` });

@@ -20,13 +20,18 @@ export interface WarmStartReport {
   trainableTokens: number;
   /** Optimizer steps the schedule planned (epochs × steps per epoch) and those that ran. */
   plannedSteps: number;
+  /** May exceed `plannedSteps`: `max_epochs` extends SFT past the schedule while a stop target is unmet. */
   steps: number;
-  /** True when `max_seconds` stopped SFT before `plannedSteps`: the policy is weaker than the config describes. */
+  /** Epochs begun (the last one may have stopped part-way). */
+  epochs: number;
+  /** True when `max_seconds` stopped SFT early: the policy is weaker than the config describes. */
   timeCapped: boolean;
-  /** True when `stop_at_nll` was reached before `plannedSteps` (the configured strength, reached early). */
+  /** True when `stop_at_nll` stopped SFT (the configured strength, reached). */
   reachedTargetNll: boolean;
-  /** True when `stop_at_demo_prob` was reached before `plannedSteps`. */
+  /** True when `stop_at_demo_prob` stopped SFT. */
   reachedTargetDemoProb: boolean;
+  /** True when a stop target was set and SFT ran out of epochs (`max_epochs`) before reaching it. */
+  missedTarget: boolean;
   finalNll: number;
   /**
    * The probability of reproducing a demonstration token for token at temperature 1, averaged over the demonstrations,
@@ -125,7 +130,12 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   const demoProb = new DemoProbability(built);
   let stoppedBy: SftStopReason | undefined;
   const curve: SftPoint[] = [];
-  for (let epoch = 0; epoch < ws.epochs && Date.now() < deadline && stoppedBy === undefined; epoch++) {
+  // Past `epochs` only while a target is still unmet (max_epochs); lrAt holds the schedule's final rate there.
+  const maxEpochs = Math.max(ws.epochs, ws.max_epochs ?? ws.epochs);
+  let epochsRun = 0;
+  for (let epoch = 0; epoch < maxEpochs && Date.now() < deadline && stoppedBy === undefined; epoch++) {
+    if (epoch === ws.epochs) log(`warm start: ${steps} planned SFT steps ended without reaching the target (epoch mean NLL ${window.mean().toFixed(4)}, demo prob ${formatProbability(demoProb.value())}); going on, up to max_epochs ${maxEpochs}`);
+    epochsRun = epoch + 1;
     // A seeded shuffle per epoch: rows of different demonstrations meet in different optimizer steps.
     const order = rows.map((_, i) => i);
     for (let i = order.length - 1; i > 0; i--) {
@@ -145,7 +155,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
       demoProb.observe(mb.rows, fb.logprobs);
       const prob = demoProb.value();
       curve.push({ optimizer_step: steps, epoch: epoch + 1, "sft/nll": nll, "sft/nll_epoch_mean": mean, "sft/lr": lr, ...(Number.isFinite(prob) ? { "sft/demo_prob": prob } : {}) });
-      progress.update(steps, `epoch ${epoch + 1}/${ws.epochs} nll ${nll.toFixed(3)} (epoch mean ${mean.toFixed(3)})${Number.isFinite(prob) ? ` demo prob ${formatProbability(prob)}` : ""}`);
+      progress.update(Math.min(steps, total), `epoch ${epoch + 1}/${epoch < ws.epochs ? ws.epochs : maxEpochs} nll ${nll.toFixed(3)} (epoch mean ${mean.toFixed(3)})${Number.isFinite(prob) ? ` demo prob ${formatProbability(prob)}` : ""}`);
       stoppedBy = sftStopReason({ nll: ws.stop_at_nll, demoProb: ws.stop_at_demo_prob }, window, prob);
       if (stoppedBy !== undefined) {
         log(
@@ -158,11 +168,13 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
     }
   }
   progress.close();
-  const timeCapped = steps < total && stoppedBy === undefined;
+  const timeCapped = Date.now() >= deadline && stoppedBy === undefined && (steps < total || epochsRun < maxEpochs);
   if (timeCapped) log(`warm start: max_seconds ${ws.max_seconds} reached after ${steps} of ${total} SFT steps; the policy is less trained than configured`);
+  const missedTarget = (ws.stop_at_nll !== undefined || ws.stop_at_demo_prob !== undefined) && stoppedBy === undefined && !timeCapped;
+  if (missedTarget) log(`warm start: WARNING: SFT ended after ${steps} steps (${epochsRun} epochs) without reaching its target; RL starts from a weaker policy than configured (raise warm_start.max_epochs)`);
   const end = Date.now();
   return {
-    report: { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, timeCapped, reachedTargetNll: stoppedBy === "nll", reachedTargetDemoProb: stoppedBy === "demo_prob", finalNll: nll, finalDemoProb: finiteOrNull(demoProb.value()), demoMs, sftMs: end - sftStarted, wallMs: end - started },
+    report: { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, epochs: epochsRun, timeCapped, reachedTargetNll: stoppedBy === "nll", reachedTargetDemoProb: stoppedBy === "demo_prob", missedTarget, finalNll: nll, finalDemoProb: finiteOrNull(demoProb.value()), demoMs, sftMs: end - sftStarted, wallMs: end - started },
     curve,
   };
 }

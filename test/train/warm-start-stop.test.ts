@@ -57,6 +57,31 @@ describe("a warm start stopped by the demonstrations' reproduction probability",
     expect(w!.steps).toBeLessThan(w!.plannedSteps);
   });
 
+  it("with max_epochs, SFT goes on past its scheduled epochs until the target is reached, and says so", async () => {
+    // The same run with one scheduled epoch (a few steps): the target is only reached in the epochs max_epochs adds.
+    const config = loadRunConfig(path);
+    const ws = { ...config.warm_start!, epochs: 1, max_epochs: 100 };
+    const lines: string[] = [];
+    const extended = await runTraining(buildRunContext({ ...config, warm_start: ws }, { runDir: join(dir, "..", "extended"), configPath: path }), (l) => lines.push(l));
+    const w = extended.warmStart!;
+    expect(w.plannedSteps * 100).toBe(summary.warmStart!.plannedSteps);
+    expect(w.steps).toBeGreaterThan(w.plannedSteps);
+    expect(w.epochs).toBeGreaterThan(1);
+    expect(w).toMatchObject({ reachedTargetDemoProb: true, missedTarget: false, timeCapped: false });
+    expect(w.finalDemoProb).toBeGreaterThanOrEqual(TARGET);
+    expect(lines.some((l) => /planned SFT steps ended without reaching the target.*going on, up to max_epochs 100/.test(l))).toBe(true);
+  }, 600_000);
+
+  it("a warm start whose max_epochs run out before the target is reported as having missed it", async () => {
+    const config = loadRunConfig(path);
+    const ws = { ...config.warm_start!, epochs: 1, max_epochs: 2, stop_at_demo_prob: 0.999 };
+    const lines: string[] = [];
+    const missed = await runTraining(buildRunContext({ ...config, warm_start: ws }, { runDir: join(dir, "..", "missed"), configPath: path }), (l) => lines.push(l));
+    const w = missed.warmStart!;
+    expect(w).toMatchObject({ epochs: 2, steps: 2 * w.plannedSteps, reachedTargetDemoProb: false, reachedTargetNll: false, missedTarget: true, timeCapped: false });
+    expect(lines.some((l) => /WARNING: SFT ended after \d+ steps \(2 epochs\) without reaching its target/.test(l))).toBe(true);
+  }, 600_000);
+
   it("a warm start rerun in a run directory that still holds an interrupted attempt's demonstrations trains on each once", async () => {
     // What an interrupted warm start leaves behind: its demonstrations' calls, recorded under the same rollout ids the
     // rerun uses. Trained on twice before the fix (twice the tokens, twice the planned steps).

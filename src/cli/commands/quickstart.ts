@@ -45,6 +45,7 @@ function budgetLines(s: RunSummary): string[] {
   const parts = w ? [`demos ${(w.demoMs / 1000).toFixed(0)}`, `SFT ${(w.sftMs / 1000).toFixed(0)}`] : [];
   parts.push(`eval ${(t.evalBefore + t.evalAfter).toFixed(0)}`, `rollouts ${t.rollouts.toFixed(0)}`, `train ${t.train.toFixed(0)}`, `save+swap ${t.swap.toFixed(0)}`);
   lines.push(`time (s): ${parts.join(", ")}`);
+  if (w?.missedTarget) lines.push(`WARNING: the warm start ended after ${w.steps} SFT steps (${w.epochs} epochs) without reaching its stop target: RL started from a weaker policy (warm_start.max_epochs)`);
   if (w?.timeCapped) lines.push(`WARNING: warm_start.max_seconds stopped SFT after ${w.steps} of ${w.plannedSteps} steps`);
   if (s.timeCapped) lines.push(`WARNING: budget.max_minutes stopped RL after ${s.steps} of ${s.plannedSteps} steps`);
   return lines;
