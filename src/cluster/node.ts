@@ -9,7 +9,7 @@ import { DEFAULT_ROLLOUT_SETTINGS, runRollout, type RolloutSettings } from "../r
 import { RolloutStack } from "../rollout/stack.js";
 import { collectRolloutBundle } from "../store/bundle.js";
 import { openStore } from "../store/registry.js";
-import type { RolloutBundle, RolloutIngest, Store } from "../store/types.js";
+import type { IngestOutcome, RolloutBundle, RolloutIngest, Store } from "../store/types.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import { redisOptionsOf } from "./connection.js";
 import { HEARTBEAT_PREFIX, writeHeartbeat, type NodeHeartbeat } from "./heartbeat.js";
@@ -319,11 +319,17 @@ export class RolloutNode {
     }
   }
 
+  /** The async landing where the store offers it: a synchronous one would stall lock renewals while it waits. */
+  private land(spec: string, bundle: RolloutBundle): Promise<IngestOutcome> {
+    const store = this.storeFor(spec);
+    return store.ingestRolloutAsync ? store.ingestRolloutAsync(bundle) : Promise.resolve().then(() => store.ingestRollout(bundle));
+  }
+
   /** Lands a bundle in the central store, or spools it when the store is unreachable for now. */
   private async ship(bundle: RolloutBundle, storeSpec: string | null): Promise<RolloutJobReturn["delivery"]> {
     if (!storeSpec) throw new InfraError("cluster_store_not_found", "neither the node (--store) nor the job names the central store");
     try {
-      const outcome = await Promise.resolve(this.storeFor(storeSpec).ingestRollout(bundle));
+      const outcome = await this.land(storeSpec, bundle);
       return outcome.status === "inserted" ? "landed" : "duplicate";
     } catch (e) {
       if (!isHarnessRLError(e) || !e.retryable) throw e;
@@ -342,7 +348,7 @@ export class RolloutNode {
       for (const { file, store: spec, bundle } of this.spool.list()) {
         if (!bundle || !spec) continue;
         try {
-          await Promise.resolve(this.storeFor(spec).ingestRollout(bundle));
+          await this.land(spec, bundle);
           this.spool.remove(file);
           shipped++;
         } catch (e) {

@@ -179,6 +179,7 @@ export const ERROR_CODES = {
     store_write_failed: once("writing to the store failed"),
     store_corrupt: once("stored data cannot be decoded"),
     store_unreachable: retry("the Postgres store cannot be reached or stopped answering; retry later (a bundle's ingest is idempotent)"),
+    store_busy: once("a synchronous Postgres request came while an async transaction held the connection (a bug)"),
     store_worker_not_built: once("the Postgres store's worker thread is not compiled (run npm run build)"),
     invalid_stored_token: once("a token id to store is not a 32-bit integer"),
     task_write_failed: retry("a task file cannot be written"),

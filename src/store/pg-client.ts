@@ -33,33 +33,44 @@ export class SyncPgClient {
   private signal = new Int32Array(new SharedArrayBuffer(4));
   private nextId = 1;
   private closed = false;
+  /** Replies taken off the port by one waiter for another (sync and async requests share the port). */
+  private readonly replies = new Map<number, PgReply>();
+  private asyncTurn: Promise<unknown> = Promise.resolve();
+  private asyncTxOpen = false;
 
   constructor(private readonly options: PgConnectionOptions) {}
 
   /** Runs the statements as `mode` says and returns each one's rows. Throws HarnessRLErrors only. */
   request(mode: PgMode, statements: PgStatement[]): PgRow[][] {
-    if (this.closed) throw new UserError("store_closed", `the Postgres store ${this.options.where} is closed`);
-    const port = this.ensureWorker();
-    const id = this.nextId++;
-    port.postMessage({ id, mode, statements });
-    const deadline = Date.now() + this.options.connectTimeoutMs + this.options.queryTimeoutMs + WAIT_SLACK_MS;
+    // On the one connection, a statement sent while an async transaction is open would run inside it.
+    if (this.asyncTxOpen) throw new InfraError("store_busy", `the Postgres store ${this.options.where} has an async transaction open; a synchronous request now would join it`);
+    const { worker, port, signal, id, deadline } = this.send(mode, statements);
     for (;;) {
       // Clear the flag before looking: a reply posted after the look sets it again, so the wait cannot miss it.
-      Atomics.store(this.signal, 0, 0);
-      const got = receiveMessageOnPort(port);
-      if (got !== undefined) {
-        const r = got.message as PgReply;
-        if (r.id !== id) continue;
-        if (r.ok) return r.rows;
-        throw this.translate(r.error);
-      }
+      Atomics.store(signal, 0, 0);
+      const reply = this.take(port, id);
+      if (reply !== undefined) return this.settle(reply);
       const left = deadline - Date.now();
-      if (left <= 0) {
-        // The worker is stuck (it should have timed out itself): replace it, so no late reply is taken for a later request.
-        this.stopWorker();
-        throw new InfraError("store_unreachable", `the Postgres store ${this.options.where} did not answer in time`, { details: { where: this.options.where } });
-      }
-      Atomics.wait(this.signal, 0, 0, left);
+      if (left <= 0) throw this.timedOut(worker);
+      Atomics.wait(signal, 0, 0, left);
+    }
+  }
+
+  /**
+   * `request` without blocking this thread: it awaits the worker's reply (Atomics.waitAsync on the same flag), so
+   * timers, sockets and lock renewals keep running while a slow or frozen server is waited on (a rollout node's
+   * queue locks lapsed while a synchronous landing waited out query_timeout).
+   */
+  async requestAsync(mode: PgMode, statements: PgStatement[]): Promise<PgRow[][]> {
+    const { worker, port, signal, id, deadline } = this.send(mode, statements);
+    for (;;) {
+      Atomics.store(signal, 0, 0);
+      const reply = this.take(port, id);
+      if (reply !== undefined) return this.settle(reply);
+      const left = deadline - Date.now();
+      if (left <= 0) throw this.timedOut(worker);
+      const wait = Atomics.waitAsync(signal, 0, 0, left);
+      if (wait.async) await wait.value;
     }
   }
 
@@ -82,6 +93,71 @@ export class SyncPgClient {
         }
       }
     }
+  }
+
+  /**
+   * `transaction` on requestAsync. Async transactions run one at a time (the connection holds one transaction), and
+   * synchronous requests are refused while one is open.
+   */
+  transactionAsync<T>(first: PgStatement[], fn: (firstRows: PgRow[][], run: (mode: "in" | "commit", s: PgStatement[]) => Promise<PgRow[][]>) => Promise<T>): Promise<T> {
+    const turn = this.asyncTurn.then(async () => {
+      this.asyncTxOpen = true;
+      let open = true;
+      try {
+        // A failed BEGIN has opened nothing (as in `transaction`): no rollback then, which would wait out a frozen server twice.
+        let firstRows: PgRow[][];
+        try {
+          firstRows = await this.requestAsync("begin", first);
+        } catch (e) {
+          open = false;
+          throw e;
+        }
+        return await fn(firstRows, (mode, s) => {
+          if (mode === "commit") open = false;
+          return this.requestAsync(mode, s);
+        });
+      } finally {
+        if (open) await this.requestAsync("rollback", []).catch(() => undefined);
+        this.asyncTxOpen = false;
+      }
+    });
+    this.asyncTurn = turn.catch(() => undefined);
+    return turn;
+  }
+
+  /** Posts one request to the worker (started if need be), with what its waiter needs. */
+  private send(mode: PgMode, statements: PgStatement[]): { worker: Worker | null; port: MessagePort; signal: Int32Array; id: number; deadline: number } {
+    if (this.closed) throw new UserError("store_closed", `the Postgres store ${this.options.where} is closed`);
+    const port = this.ensureWorker();
+    const id = this.nextId++;
+    port.postMessage({ id, mode, statements });
+    return { worker: this.worker, port, signal: this.signal, id, deadline: Date.now() + this.options.connectTimeoutMs + this.options.queryTimeoutMs + WAIT_SLACK_MS };
+  }
+
+  /** The reply to request `id` if it has come: replies to other requests met on the way are kept for their waiters. */
+  private take(port: MessagePort, id: number): PgReply | undefined {
+    const kept = this.replies.get(id);
+    if (kept !== undefined) {
+      this.replies.delete(id);
+      return kept;
+    }
+    for (let got = receiveMessageOnPort(port); got !== undefined; got = receiveMessageOnPort(port)) {
+      const r = got.message as PgReply;
+      if (r.id === id) return r;
+      if (r.id < this.nextId) this.replies.set(r.id, r);
+    }
+    return undefined;
+  }
+
+  private settle(r: PgReply): PgRow[][] {
+    if (r.ok) return r.rows;
+    throw this.translate(r.error);
+  }
+
+  /** The worker is stuck (it should have timed out itself): replace it, so no late reply is taken for a later request. */
+  private timedOut(worker: Worker | null): HarnessRLError {
+    if (this.worker === worker) this.stopWorker();
+    return new InfraError("store_unreachable", `the Postgres store ${this.options.where} did not answer in time`, { details: { where: this.options.where } });
   }
 
   close(): void {

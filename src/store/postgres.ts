@@ -6,7 +6,7 @@ import { hashCredential } from "./credentials.js";
 import { DeltaResolver } from "./delta-resolver.js";
 import { SyncPgClient, type PgConnectionOptions } from "./pg-client.js";
 import { PG_LOCK_WRITE, lockSql, migratePostgres } from "./pg-migrations.js";
-import type { PgStatement, PgValue } from "./pg-protocol.js";
+import type { PgRow, PgStatement, PgValue } from "./pg-protocol.js";
 import { RecentCalls } from "./recent-calls.js";
 import type { CallQuery, IngestOutcome, InsertHints, LandedRollout, RolloutBundle, RolloutIngest, Store, StoredCall } from "./types.js";
 
@@ -62,6 +62,9 @@ function redact(spec: string): string {
 const CALL_INSERT = `INSERT INTO calls (${CALL_COLUMNS.join(", ")}) VALUES (${CALL_COLUMNS.map((_, i) => `$${i + 1}`).join(", ")})`;
 const SESSION_INSERT = `INSERT INTO sessions (session_id, credential_hash, rollout_id, harness, agent_role, parent_session_id, spawned_by_call_id, created_at, metadata_json)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`;
+/** An ingest's first request: take the write lock, then look the rollout up. */
+const ingestLookup = (bundle: RolloutBundle): PgStatement[] => [{ sql: lockSql(PG_LOCK_WRITE) }, { sql: "SELECT attempt FROM rollouts WHERE rollout_id = $1", params: [bundle.rolloutId] }];
+
 /** landed_at: the writer's wall-clock ms, strictly after the last landing (the write lock is held), as bundle.ts nextLandedAt. */
 const ROLLOUT_INSERT = `INSERT INTO rollouts (rollout_id, attempt, node_id, result_json, landed_at, session_count, call_count)
   VALUES ($1, $2, $3, $4, GREATEST($5::bigint, COALESCE((SELECT MAX(landed_at) FROM rollouts), 0) + 1), $6, $7)`;
@@ -125,25 +128,49 @@ export class PostgresStore implements Store, RolloutIngest {
     const bundle = parseRolloutBundle(input);
     const written: string[] = [];
     try {
-      return this.db.transaction([{ sql: lockSql(PG_LOCK_WRITE) }, { sql: "SELECT attempt FROM rollouts WHERE rollout_id = $1", params: [bundle.rolloutId] }], (rows, run): IngestOutcome => {
-        const first = rows[1]?.[0] as { attempt: number } | undefined;
-        if (first) return { status: "duplicate", landedAttempt: first.attempt };
-        const statements: PgStatement[] = bundle.sessions.map((s) => sessionInsert(s, null));
-        for (const c of bundle.calls) {
-          const call = encodeCall(c, {}, this.recent);
-          statements.push({ sql: CALL_INSERT, params: call.values });
-          // Later calls of the bundle are deltas of earlier ones; forgotten again below if the bundle rolls back.
-          call.remember();
-          written.push(c.callId);
-        }
-        statements.push({ sql: ROLLOUT_INSERT, params: [bundle.rolloutId, bundle.attempt, bundle.nodeId, JSON.stringify(bundle.result), Date.now(), bundle.sessions.length, bundle.calls.length] });
-        run("commit", statements);
+      return this.db.transaction(ingestLookup(bundle), (rows, run): IngestOutcome => {
+        const plan = this.ingestPlan(bundle, rows, written);
+        if ("duplicate" in plan) return plan.duplicate;
+        run("commit", plan.statements);
         return { status: "inserted" };
       });
     } catch (e) {
       for (const id of written) this.recent.delete(id);
       throw e;
     }
+  }
+
+  /** ingestRollout without blocking the event loop while the server is waited on (what a rollout node uses). */
+  async ingestRolloutAsync(input: RolloutBundle): Promise<IngestOutcome> {
+    const bundle = parseRolloutBundle(input);
+    const written: string[] = [];
+    try {
+      return await this.db.transactionAsync(ingestLookup(bundle), async (rows, run): Promise<IngestOutcome> => {
+        const plan = this.ingestPlan(bundle, rows, written);
+        if ("duplicate" in plan) return plan.duplicate;
+        await run("commit", plan.statements);
+        return { status: "inserted" };
+      });
+    } catch (e) {
+      for (const id of written) this.recent.delete(id);
+      throw e;
+    }
+  }
+
+  /** A landed rollout (the lookup found it) is a duplicate; else its sessions, calls and rollout row to insert. */
+  private ingestPlan(bundle: RolloutBundle, lookup: PgRow[][], written: string[]): { duplicate: IngestOutcome } | { statements: PgStatement[] } {
+    const first = lookup[1]?.[0] as { attempt: number } | undefined;
+    if (first) return { duplicate: { status: "duplicate", landedAttempt: first.attempt } };
+    const statements: PgStatement[] = bundle.sessions.map((s) => sessionInsert(s, null));
+    for (const c of bundle.calls) {
+      const call = encodeCall(c, {}, this.recent);
+      statements.push({ sql: CALL_INSERT, params: call.values });
+      // Later calls of the bundle are deltas of earlier ones; forgotten again by the caller if the bundle rolls back.
+      call.remember();
+      written.push(c.callId);
+    }
+    statements.push({ sql: ROLLOUT_INSERT, params: [bundle.rolloutId, bundle.attempt, bundle.nodeId, JSON.stringify(bundle.result), Date.now(), bundle.sessions.length, bundle.calls.length] });
+    return { statements };
   }
 
   listLandedRollouts(filter: { afterLandedAt?: number; limit?: number } = {}): LandedRollout[] {

@@ -79,5 +79,10 @@ export interface LandedRollout {
 /** Optional capability: a store that rollout nodes can ship finished rollouts into. */
 export interface RolloutIngest {
   ingestRollout(bundle: RolloutBundle): IngestOutcome;
+  /**
+   * Optional capability: the same, without blocking the event loop while a remote store is waited on. A rollout node
+   * lands through it where offered, so its queue locks and heartbeat keep being renewed during a slow landing.
+   */
+  ingestRolloutAsync?(bundle: RolloutBundle): Promise<IngestOutcome>;
   listLandedRollouts(filter?: { afterLandedAt?: number; limit?: number }): LandedRollout[];
 }

@@ -173,6 +173,49 @@ describe("PostgresStore specifics", () => {
     store.close();
   }, 60_000);
 
+  it("ingestRolloutAsync lands as ingestRollout does; landings started together run one at a time and each lands once", async () => {
+    const store = new PostgresStore(freshSpec());
+    const bundles = ["rol_async_a", "rol_async_b", "rol_async_c"].map((id) => makeBundle(id));
+    expect(await Promise.all(bundles.map((b) => store.ingestRolloutAsync(b)))).toEqual(bundles.map(() => ({ status: "inserted" })));
+    expect(await store.ingestRolloutAsync(makeBundle("rol_async_a", { attempt: 2 }))).toEqual({ status: "duplicate", landedAttempt: 1 });
+    for (const b of bundles) expect(store.listCalls({ rolloutId: b.rolloutId })).toEqual(b.calls.map(asStored));
+    // A synchronous request while an async landing holds the connection would run inside its transaction: refused.
+    const landing = store.ingestRolloutAsync(makeBundle("rol_async_d"));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(codeOf(() => store.listLandedRollouts())).toEqual({ code: "store_busy", retryable: false });
+    await landing;
+    expect(store.listLandedRollouts().map((r) => r.rolloutId).sort()).toEqual(["rol_async_a", "rol_async_b", "rol_async_c", "rol_async_d"]);
+    store.close();
+  }, 60_000);
+
+  it("ingestRolloutAsync waits out a frozen server without blocking the event loop, then fails retryably and recovers", async () => {
+    const spec = freshSpec("&connect_timeout=2&query_timeout=2");
+    const store = new PostgresStore(spec);
+    const pid = server.process?.pid as number;
+    const backends = spawnSync("pgrep", ["-P", String(pid)], { encoding: "utf8" }).stdout.trim().split("\n").map(Number);
+    for (const p of backends) process.kill(p, "SIGSTOP");
+    // A timer every 50 ms: a blocked event loop (the synchronous path) would let none of them run during the wait.
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 50);
+    const t0 = Date.now();
+    let error: unknown;
+    try {
+      await store.ingestRolloutAsync(makeBundle());
+    } catch (e) {
+      error = e;
+    } finally {
+      clearInterval(timer);
+      for (const p of backends) process.kill(p, "SIGCONT");
+    }
+    const waited = Date.now() - t0;
+    expect(isHarnessRLError(error) ? { code: error.code, retryable: error.retryable } : error).toEqual({ code: "store_unreachable", retryable: true });
+    expect(waited).toBeGreaterThan(1_500);
+    expect(ticks).toBeGreaterThan(waited / 50 / 2);
+    const b = makeBundle();
+    expect(await store.ingestRolloutAsync(b)).toEqual({ status: "inserted" });
+    store.close();
+  }, 60_000);
+
   it("refuses a wrong password with store_auth_failed and a missing database with store_not_found (user errors, not retried)", () => {
     expect(codeOf(() => new PostgresStore(server.url.replace(`:${server.password}@`, ":wrong@")))).toEqual({ code: "store_auth_failed", retryable: false });
     expect(codeOf(() => new PostgresStore(server.url.replace(/\/harnessrl$/, "/nope")))).toEqual({ code: "store_not_found", retryable: false });
