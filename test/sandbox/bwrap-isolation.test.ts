@@ -133,6 +133,16 @@ describe("bwrap sandbox isolation", () => {
     other.server.close();
   });
 
+  it("runs its exec agent as pid 2 under bubblewrap's init: what lets the agent sweep its namespace with kill(-1)", async () => {
+    const s = await backend.create({ limits: LIMITS });
+    const r = await s.exec(["sh", "-c", "cat /proc/1/comm; tr '\\0' ' ' < /proc/2/cmdline; echo; cut -d' ' -f4 /proc/2/stat"]);
+    const [init, agent, agentParent] = r.stdout.trim().split("\n");
+    expect(init).toBe("bwrap");
+    expect(agent).toContain("/run/harnessrl/agent/main.js");
+    expect(agentParent).toBe("1");
+    await s.destroy();
+  });
+
   it("contains a fork bomb with the pids limit and cleans it up", async () => {
     const s = await backend.create({ limits: { ...LIMITS, maxPids: 48 } });
     const agentOnly = cgroupOf(s.id).pids(); // bwrap and the exec agent: what an idle sandbox runs

@@ -52,11 +52,13 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 /**
  * True when this process is the child of bubblewrap's init in a private PID namespace: only then may `kill(-1)` be
- * used, because it reaches exactly the sandbox's processes.
+ * used, because it reaches exactly the sandbox's processes. The agent is init's first child, so pid 2 there; in the
+ * host's namespace pid 2 is the kernel's kthreadd, never a node process, so pid 2 alone rules out the host's
+ * namespace (where kill(-1) as root would signal every process on the machine), whatever /proc/1/comm says.
  */
-export function inPrivatePidNamespace(): boolean {
+export function inPrivatePidNamespace(pid = process.pid, ppid = process.ppid, initComm = (): string => readFileSync("/proc/1/comm", "utf8")): boolean {
   try {
-    return process.ppid === 1 && readFileSync("/proc/1/comm", "utf8").trim() === "bwrap";
+    return pid === 2 && ppid === 1 && initComm().trim() === "bwrap";
   } catch {
     return false;
   }
