@@ -7,11 +7,12 @@
  * time per round, the control plane's own CPU (user, system) per measurement, and that of the processes measuring
  * (du children; the meter and its du children). Writes docs/bench/disk-meter.json.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { performance } from "node:perf_hooks";
+import { CLOCK_TICKS_PER_SECOND, procStatFields } from "../core/proc-stat.js";
 import { DiskMeter } from "../sandbox/disk-meter/client.js";
 import { diskUsage } from "../sandbox/disk-usage.js";
 import { writeBenchResult } from "./output.js";
@@ -31,15 +32,10 @@ interface Way {
   measurements: number;
 }
 
-/** Sum (ms) of the given CPU-time fields of /proc/<pid>/stat (utime 11, stime 12, cutime 13, cstime 14; USER_HZ 100). */
+/** Sum (ms) of the given CPU-time fields of /proc/<pid>/stat (procStatFields' indices: utime 11, stime 12, cutime 13, cstime 14). */
 function statCpuMs(pid: number | "self", fields: readonly number[]): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (fields.reduce((sum, i) => sum + Number(f[i] ?? 0), 0) * 1000) / 100;
-  } catch {
-    return 0;
-  }
+  const f = procStatFields(pid) ?? [];
+  return (fields.reduce((sum, i) => sum + Number(f[i] ?? 0), 0) * 1000) / CLOCK_TICKS_PER_SECOND;
 }
 
 async function main(): Promise<void> {

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
+import { CLOCK_TICKS_PER_SECOND, procStatFields } from "../core/proc-stat.js";
 
 /** CPU seconds and process count of one kind of process. */
 export interface KindCpu {
@@ -18,16 +19,13 @@ interface Seen {
   cpu: number;
 }
 
-const TICKS_PER_SECOND = 100; // USER_HZ on Linux
-
 function readProc(pid: string): Seen | null {
+  // procStatFields' indices: ppid 1, utime 11, stime 12, starttime 19.
+  const f = procStatFields(Number(pid));
+  if (!f) return null;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the command name (which may contain spaces and parentheses): state ppid … utime(14) stime(15) …
-    // starttime(22).
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim();
-    return { ppid: Number(f[1]), start: Number(f[19]), cmdline, cpu: (Number(f[11]) + Number(f[12])) / TICKS_PER_SECOND };
+    return { ppid: Number(f[1]), start: Number(f[19]), cmdline, cpu: (Number(f[11]) + Number(f[12])) / CLOCK_TICKS_PER_SECOND };
   } catch {
     return null; // gone meanwhile
   }

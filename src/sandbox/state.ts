@@ -3,6 +3,7 @@ import { readFile, readdir, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { procStatFields } from "../core/proc-stat.js";
 
 /**
  * One state directory per sandbox (`<stateRoot>/<id>/`) holding `state.json`, the workspace, the private HOME and
@@ -32,14 +33,7 @@ export function defaultStateRoot(): string {
 
 /** Kernel start time (clock ticks since boot) of a process, or undefined when it does not exist. */
 export function processStartTime(pid: number): string | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Field 2 (comm) may contain spaces and parentheses: parse after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return fields[19];
-  } catch {
-    return undefined;
-  }
+  return procStatFields(pid)?.[19];
 }
 
 const selfStartTime = processStartTime(process.pid) ?? "unknown";
