@@ -112,7 +112,17 @@ mkdirSync(join(process.cwd(), ".cache"), { recursive: true });
 const trace = startTrace(traceFile);
 // A session of its own: a kill(0) from inside the command's tree cannot reach this watcher, which then reports it.
 const child = spawn(file, args, { stdio: "inherit", detached: true });
-for (const s of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(s, () => child.kill(s));
+// Passed on to the command's whole group (its own session now, so a terminal's ^C or a runner's SIGTERM to ours would
+// not reach it otherwise).
+for (const s of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+  process.on(s, () => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, s);
+    } catch {
+      // already gone
+    }
+  });
+}
 child.on("exit", (code, signal) => {
   const status = signal ? 128 + (constants.signals[signal] ?? 0) : (code ?? 1);
   const report = () => {
