@@ -34,7 +34,6 @@ export function isInstalled(pin: NpmPin): boolean {
   }
 }
 
-
 function run(file: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolveRun, reject) => {
     // A process group of its own: a package's install script that signals "its group" reaches npm and itself, never
