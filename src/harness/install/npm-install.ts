@@ -4,7 +4,7 @@ import { basename, delimiter, join } from "node:path";
 import { z } from "zod";
 import { HarnessError, InfraError } from "../../core/errors.js";
 import { onExitCleanup } from "../../core/exit-cleanup.js";
-import { killProcessGroup } from "../../core/process-group.js";
+import { killProcessGroup, killReapedGroup } from "../../core/process-group.js";
 import { harnessCacheDir } from "./cache.js";
 import { alive, withDirLock } from "./lock.js";
 import type { NpmPin } from "./pins.js";
@@ -40,7 +40,11 @@ function run(file: string, args: string[], env: NodeJS.ProcessEnv, cwd: string):
     // us; our exit (signal or error) takes the whole install down with it.
     const child = spawn(file, args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
     const pgid = child.pid;
-    const unregister = pgid !== undefined ? onExitCleanup(() => killProcessGroup(pgid)) : () => undefined;
+    let reaped = false; // after that, only the guarded kill: the pid may have been recycled
+    const killGroup = (): void => {
+      if (pgid !== undefined) (reaped ? killReapedGroup : killProcessGroup)(pgid);
+    };
+    const unregister = onExitCleanup(killGroup);
     let output = "";
     const keep = (b: Buffer): void => {
       output = (output + b.toString("utf8")).slice(-8000);
@@ -51,9 +55,12 @@ function run(file: string, args: string[], env: NodeJS.ProcessEnv, cwd: string):
       unregister();
       reject(e);
     });
+    child.on("exit", () => {
+      reaped = true;
+    });
     child.on("close", (code) => {
       unregister();
-      if (pgid !== undefined) killProcessGroup(pgid); // a script's leftover background process
+      killGroup(); // a script's leftover background process
       resolveRun({ code, output });
     });
   });

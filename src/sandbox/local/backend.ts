@@ -5,7 +5,7 @@ import { newId } from "../../core/ids.js";
 import { BaseSandbox, sandboxDirs, startOrDestroy } from "../base-sandbox.js";
 import type { SandboxDirs } from "../base-sandbox.js";
 import { onExitCleanup } from "../../core/exit-cleanup.js";
-import { killProcessGroup } from "../../core/process-group.js";
+import { killProcessGroup, killReapedGroup } from "../../core/process-group.js";
 import { validateCreateOptions } from "../options.js";
 import type { ResolvedExec } from "../options.js";
 import { reapOrphans } from "../reaper.js";
@@ -29,7 +29,7 @@ class LocalSandbox extends BaseSandbox {
   readonly backend = "local-unsafe";
   readonly paths: SandboxPaths;
   readonly proxyUrl: string | undefined;
-  private readonly groups = new Set<number>();
+  private readonly groups = new Set<number>(); // leaders not reaped yet: their pids still name their groups
   private readonly running = new Set<Promise<unknown>>();
   private unregisterExit: () => void = () => undefined;
 
@@ -70,15 +70,18 @@ class LocalSandbox extends BaseSandbox {
       { file, args, cwd, env, stdin: exec.stdin, timeoutMs, stdoutLimit: exec.stdoutLimit, stderrLimit: exec.stderrLimit, detached: true },
       {
         onSpawn: (pid) => this.groups.add(pid),
-        killTree: (pid) => {
-          killProcessGroup(pid); // at the timeout, and after the leader exits (background stragglers end with it)
+        // At the timeout the leader is alive, so its pid still names our group; once it has exited (background
+        // stragglers end with it) the group is killed once, guarded against a recycled pid, and forgotten.
+        killTree: (pid, reason) => {
+          if (reason === "timeout") return killProcessGroup(pid);
+          this.groups.delete(pid);
+          killReapedGroup(pid);
         },
       },
     );
     this.running.add(run);
     try {
       const r = await run;
-      this.groups.delete(r.pid);
       return {
         exitCode: r.exitCode, signal: r.signal, stdout: r.stdout.text(), stderr: r.stderr.text(),
         stdoutTruncated: r.stdout.truncated, stderrTruncated: r.stderr.truncated, stdoutBytes: r.stdout.total, stderrBytes: r.stderr.total,
