@@ -19,9 +19,9 @@ export const ROW_TOKEN_BUDGET = 4_096;
  * the verifier score as each rollout's outcome reward. Infrastructure failures never reach here.
  */
 export function batchForRollouts(store: Store, results: readonly RolloutResult[], options: { trajectories?: "main" | "all"; rowTokens?: number } = {}): BuiltBatch {
-  const ids = new Set(results.map((r) => r.rolloutId));
+  // Per rollout: reading every session of the store and filtering made each step's batch cost grow with the run.
   const records = results.flatMap((r) => store.listCalls({ rolloutId: r.rolloutId }));
-  const sessions = store.listSessions().filter((s) => s.rolloutId !== null && ids.has(s.rolloutId));
+  const sessions = results.flatMap((r) => store.listSessions({ rolloutId: r.rolloutId }));
   const forests = buildForests(records, sessions);
   const outcome = new Map(results.map((r) => [r.rolloutId, r.score]));
   return buildBatch(forests, {
