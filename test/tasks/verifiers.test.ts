@@ -27,7 +27,7 @@ describe("gold solutions score 1", () => {
       expect(r.result, tasks[i]!.id).toMatchObject({ score: 1 });
       expect(r.result.error).toBeUndefined();
     });
-  });
+  }, 180_000); // 24 tasks' programs and verifiers: 7-8 s quiet, past 60 s at a load average of ~25 on 2 cores
 });
 
 describe("wrong answers fail", () => {
