@@ -4,6 +4,11 @@
 // RL on every training harness and the held-out one.
 //
 //   node experiments/real-harness-scaling/run.mjs [--scale full|ci] [--seeds 0,1,2] [--arms one,two,...] [--root DIR] [--check]
+//        [--cluster REDIS_URL --store STORE_URL --engine-url SERVE_URL [--engines SPEC,...]]
+//
+// With --cluster, every run's rollouts and evaluations go to rollout nodes (docs/cluster.md): the configs get
+// `engine: llamacpp-http` at --engine-url (a `harnessrl serve` of a qwen3-tiny model directory, started with --ctx at
+// least the scale's context size) and a `cluster:` section; the warm start's SFT and each arm's training stay here.
 //
 // Run from the repository root after `npm run build`. Finished runs (a summary.json) are skipped, an interrupted one
 // resumes, so the command can simply be run again. --check writes and validates every config without running any.
@@ -90,10 +95,21 @@ export function armSpec(scale, arm) {
 
 const evalHarnesses = (s) => [...s.train, s.heldOut];
 
-function common(s, seed) {
+/** The `engine` and `cluster` keys of a run on rollout nodes, or nothing for a single-machine run. */
+export function clusterKeys(options) {
+  if (!options?.cluster) return {};
+  if (!options.store || !options.engineUrl) throw new Error("--cluster needs --store (the central record store every node reaches) and --engine-url (the served policy)");
+  return {
+    engine: { kind: "llamacpp-http", url: options.engineUrl },
+    cluster: { queue: options.cluster, store: options.store, ...(options.engines?.length ? { engines: options.engines } : {}), attempts: 3 },
+  };
+}
+
+function common(s, seed, cluster) {
   return {
     seed,
     engine: s.engine,
+    ...clusterKeys(cluster),
     sampling: s.sampling,
     rollout: s.rollout,
     tasks: { train: "calcrun:train?n=400&seed=1" },
@@ -103,12 +119,12 @@ function common(s, seed) {
 }
 
 /** The shared warm start: demonstrations through every training harness, evaluated once on every harness. */
-export function warmConfig(scale, seed) {
+export function warmConfig(scale, seed, cluster) {
   const s = SCALES[scale];
   return {
     name: `real-scaling-warm-s${seed}`,
     model: { preset: "qwen3-tiny", seed },
-    ...common(s, seed),
+    ...common(s, seed, cluster),
     harnesses: s.train,
     warm_start: s.warmStart,
     budget: { steps: 0 },
@@ -116,7 +132,7 @@ export function warmConfig(scale, seed) {
   };
 }
 
-export function armConfig(scale, seed, arm, warmDir) {
+export function armConfig(scale, seed, arm, warmDir, cluster) {
   const s = SCALES[scale];
   const spec = armSpec(scale, arm);
   const k = spec.mix === "mixed" ? spec.harnesses.length : 1;
@@ -124,7 +140,7 @@ export function armConfig(scale, seed, arm, warmDir) {
   return {
     name: `real-scaling-${arm}-s${seed}`,
     model: { checkpoint: join(warmDir, "checkpoints", "step-0000") },
-    ...common(s, seed),
+    ...common(s, seed, cluster),
     harnesses: spec.harnesses,
     mix: spec.mix,
     // Seeded schedulers (uniform, harness-bandit) take the run's seed.
@@ -160,8 +176,17 @@ function main() {
       arms: { type: "string" },
       root: { type: "string", default: "runs/real-scaling" },
       check: { type: "boolean", default: false },
+      cluster: { type: "string" },
+      store: { type: "string" },
+      "engine-url": { type: "string" },
+      engines: { type: "string" },
     },
   });
+  const cluster = values.cluster
+    ? { cluster: values.cluster, store: values.store, engineUrl: values["engine-url"], engines: values.engines ? values.engines.split(",") : [] }
+    : undefined;
+  if (!cluster && (values.store || values["engine-url"] || values.engines)) throw new Error("--store, --engine-url and --engines go with --cluster");
+  clusterKeys(cluster);
   const scale = values.scale;
   if (!(scale in SCALES)) throw new Error(`unknown scale "${scale}" (full | ci)`);
   const seeds = values.seeds.split(",").map((x) => Number.parseInt(x, 10));
@@ -174,8 +199,8 @@ function main() {
   writeFileSync(join(values.root, "plan.json"), `${JSON.stringify({ scale, seeds, arms, train: SCALES[scale].train, heldOut: SCALES[scale].heldOut }, null, 2)}\n`);
   for (const seed of seeds) {
     const warmDir = join(values.root, `s${seed}`, "warm");
-    runOne(configDir, warmDir, warmConfig(scale, seed), values.check);
-    for (const arm of arms) runOne(configDir, join(values.root, `s${seed}`, arm), armConfig(scale, seed, arm, warmDir), values.check);
+    runOne(configDir, warmDir, warmConfig(scale, seed, cluster), values.check);
+    for (const arm of arms) runOne(configDir, join(values.root, `s${seed}`, arm), armConfig(scale, seed, arm, warmDir, cluster), values.check);
   }
 }
 

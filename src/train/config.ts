@@ -335,7 +335,6 @@ const checkedSchema = runConfigSchema.superRefine((c, ctx) => {
     c.scheduler.probe_harnesses.forEach((h, i) => {
       if (c.harnesses.includes(h)) ctx.addIssue({ code: "custom", path: ["scheduler", "probe_harnesses", i], message: `"${h}" is a training harness; a probe harness must be outside \`harnesses\`` });
     });
-    if (c.scheduler.probe_harnesses.length > 0 && c.cluster) ctx.addIssue({ code: "custom", path: ["scheduler", "probe_harnesses"], message: "probe harnesses are not supported with cluster: yet (probe rollouts run on the trainer's machine only)" });
   }
 });
 

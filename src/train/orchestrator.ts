@@ -241,17 +241,23 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const choice = scheduler?.next(step) ?? null;
       const harnesses = choice ? [choice.harness] : config.harnesses;
       const startedAt = Date.now();
+      const version = state.policyVersion;
       const promise = cluster
-        ? cluster.launch({ tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: cluster.idPrefix(step) }, state.policyVersion, run.policyDir(state.policyVersion))
+        ? cluster.launch({ tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: cluster.idPrefix(step) }, version, run.policyDir(version))
         : runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings, onResult: stepProgress(step, take.tasks.length * harnesses.length * budget.samples) });
-      // Probe rollouts run after the step's own (they share the sandbox pool), on the first tasks of the same step, so
-      // probe and training sketches compare the same tasks through different harnesses. They take no task cursor: the
-      // training data order is the same with or without probes. (Config validation keeps probes off clusters.)
+      // Probe rollouts run after the step's own (they share the sandbox pool or the nodes), on the first tasks of the
+      // same step, so probe and training sketches compare the same tasks through different harnesses. They take no task
+      // cursor: the training data order is the same with or without probes. On a cluster they are jobs of the step
+      // (ids under its prefix, so they land and are gathered like its own) sampling the same served version.
       const plan = scheduler?.probes ?? null;
+      const probePlan = plan ? { tasks: take.tasks.slice(0, plan.tasks), harnesses: [...plan.harnesses], samples: plan.samples ?? budget.samples } : null;
       const probes =
-        plan && (step - 1) % plan.every === 0
+        plan && probePlan && (step - 1) % plan.every === 0
           ? promise.then(
-              () => runRollouts(stack!, { tasks: take.tasks.slice(0, plan.tasks), harnesses: [...plan.harnesses], samples: plan.samples ?? budget.samples, idPrefix: `p${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings }),
+              () =>
+                cluster
+                  ? cluster.launch({ ...probePlan, idPrefix: `${cluster.idPrefix(step)}-p` }, version, run.policyDir(version))
+                  : runRollouts(stack!, { ...probePlan, idPrefix: `p${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings }),
               // The step's own rollouts failed: that failure is the one reported (through `promise`).
               () => [],
             )
@@ -313,7 +319,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       // the training step accumulates its own.
       const probes = scheduler?.probes ?? null;
       const sketchOptions = scheduler?.sketchOptions ?? null;
-      const probeMetrics = scheduler && probes && probeResults && sketchOptions ? await probeStep(scheduler, probes, stack.store, probeResults, trainer, config, state.policyVersion, { sketch: sketchOptions, reference, rolloutSeconds: probeRolloutSeconds }) : {};
+      const probeMetrics = scheduler && probes && probeResults && sketchOptions ? await probeStep(scheduler, probes, cluster?.store ?? stack.store, probeResults, trainer, config, state.policyVersion, { sketch: sketchOptions, reference, rolloutSeconds: probeRolloutSeconds }) : {};
       const trained = await trainOnRollouts(cluster?.store ?? stack.store, results, trainer, config, state.policyVersion, { sketch: scheduler?.sketchOptions ?? null, capo: capoOptions, step, reference });
       if (trained.metrics["capo/probed"] === 1) capoReady = true;
       const m = trained.metrics;

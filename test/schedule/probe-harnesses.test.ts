@@ -131,14 +131,15 @@ describe("probe harness config", () => {
     expect(lines({ probe_harnesses: ["claw-agent"], probe_every: 2, probe_tasks: 2, probe_samples: 4, probe_weight: 1 })).toEqual([]);
   });
 
-  it("refuses empty names, duplicates, training harnesses, bad counts and weights, and probes on a cluster", () => {
+  it("refuses empty names, duplicates, training harnesses, bad counts and weights; takes probes on a cluster", () => {
     expect(lines({ probe_harnesses: [""] })).toEqual([expect.stringMatching(/^scheduler\.probe_harnesses\.0: /)]);
     expect(lines({ probe_harnesses: ["claw-agent", "claw-agent"] })).toEqual([expect.stringMatching(/^scheduler\.probe_harnesses: a probe harness is listed twice/)]);
     expect(lines({ probe_harnesses: ["claw-agent", "resp-agent"] })).toEqual([expect.stringMatching(/^scheduler\.probe_harnesses\.1: "resp-agent" is a training harness/)]);
     expect(lines({ probe_every: 0 })).toEqual([expect.stringMatching(/^scheduler\.probe_every: /)]);
     expect(lines({ probe_samples: 1 })).toEqual([expect.stringMatching(/^scheduler\.probe_samples: /)]);
     expect(lines({ probe_weight: 1.5 })).toEqual([expect.stringMatching(/^scheduler\.probe_weight: /)]);
-    expect(lines({ probe_harnesses: ["claw-agent"] }, { cluster: { queue: "redis://localhost:6379", store: "sqlite:/tmp/x.sqlite" } })).toEqual([expect.stringMatching(/^scheduler\.probe_harnesses: probe harnesses are not supported with cluster/)]);
+    // On a cluster the probe rollouts are jobs like the step's (test/train/cluster-train.test.ts).
+    expect(lines({ probe_harnesses: ["claw-agent"] }, { cluster: { queue: "redis://localhost:6379", store: "sqlite:/tmp/x.sqlite" } })).toEqual([]);
     // Other schedulers have no probes: the key is unknown to them.
     expect(() => parseRunConfig({ ...base, scheduler: { name: "round-robin", probe_harnesses: ["claw-agent"] } })).toThrow(/scheduler\.probe_harnesses: unknown key/);
   });

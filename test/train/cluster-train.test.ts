@@ -257,3 +257,58 @@ describe("async training on two served endpoints: the staleness bound checked ag
     }
   });
 });
+
+describe("HarnessBandit with a probe harness on the cluster: the probe rollouts are jobs of their step, sketched, never trained", () => {
+  const runDir = join(root, "probe-run");
+  let summary: RunSummary;
+  let central: SqliteStore;
+  afterAll(() => {
+    central?.close();
+  });
+
+  beforeAll(async () => {
+    const config = clusterConfig("probe", {
+      harnesses: ["chat-agent", "resp-agent"],
+      mix: "scheduled",
+      scheduler: { name: "harness-bandit", sketch_dim: 128, probe_harnesses: ["claw-agent"], probe_tasks: 1, probe_samples: 2 },
+      budget: { steps: 1, tasks_per_step: 2, samples: 2 },
+      rollout: { sandbox: "bwrap", concurrency: 2, max_turns: 1, timeout_s: 60, memory_mb: 1024 },
+      cluster: { queue: cluster.redis.url, store: `sqlite:${join(root, "probe-central.sqlite")}`, attempts: 2 },
+    });
+    summary = await runTraining(buildRunContext(loadRunConfig(config), { runDir, configPath: config }), () => undefined);
+    central = new SqliteStore(join(root, "probe-central.sqlite"), { readonly: true });
+  }, 300_000);
+
+  it("runs the step's own and its probe rollouts on the nodes, lands both, and trains only the step's own", () => {
+    expect(summary).toMatchObject({ steps: 1, policyVersion: 1 });
+    const { key } = JSON.parse(readFileSync(join(runDir, "cluster-run.json"), "utf8")) as { key: string };
+    const landed = central.listLandedRollouts();
+    const probeRows = landed.filter((r) => r.rolloutId.startsWith(`s1-${key}-p-`));
+    const own = landed.filter((r) => !r.rolloutId.startsWith(`s1-${key}-p-`));
+    expect(probeRows.map((r) => r.result["harness"])).toEqual(["claw-agent", "claw-agent"]);
+    expect(own).toHaveLength(4);
+    for (const r of [...probeRows, ...own]) expect(["node-a", "node-b"]).toContain(r.nodeId);
+    // Sampled by the step's policy version, like the step's own rollouts.
+    for (const r of probeRows) for (const c of central.listCalls({ rolloutId: r.rolloutId })) expect(c.policyVersion).toBe(0);
+    const trained = rolloutLines(runDir);
+    expect(trained).toHaveLength(4);
+    expect(trained.filter((r) => r.harness === "claw-agent")).toEqual([]);
+    const probes = readFileSync(join(runDir, "probes.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as RolloutResult);
+    expect(new Set(probes.map((r) => r.rolloutId))).toEqual(new Set(probeRows.map((r) => r.rolloutId)));
+    // The control plane ran none of them.
+    const local = new SqliteStore(join(runDir, "records.sqlite"), { readonly: true });
+    try {
+      expect(local.listSessions()).toEqual([]);
+    } finally {
+      local.close();
+    }
+  });
+
+  it("hands the probe's sketch, read from the central store, to the scheduler", () => {
+    const [row] = rlRows(runDir);
+    expect(row).toMatchObject({ step: 1, "probe/rollouts/claw-agent": 2, "probe/skipped/claw-agent": 0, "bandit/probe_visits/claw-agent": 1, "bandit/probe_peers": 1 });
+    expect(row?.["probe/tokens/claw-agent"] as number).toBeGreaterThan(0);
+    expect(row?.["probe/grad_norm/claw-agent"] as number).toBeGreaterThan(0);
+    expect(row?.["sched/visits/claw-agent"]).toBeUndefined();
+  });
+});

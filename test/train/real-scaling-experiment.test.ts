@@ -102,6 +102,24 @@ describe("the real-CLI harness-scaling experiment at CI size (pi and Codex train
   }, 600_000);
 });
 
+describe("the experiment's configs for rollout nodes (no run: --check only)", () => {
+  it("writes configs for rollout nodes with --cluster (the probe arm included) that validate, and refuses half a cluster", () => {
+    const dir = tempDir("real-scaling-cluster-");
+    const flags = ["--cluster", "redis://:secret@10.0.0.1:6379", "--store", "postgres://u:pw@10.0.0.1/runs", "--engine-url", "http://10.0.0.5:8500", "--engines", "llamacpp-http:http://10.0.0.5:8500,llamacpp-http:http://10.0.0.6:8500"];
+    const check = node([RUN, "--check", "--seeds", "0", "--arms", "four-bandit-probe", "--root", dir, ...flags], 300_000);
+    expect(check.status, check.stderr).toBe(0);
+    expect(check.stdout.split("\n").filter((l) => l.startsWith("OK "))).toHaveLength(2);
+    for (const name of ["warm", "four-bandit-probe"]) {
+      const config = parseYaml(readFileSync(join(dir, "configs", `real-scaling-${name}-s0.yaml`), "utf8")) as Record<string, unknown>;
+      expect(config["engine"]).toEqual({ kind: "llamacpp-http", url: "http://10.0.0.5:8500" });
+      expect(config["cluster"]).toEqual({ queue: "redis://:secret@10.0.0.1:6379", store: "postgres://u:pw@10.0.0.1/runs", engines: ["llamacpp-http:http://10.0.0.5:8500", "llamacpp-http:http://10.0.0.6:8500"], attempts: 3 });
+    }
+    const half = node([RUN, "--check", "--root", dir, "--cluster", "redis://10.0.0.1:6379"], 60_000);
+    expect(half.status).toBe(1);
+    expect(half.stderr).toMatch(/--cluster needs --store .* and --engine-url/);
+  }, 360_000);
+});
+
 /** The config run.mjs wrote for an arm of seed 0 (a comment line, then JSON: YAML). */
 function configPath(dir: string, arm: string): string {
   return join(dir, "configs", `real-scaling-${arm}-s0.yaml`);
