@@ -79,6 +79,16 @@ function clusterConfig(name: string, extra: Record<string, unknown>): string {
   return config;
 }
 
+/** The control plane's own record store saw no rollout: every one ran on the nodes. */
+function expectNoLocalRollouts(runDir: string): void {
+  const local = new SqliteStore(join(runDir, "records.sqlite"), { readonly: true });
+  try {
+    expect(local.listSessions()).toEqual([]);
+  } finally {
+    local.close();
+  }
+}
+
 function rolloutLines(runDir: string): RolloutResult[] {
   return readFileSync(join(runDir, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as RolloutResult);
 }
@@ -249,12 +259,7 @@ describe("async training on two served endpoints: the staleness bound checked ag
       }
     }
     // The control plane's own record store saw no rollout at all: training and evaluation ran on the nodes.
-    const local = new SqliteStore(join(runDir, "records.sqlite"), { readonly: true });
-    try {
-      expect(local.listSessions()).toEqual([]);
-    } finally {
-      local.close();
-    }
+    expectNoLocalRollouts(runDir);
   });
 });
 
@@ -296,12 +301,7 @@ describe("HarnessBandit with a probe harness on the cluster: the probe rollouts 
     const probes = readFileSync(join(runDir, "probes.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as RolloutResult);
     expect(new Set(probes.map((r) => r.rolloutId))).toEqual(new Set(probeRows.map((r) => r.rolloutId)));
     // The control plane ran none of them.
-    const local = new SqliteStore(join(runDir, "records.sqlite"), { readonly: true });
-    try {
-      expect(local.listSessions()).toEqual([]);
-    } finally {
-      local.close();
-    }
+    expectNoLocalRollouts(runDir);
   });
 
   it("hands the probe's sketch, read from the central store, to the scheduler", () => {
