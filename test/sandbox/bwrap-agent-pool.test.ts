@@ -76,6 +76,27 @@ describe("bwrap exec agent", () => {
     await s.destroy();
   });
 
+  it("starts the next exec's agent only after a kill sweep (the stuck-timeout fallback) has drained the sandbox", async () => {
+    const s = await bwrap.backend.create({ limits: { ...LIMITS, memoryBytes: 1536 * 1024 * 1024 } });
+    try {
+      const cell = (s as unknown as { cell: { killAll(): Promise<void> } }).cell;
+      for (let i = 0; i < 3; i++) {
+        // Processes holding much memory take a while to exit, so the sweep drains for a while, as on a loaded machine.
+        const hogs = s.exec(["sh", "-c", `for i in 1 2 3; do python3 -c "b = bytearray(300 << 20); open('hog-$i', 'w').close(); import time; time.sleep(60)" & done; wait`], { timeoutMs: 60_000 });
+        for (let t = 0; t < 200 && (await s.listFiles()).filter((f) => f.startsWith("hog-")).length < 3; t++) await sleep(50);
+        // The fallback as a timed-out exec whose agent did not answer runs it, not awaited by the next exec. An agent
+        // started while the sweep still drained the cgroup died with it ("did not start (exit SIGKILL)").
+        const sweep = cell.killAll();
+        expect(await s.exec(["echo", String(i)])).toMatchObject({ exitCode: 0, stdout: `${i}\n` });
+        await sweep;
+        await hogs;
+        await s.exec(["sh", "-c", "rm -f hog-*"]);
+      }
+    } finally {
+      await s.destroy();
+    }
+  });
+
   it("refuses a command the agent's control stream (pidfd_getfd: EPERM under the seccomp filter); the sandbox goes on", async () => {
     // Commands run as the agent's user: without the filter, pidfd_getfd hands them the socket the agent sends its
     // frames on (the host then kills the agent as a broken stream and scores the exec as killed, never as an

@@ -100,6 +100,8 @@ export class Cell {
   private current: AgentProcess | undefined;
   private proxyPort: number | undefined;
   private closed = false;
+  /** The kill sweep in progress (killAll), if any: no new agent starts until it is over. */
+  private killing: Promise<void> | undefined;
   private unregisterExit: () => void = () => undefined;
 
   private constructor(
@@ -197,6 +199,10 @@ export class Cell {
   /** The running agent, started anew if the previous one died. */
   async agent(): Promise<AgentProcess> {
     if (this.closed) throw new UserError("sandbox_destroyed", `sandbox ${this.id} is being destroyed`);
+    // A kill sweep still draining the cgroup would take a new agent with the old one (under load the next exec
+    // started its agent while a timed-out exec's sweep ran, and that agent died "before it started").
+    while (this.killing) await this.killing;
+    if (this.closed) throw new UserError("sandbox_destroyed", `sandbox ${this.id} is being destroyed`);
     let agent = this.current;
     if (!agent?.alive) agent = this.current = this.spawnAgent();
     let timer: NodeJS.Timeout | undefined;
@@ -233,7 +239,17 @@ export class Cell {
   /** Kills everything the sandbox runs, the agent included (the next `agent()` starts a new one). */
   async killAll(): Promise<void> {
     this.current?.kill();
-    await this.cgroup.drain();
+    // Waits for an earlier sweep too, so that `killing` stands for every sweep still running.
+    const sweep: Promise<void> = Promise.all([this.killing, this.cgroup.drain()]).then(
+      () => undefined,
+      () => undefined,
+    );
+    this.killing = sweep;
+    try {
+      await sweep;
+    } finally {
+      if (this.killing === sweep) this.killing = undefined;
+    }
   }
 
   /** Kills everything and removes the cgroups and the state directory. Returns what could not be cleaned up. */
