@@ -250,14 +250,15 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       // cursor: the training data order is the same with or without probes. On a cluster they are jobs of the step
       // (ids under its prefix, so they land and are gathered like its own) sampling the same served version.
       const plan = scheduler?.probes ?? null;
-      const probePlan = plan ? { tasks: take.tasks.slice(0, plan.tasks), harnesses: [...plan.harnesses], samples: plan.samples ?? budget.samples } : null;
       const probes =
-        plan && probePlan && (step - 1) % plan.every === 0
+        plan && (step - 1) % plan.every === 0
           ? promise.then(
-              () =>
-                cluster
+              () => {
+                const probePlan = { tasks: take.tasks.slice(0, plan.tasks), harnesses: [...plan.harnesses], samples: plan.samples ?? budget.samples };
+                return cluster
                   ? cluster.launch({ ...probePlan, idPrefix: `${cluster.idPrefix(step)}-p` }, version, run.policyDir(version))
-                  : runRollouts(stack!, { ...probePlan, idPrefix: `p${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings }),
+                  : runRollouts(stack!, { ...probePlan, idPrefix: `p${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings });
+              },
               // The step's own rollouts failed: that failure is the one reported (through `promise`).
               () => [],
             )

@@ -79,6 +79,11 @@ function clusterConfig(name: string, extra: Record<string, unknown>): string {
   return config;
 }
 
+/** The run's own key (cluster-run.json): its rollout ids are `s<step>-<key>-…`. */
+function runKey(runDir: string): string {
+  return (JSON.parse(readFileSync(join(runDir, "cluster-run.json"), "utf8")) as { key: string }).key;
+}
+
 /** The control plane's own record store saw no rollout: every one ran on the nodes. */
 function expectNoLocalRollouts(runDir: string): void {
   const local = new SqliteStore(join(runDir, "records.sqlite"), { readonly: true });
@@ -181,7 +186,7 @@ describe("train on a cluster: two rollout nodes, a served policy, a central stor
   });
 
   it("records on every call the policy version of its step (v0 in step 1, v1 in step 2)", () => {
-    const { key } = JSON.parse(readFileSync(join(runDir, "cluster-run.json"), "utf8")) as { key: string };
+    const key = runKey(runDir);
     for (const r of central.listLandedRollouts()) {
       const step = Number(new RegExp(`^s(\\d+)-${key}-`).exec(r.rolloutId)?.[1]);
       expect([1, 2]).toContain(step);
@@ -222,7 +227,7 @@ describe("async training on two served endpoints: the staleness bound checked ag
 
   it("drops exactly the step-2 rollouts with a call sampled by v0, reports them, and counts calls sampled off their job's version", () => {
     expect(summary).toMatchObject({ steps: 2, policyVersion: 2 });
-    const { key } = JSON.parse(readFileSync(join(runDir, "cluster-run.json"), "utf8")) as { key: string };
+    const key = runKey(runDir);
     const step2 = central.listLandedRollouts().filter((r) => r.rolloutId.startsWith(`s2-${key}-`));
     expect(step2).toHaveLength(8);
     const versions = new Map(step2.map((r) => [r.rolloutId, central.listCalls({ rolloutId: r.rolloutId }).map((c) => c.policyVersion)]));
@@ -245,7 +250,7 @@ describe("async training on two served endpoints: the staleness bound checked ag
   });
 
   it("evaluates before and after on the nodes: the evaluation jobs sample the policy version they evaluate, none runs on the control plane", () => {
-    const { key } = JSON.parse(readFileSync(join(runDir, "cluster-run.json"), "utf8")) as { key: string };
+    const key = runKey(runDir);
     expect(summary.before?.rollouts).toBe(2);
     expect(summary.after?.rollouts).toBe(2);
     for (const [label, version] of [["eval-before", 0], ["eval-after", 2]] as const) {
@@ -286,7 +291,7 @@ describe("HarnessBandit with a probe harness on the cluster: the probe rollouts 
 
   it("runs the step's own and its probe rollouts on the nodes, lands both, and trains only the step's own", () => {
     expect(summary).toMatchObject({ steps: 1, policyVersion: 1 });
-    const { key } = JSON.parse(readFileSync(join(runDir, "cluster-run.json"), "utf8")) as { key: string };
+    const key = runKey(runDir);
     const landed = central.listLandedRollouts();
     const probeRows = landed.filter((r) => r.rolloutId.startsWith(`s1-${key}-p-`));
     const own = landed.filter((r) => !r.rolloutId.startsWith(`s1-${key}-p-`));
