@@ -3,7 +3,7 @@ import { join, resolve } from "node:path";
 import { Progress } from "../core/progress.js";
 import { rolloutKey } from "../eval/journal.js";
 import { RolloutStack } from "../rollout/stack.js";
-import { expandPlan } from "../rollout/runner.js";
+import { expandPlan, retryLine } from "../rollout/runner.js";
 import { buildRolloutJobContext } from "../run/context.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import { loadSuite } from "../tasks/registry.js";
@@ -31,6 +31,7 @@ export const rolloutOptions = {
   "max-tokens": { type: "string" },
   "max-turns": { type: "string" },
   "timeout-s": { type: "string" },
+  attempts: { type: "string" },
   "memory-mb": { type: "string" },
   "model-dir": { type: "string" },
   cluster: { type: "string" },
@@ -51,6 +52,8 @@ export const rolloutUsage = `  --engine <spec>     sampling engine: oracle, scri
   --max-tokens N      sampled tokens per call (default 256)
   --max-turns N       harness turn budget (default 8)
   --timeout-s S       harness wall-clock budget per rollout (default 120)
+  --attempts N        attempts per rollout while they end in a retryable infrastructure error (default 3; with
+                      --cluster the queue retries jobs instead)
   --memory-mb N       the sandbox's memory limit in MiB (16 to 1048576; default 2048); with --cluster it travels
                       with each job (default: the node's own), and a node refuses more than its --max-memory-mb
   --model-dir DIR     the policy's model directory: its tokenizer and chat template for every engine (the oracle and
@@ -92,10 +95,12 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
       maxTurns: intOption("max-turns", values["max-turns"], 8, 1),
       maxTokens,
       harnessTimeoutMs: 1000 * intOption("timeout-s", values["timeout-s"], 120, 1),
+      attempts: boundedIntOption("attempts", values.attempts, 1, 10) ?? 3,
       ...(memoryMb === undefined ? {} : { limits: { ...DEFAULT_ROLLOUT_SETTINGS.limits, memoryBytes: memoryMb * 1024 * 1024 } }),
     },
   });
   const plan = { tasks: suite.tasks, harnesses, samples };
+  const { attempts: _attempts, ...shaping } = ctx.rolloutSettings;
   const total = suite.tasks.length * harnesses.length * samples;
   const resultsFile = join(outDir, "rollouts.jsonl");
   const progress = new Progress(command, total);
@@ -106,7 +111,8 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
     const done = await runJournaled(stack, plan, {
       path: join(outDir, `${command}-journal.jsonl`),
       label: command,
-      policy: jobPolicy(ctx.policy.engine, { sampling: ctx.stack.sampling, settings: ctx.rolloutSettings, sandbox: ctx.stack.sandbox }),
+      // Attempts change how often an infrastructure error is retried, not what a rollout samples: not in the digest.
+      policy: jobPolicy(ctx.policy.engine, { sampling: ctx.stack.sampling, settings: shaping, sandbox: ctx.stack.sandbox }),
       concurrency: ctx.concurrency,
       settings: ctx.rolloutSettings,
       onOpened: (journal, opening) => {
@@ -121,6 +127,7 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
         if (r.status === "ok") passed++;
         progress.update(count, `passed ${passed}`);
       },
+      onRetry: (failed, attempt, attempts) => console.error(`${command}: ${retryLine(failed, attempt, attempts)}`),
     });
     const results = inPlanOrder(plan, done);
     writeFileSync(join(outDir, "rollouts.json"), `${JSON.stringify(results, null, 1)}\n`);

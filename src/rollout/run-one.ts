@@ -12,8 +12,11 @@ import { pendingRolloutResult, type RolloutRequest, type RolloutResult, type Rol
 /** What a rollout needs from the capture proxy: credentials for its session and its sessions' call counts. */
 export interface RolloutProxy {
   issueSession(request: { rolloutId: string; harness: string; agentRole: string; metadata?: Record<string, unknown> }): { sessionId: string; apiKey: string };
-  /** Sessions of a rollout (the main one and any sub-agent sessions) with in-flight and recorded call counts. */
-  rolloutStatus(rolloutId: string): { sessionIds: string[]; inFlight: number; records: number };
+  /**
+   * Sessions of a rollout (the main one and any sub-agent sessions) with in-flight and recorded call counts, leaving
+   * out the sessions in `exclude` (an earlier attempt's, under the same rollout id).
+   */
+  rolloutStatus(rolloutId: string, exclude?: ReadonlySet<string>): { sessionIds: string[]; inFlight: number; records: number };
   readonly port: number;
   readonly modelId: string;
 }
@@ -30,6 +33,12 @@ export interface RolloutSettings {
   settle: SettleOptions;
   /** Bytes of harness stdout/stderr kept in the result. */
   outputLimit: number;
+  /**
+   * Attempts per rollout while attempts end in a retryable infrastructure error (a sandbox that did not start, an
+   * exec agent killed): such an error is ours, not the policy's, and a rollout lost to it is lost to its group's
+   * advantages and to evaluation pairing. 1 on a cluster's nodes, whose queue retries the job instead.
+   */
+  attempts: number;
 }
 
 export const DEFAULT_ROLLOUT_SETTINGS: RolloutSettings = {
@@ -41,7 +50,14 @@ export const DEFAULT_ROLLOUT_SETTINGS: RolloutSettings = {
   passThreshold: 1,
   settle: DEFAULT_SETTLE,
   outputLimit: 16 * 1024,
+  attempts: 1,
 };
+
+/** One attempt's result, and whether its infrastructure error (if it ended in one) may pass on a new attempt. */
+interface RolloutAttempt {
+  result: RolloutResult;
+  retryable: boolean;
+}
 
 /** Keeps .harnessrl only when it is a real folder (tool logs live there), then removes the verifier folder in it. */
 const CLEAR_VERIFIER_DIR = `{ [ -d .harnessrl ] && [ ! -L .harnessrl ]; } || rm -rf .harnessrl; rm -rf ${VERIFIER_DIR}`;
@@ -56,11 +72,26 @@ function classify(harnessExit: { timedOut: boolean; oomKilled: boolean }, finish
 /**
  * One rollout: a fresh sandbox seeded with the task's files, the harness configured to reach only the proxy with a
  * credential bound to this rollout, then settling, the verifier (installed only now, so the agent never saw it), and
- * cleanup whatever happened. Never throws: failures become statuses.
+ * cleanup whatever happened. Never throws: failures become statuses. An attempt that ends in a retryable
+ * infrastructure error is run again, up to `settings.attempts` in all (`onRetry` hears of each failed one); the
+ * result is the last attempt's, with that attempt's sessions only.
  */
-export async function runRollout(request: RolloutRequest, task: Task, harness: HarnessDefinition, backend: SandboxBackend, proxy: RolloutProxy, settings: RolloutSettings): Promise<RolloutResult> {
+export async function runRollout(request: RolloutRequest, task: Task, harness: HarnessDefinition, backend: SandboxBackend, proxy: RolloutProxy, settings: RolloutSettings, onRetry?: (failed: RolloutResult, attempt: number) => void): Promise<RolloutResult> {
+  for (let attempt = 1; ; attempt++) {
+    const { result, retryable } = await attemptRollout(request, task, harness, backend, proxy, settings);
+    if (result.status !== "infra_error" || !retryable || attempt >= settings.attempts) return result;
+    onRetry?.(result, attempt);
+  }
+}
+
+async function attemptRollout(request: RolloutRequest, task: Task, harness: HarnessDefinition, backend: SandboxBackend, proxy: RolloutProxy, settings: RolloutSettings): Promise<RolloutAttempt> {
   const startedAt = Date.now();
   const result = pendingRolloutResult(request, task, startedAt);
+  // An earlier attempt's sessions share the rollout id: neither its calls (some may still be in flight when its
+  // sandbox was torn down) nor its records belong to this attempt.
+  const earlier = new Set(proxy.rolloutStatus(request.rolloutId).sessionIds);
+  const status = (): ReturnType<RolloutProxy["rolloutStatus"]> => proxy.rolloutStatus(request.rolloutId, earlier);
+  let retryable = false;
   let sandbox: Sandbox | null = null;
   let tools: HostTools | null = null;
   try {
@@ -103,7 +134,7 @@ export async function runRollout(request: RolloutRequest, task: Task, harness: H
     // Over the disk budget: the sandbox was killed and its disk is still full; the policy's failure, not ours.
     if (run.diskLimitHit) throw new HarnessError("sandbox_disk_limit", `the harness wrote past the sandbox's disk budget of ${settings.limits.diskBytes ?? DEFAULT_DISK_BYTES} bytes`);
 
-    const settled = await waitSettled({ status: () => proxy.rolloutStatus(request.rolloutId) }, settings.settle);
+    const settled = await waitSettled({ status }, settings.settle);
     result.timings.settledAt = Date.now();
     if (!settled.settled) throw new HarnessError("harness_unsettled", `rollout did not settle within ${settings.settle.timeoutMs} ms (calls still in flight)`);
 
@@ -132,13 +163,15 @@ export async function runRollout(request: RolloutRequest, task: Task, harness: H
     // A harness at fault (e.g. calls left in flight after it exited) is the rollout's failure, not ours.
     result.status = e instanceof HarnessError ? "harness_crash" : "infra_error";
     result.error = isHarnessRLError(e) ? `${e.code}: ${e.message}` : errorMessage(e);
+    // Our own errors say whether a new attempt may pass; an unexpected one (a bug, a failing disk) is not retried.
+    retryable = isHarnessRLError(e) && e.retryable;
   } finally {
     if (sandbox) await sandbox.destroy().catch(() => undefined);
     if (tools) await tools.destroy().catch(() => undefined);
-    const s = proxy.rolloutStatus(request.rolloutId);
+    const s = status();
     result.sessionIds = s.sessionIds;
     result.calls = s.records;
     result.timings.endedAt = Date.now();
   }
-  return result;
+  return { result, retryable };
 }

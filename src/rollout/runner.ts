@@ -21,8 +21,15 @@ export interface RunOptions {
   /** Appends each result as a JSON line as soon as it finishes (crash-safe progress). */
   resultsFile?: string;
   onResult?: (result: RolloutResult, done: number, total: number) => void;
+  /** An attempt of a rollout ended in a retryable infrastructure error and the rollout runs again. */
+  onRetry?: (failed: RolloutResult, attempt: number, attempts: number) => void;
   /** Requests of the plan not to run (they have results already: a resumed evaluation); `total` counts the rest. */
   skip?: (request: RolloutRequest) => boolean;
+}
+
+/** The log line for a rollout attempt that ended in a retryable infrastructure error. */
+export function retryLine(failed: RolloutResult, attempt: number, attempts: number): string {
+  return `rollout ${failed.rolloutId}: attempt ${attempt} of ${attempts} ended in an infrastructure error, running it again: ${(failed.error ?? "").slice(0, 300)}`;
 }
 
 /** The task × harness × sample requests of a plan, in a stable order. */
@@ -52,7 +59,7 @@ export async function runRollouts(stack: RolloutStack, plan: RolloutPlan, option
   return runPool(
     items,
     options.concurrency,
-    ({ request, task }) => runRollout(request, task, defs.get(request.harness)!, stack.backend, stack.rolloutProxy, settings),
+    ({ request, task }) => runRollout(request, task, defs.get(request.harness)!, stack.backend, stack.rolloutProxy, settings, (failed, attempt) => options.onRetry?.(failed, attempt, settings.attempts)),
     (result, done) => {
       if (options.resultsFile) appendFileSync(options.resultsFile, `${JSON.stringify(result)}\n`);
       options.onResult?.(result, done, items.length);

@@ -101,8 +101,8 @@ export class RolloutStack {
       port: proxy.port,
       modelId: engine.model.id,
       issueSession: (r) => proxy.issueSession(r),
-      rolloutStatus: (rolloutId) => {
-        const sessions = store.listSessions({ rolloutId });
+      rolloutStatus: (rolloutId, exclude) => {
+        const sessions = store.listSessions({ rolloutId }).filter((s) => !exclude?.has(s.sessionId));
         let inFlight = 0;
         let records = 0;
         for (const s of sessions) {

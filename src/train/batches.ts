@@ -20,8 +20,16 @@ export const ROW_TOKEN_BUDGET = 4_096;
  */
 export function batchForRollouts(store: Store, results: readonly RolloutResult[], options: { trajectories?: "main" | "all"; rowTokens?: number } = {}): BuiltBatch {
   // Per rollout: reading every session of the store and filtering made each step's batch cost grow with the run.
-  const records = results.flatMap((r) => store.listCalls({ rolloutId: r.rolloutId }));
-  const sessions = results.flatMap((r) => store.listSessions({ rolloutId: r.rolloutId }));
+  // Only the result's own sessions: an attempt that ended in an infrastructure error and was run again recorded
+  // under the same rollout id (src/rollout/run-one.ts), and its calls are not this outcome's.
+  const records = results.flatMap((r) => {
+    const own = new Set(r.sessionIds);
+    return store.listCalls({ rolloutId: r.rolloutId }).filter((c) => own.has(c.sessionId));
+  });
+  const sessions = results.flatMap((r) => {
+    const own = new Set(r.sessionIds);
+    return store.listSessions({ rolloutId: r.rolloutId }).filter((s) => own.has(s.sessionId));
+  });
   const forests = buildForests(records, sessions);
   const outcome = new Map(results.map((r) => [r.rolloutId, r.score]));
   return buildBatch(forests, {

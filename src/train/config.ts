@@ -141,6 +141,12 @@ const rolloutSchema = z
     timeout_s: z.number().positive().default(90),
     /** The sandbox memory limit (MiB); on a cluster it travels with each job (bounded as a job's is). */
     memory_mb: z.number().int().min(MEMORY_MB_MIN).max(MEMORY_MB_MAX).default(1024),
+    /**
+     * Attempts per rollout on this machine while attempts end in a retryable infrastructure error (a sandbox or its
+     * exec agent that failed under load): lost rollouts leave their group's advantages and unpair evaluations. The
+     * policy's own failures (timeouts, crashes, wrong answers) are never retried. On a cluster, `cluster.attempts`.
+     */
+    attempts: z.number().int().min(1).max(10).default(3),
   })
   .prefault({});
 

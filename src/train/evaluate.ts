@@ -5,6 +5,7 @@ import type { RunContext } from "../run/context.js";
 import type { Task } from "../tasks/task.js";
 import type { ClusterSteps } from "./cluster-launch.js";
 import { runJournaled } from "./journaled-run.js";
+import { retryLine } from "../rollout/runner.js";
 
 /** A run on a cluster evaluates on its rollout nodes, sampling this policy version. */
 export interface ClusterEvaluation {
@@ -51,6 +52,7 @@ export async function evaluatePolicy(ctx: RunContext, stack: RolloutStack, tasks
       }
     },
     onResult: (_result, done) => progress.update(done),
+    onRetry: (failed, attempt, attempts) => log(retryLine(failed, attempt, attempts)),
   });
   return summarise(results, samples);
 }

@@ -15,6 +15,8 @@ export interface JournaledRunOptions {
   settings?: Partial<RolloutSettings>;
   /** Once the journal is open, before anything runs: what an earlier attempt left (for the caller's log). */
   onOpened?: (journal: EvalJournal, opening: JournalOpening) => void;
+  /** A rollout's attempt ended in a retryable infrastructure error and it runs again (runRollouts). */
+  onRetry?: (failed: RolloutResult, attempt: number, attempts: number) => void;
   /** After each new result is journaled; `done` counts the kept ones too. */
   onResult?: (result: RolloutResult, done: number) => void;
 }
@@ -34,6 +36,7 @@ export async function runJournaled(stack: RolloutStack, plan: Omit<RolloutPlan, 
     concurrency: o.concurrency,
     ...(o.settings ? { settings: o.settings } : {}),
     skip: (request) => journal.has(request),
+    ...(o.onRetry ? { onRetry: o.onRetry } : {}),
     onResult: (result) => {
       journal.append(result);
       o.onResult?.(result, journal.done.length);

@@ -5,7 +5,7 @@ import { Progress } from "../core/progress.js";
 import { countsPromptTokens, isHotSwappable, type PromptTokenCounts } from "../engine/types.js";
 import { passChange, type EvalSummary, type PassChange } from "../eval/metrics.js";
 import { RolloutStack } from "../rollout/stack.js";
-import { runRollouts } from "../rollout/runner.js";
+import { retryLine, runRollouts } from "../rollout/runner.js";
 import { openTrainer, runEngine, runStackOptions, type RunContext } from "../run/context.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import { loadSuite } from "../tasks/registry.js";
@@ -234,6 +234,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
         p.update(done, `reward so far ${(scores / done).toFixed(3)}`);
       };
     };
+    const onRetry = (failed: RolloutResult, n: number, of: number): void => log(retryLine(failed, n, of));
     // A step redone after a crash must not mix its new rollouts with the interrupted attempt's records.
     const attempt = newId("a", 6).slice(2);
     const launch = (step: number, cursor: number): Pending => {
@@ -244,7 +245,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const version = state.policyVersion;
       const promise = cluster
         ? cluster.launch({ tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: cluster.idPrefix(step) }, version, run.policyDir(version))
-        : runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings, onResult: stepProgress(step, take.tasks.length * harnesses.length * budget.samples) });
+        : runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings, onResult: stepProgress(step, take.tasks.length * harnesses.length * budget.samples), onRetry });
       // Probe rollouts run after the step's own (they share the sandbox pool or the nodes), on the first tasks of the
       // same step, so probe and training sketches compare the same tasks through different harnesses. They take no task
       // cursor: the training data order is the same with or without probes. On a cluster they are jobs of the step
@@ -257,7 +258,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
                 const probePlan = { tasks: take.tasks.slice(0, plan.tasks), harnesses: [...plan.harnesses], samples: plan.samples ?? budget.samples };
                 return cluster
                   ? cluster.launch({ ...probePlan, idPrefix: `${cluster.idPrefix(step)}-p` }, version, run.policyDir(version))
-                  : runRollouts(stack!, { ...probePlan, idPrefix: `p${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings });
+                  : runRollouts(stack!, { ...probePlan, idPrefix: `p${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings, onRetry });
               },
               // The step's own rollouts failed: that failure is the one reported (through `promise`).
               () => [],

@@ -8,6 +8,7 @@ export function rolloutSettings(config: RunConfig, overrides: Partial<RolloutSet
     maxTokens: config.sampling.max_tokens,
     harnessTimeoutMs: config.rollout.timeout_s * 1000,
     limits: { memoryBytes: config.rollout.memory_mb * 1024 * 1024, maxPids: 512, wallClockMs: 0 },
+    attempts: config.rollout.attempts,
     ...overrides,
   };
 }

@@ -3,7 +3,7 @@ import { Progress } from "../core/progress.js";
 import { mulberry32 } from "../core/random.js";
 import { RolloutStack } from "../rollout/stack.js";
 import { removeSqliteFiles, sqliteFileOf } from "../store/registry.js";
-import { runRollouts } from "../rollout/runner.js";
+import { retryLine, runRollouts } from "../rollout/runner.js";
 import { runEngine, runStackOptions, type RunContext } from "../run/context.js";
 import { loadSuite } from "../tasks/registry.js";
 import type { Trainer } from "../trainer/types.js";
@@ -105,6 +105,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
         // Demonstrations are not limited by the policy's sampling budget: the oracle's turns are what they are.
         settings: { ...ctx.rolloutSettings, maxTurns: config.rollout.max_turns + 2, maxTokens: 1024 },
         onResult: (_r, done) => progress.update(done),
+        onRetry: (failed, attempt, attempts) => log(retryLine(failed, attempt, attempts)),
       },
     );
     const good = results.filter((r) => r.status === "ok");
