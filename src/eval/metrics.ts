@@ -36,6 +36,11 @@ export interface GroupMetrics {
    * with (pairedChange).
    */
   groupRates: Record<string, number>;
+  /**
+   * (task, harness) groups of the evaluation whose every rollout was an infrastructure error, keyed like
+   * `groupRates`: planned, but with no rate. With them, `groupRates` tells which groups an evaluation planned.
+   */
+  lostGroups: string[];
 }
 
 export interface EvalSummary {
@@ -56,6 +61,7 @@ export function groupMetrics(results: readonly RolloutResult[], k: number, passT
   const statuses: Record<string, number> = {};
   for (const r of results) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
   const valid = results.filter((r) => r.status !== "infra_error");
+  const planned = new Set(results.map((r) => `${r.taskId}/${r.harness}`));
   const byTask = new Map<string, RolloutResult[]>();
   for (const r of valid) {
     const key = `${r.taskId}\u0000${r.harness}`;
@@ -88,6 +94,7 @@ export function groupMetrics(results: readonly RolloutResult[], k: number, passT
     f1: f1s.length ? f1s.reduce((s, v) => s + v, 0) / f1s.length : null,
     statuses,
     groupRates,
+    lostGroups: [...planned].filter((k) => !(k in groupRates)).sort(),
   };
 }
 
@@ -105,6 +112,11 @@ export interface PassChange {
   paired: boolean;
   /** Groups compared: the shared groups when paired, else both evaluations' groups. */
   groups: number;
+  /**
+   * Paired only: groups both evaluations planned but left out of the pairs because one of them lost every rollout of
+   * the group to infrastructure errors (their rates exist in one evaluation only). 0 when the pairs are the whole plan.
+   */
+  dropped: number;
 }
 
 function meanAndStderr(values: readonly number[]): { mean: number; stderr: number } {
@@ -115,21 +127,31 @@ function meanAndStderr(values: readonly number[]): { mean: number; stderr: numbe
   return { mean, stderr: n > 1 ? Math.sqrt(variance / n) : 0 };
 }
 
+/** Every group an evaluation planned: those with a rate and those lost to infrastructure errors. */
+function plannedGroups(m: GroupMetrics): Set<string> {
+  // Summaries written before `lostGroups` existed have none: their planned groups are the rated ones.
+  return new Set([...Object.keys(m.groupRates), ...(m.lostGroups ?? [])]);
+}
+
 /**
- * The change from `before` to `after`. Paired when both evaluated exactly the same groups (the quickstart evaluates
- * one held-out suite before and after RL); with different groups the evaluations are treated as independent, so a
- * partial overlap never yields a paired figure computed on a subset that is not the reported means.
+ * The change from `before` to `after`. Paired when both evaluations planned the same groups (the quickstart evaluates
+ * one held-out suite before and after RL): the mean per-group difference over the groups both rated, with a group
+ * that one of them lost entirely to infrastructure errors left out and counted (`dropped`), so one lost rollout does
+ * not turn the comparison into two independent ones. Evaluations of different groups (other tasks or harnesses) are
+ * treated as independent: a paired figure is never computed on an overlap that was not planned as such.
  */
 export function passChange(before: GroupMetrics, after: GroupMetrics): PassChange {
-  const b = Object.keys(before.groupRates);
-  const sameGroups = b.length > 1 && b.length === Object.keys(after.groupRates).length && b.every((k) => k in after.groupRates);
-  if (sameGroups) {
-    const { mean, stderr } = meanAndStderr(b.map((k) => (after.groupRates[k] ?? 0) - (before.groupRates[k] ?? 0)));
-    return { change: mean, stderr, z: stderr > 0 ? mean / stderr : 0, paired: true, groups: b.length };
+  const plan = plannedGroups(before);
+  const other = plannedGroups(after);
+  const samePlan = plan.size === other.size && [...plan].every((k) => other.has(k));
+  const shared = [...plan].filter((k) => k in before.groupRates && k in after.groupRates);
+  if (samePlan && shared.length > 1) {
+    const { mean, stderr } = meanAndStderr(shared.map((k) => (after.groupRates[k] ?? 0) - (before.groupRates[k] ?? 0)));
+    return { change: mean, stderr, z: stderr > 0 ? mean / stderr : 0, paired: true, groups: shared.length, dropped: plan.size - shared.length };
   }
   const change = after.passAt1 - before.passAt1;
   const stderr = Math.sqrt(before.passAt1Stderr ** 2 + after.passAt1Stderr ** 2);
-  return { change, stderr, z: stderr > 0 ? change / stderr : 0, paired: false, groups: b.length + Object.keys(after.groupRates).length };
+  return { change, stderr, z: stderr > 0 ? change / stderr : 0, paired: false, groups: Object.keys(before.groupRates).length + Object.keys(after.groupRates).length, dropped: 0 };
 }
 
 function groupBy(results: readonly RolloutResult[], key: (r: RolloutResult) => string): Map<string, RolloutResult[]> {

@@ -83,6 +83,8 @@ export interface PassDelta {
   paired: boolean;
   /** (task, harness) groups the change is computed over. */
   groups: number;
+  /** Paired: planned groups left out because one evaluation lost all of the group's rollouts to infra errors. */
+  dropped: number;
 }
 
 function passTable(s: EvalSummary): PassTable {
@@ -91,7 +93,7 @@ function passTable(s: EvalSummary): PassTable {
 
 export function passDelta(before: EvalSummary, after: EvalSummary): PassDelta {
   const c: PassChange = passChange(before.overall, after.overall);
-  return { overall: c.change, stderr: c.stderr, z: c.z, paired: c.paired, groups: c.groups };
+  return { overall: c.change, stderr: c.stderr, z: c.z, paired: c.paired, groups: c.groups, dropped: c.dropped };
 }
 
 /**

@@ -106,6 +106,44 @@ describe("before/after change", () => {
     expect(c.stderr).toBeCloseTo(Math.hypot(before.passAt1Stderr, after.passAt1Stderr), 12);
   });
 
+  it("stays paired when one evaluation lost a whole group to infrastructure errors: pairs over the groups both rated, the lost one counted", () => {
+    // One sample per group (the quickstart's evaluation): task c's only rollout after RL was an infra error.
+    const before = groupMetrics([result("a", "h", 0), result("b", "h", 1), result("c", "h", 0), result("d", "h", 0), result("e", "h", 1)], 1);
+    const after = groupMetrics([result("a", "h", 1), result("b", "h", 1), result("c", "h", 0, "infra_error"), result("d", "h", 1), result("e", "h", 1)], 1);
+    expect(after.lostGroups).toEqual(["c/h"]);
+    expect(before.lostGroups).toEqual([]);
+    const c = passChange(before, after);
+    // Differences over a, b, d, e: 1, 0, 1, 0.
+    expect(c).toMatchObject({ paired: true, groups: 4, dropped: 1 });
+    expect(c.change).toBeCloseTo(0.5, 12);
+    expect(c.stderr).toBeCloseTo(Math.sqrt(1 / 3) / 2, 12);
+    // Not the unpaired figure the plain means would give (0.6 over 4 and 5 groups).
+    expect(after.passAt1 - before.passAt1).toBeCloseTo(1 - 0.4, 12);
+  });
+
+  it("a group with some rollouts lost still has a rate and stays a pair; one lost in both evaluations is dropped once", () => {
+    const before = groupMetrics([result("a", "h", 1), result("a", "h", 0, "infra_error"), result("b", "h", 0), result("c", "h", 0, "infra_error"), result("d", "h", 0)], 1);
+    const after = groupMetrics([result("a", "h", 1), result("a", "h", 1), result("b", "h", 1), result("c", "h", 0, "infra_error"), result("d", "h", 0)], 1);
+    expect(before.groupRates).toEqual({ "a/h": 1, "b/h": 0, "d/h": 0 });
+    expect(passChange(before, after)).toMatchObject({ paired: true, groups: 3, dropped: 1 });
+  });
+
+  it("evaluations of different plans are independent even when most groups overlap", () => {
+    const before = groupMetrics([result("a", "h", 1), result("b", "h", 0), result("c", "h", 0)], 1);
+    const after = groupMetrics([result("a", "h", 1), result("b", "h", 1), result("c", "h", 0), result("z", "h", 1)], 1);
+    expect(passChange(before, after)).toMatchObject({ paired: false, groups: 7, dropped: 0 });
+    // Nor does a group planned only in one evaluation count as lost in the other.
+    const lost = groupMetrics([result("a", "h", 1), result("b", "h", 1), result("c", "h", 0), result("z", "h", 0, "infra_error")], 1);
+    expect(passChange(before, lost).paired).toBe(false);
+  });
+
+  it("reads summaries written before lost groups were recorded as planning their rated groups", () => {
+    const before = groupMetrics([result("a", "h", 0), result("b", "h", 1)], 1);
+    const after = groupMetrics([result("a", "h", 1), result("b", "h", 1)], 1);
+    const { lostGroups: _gone, ...old } = before;
+    expect(passChange(old as typeof before, after)).toMatchObject({ paired: true, groups: 2, dropped: 0 });
+  });
+
   it("keeps the harness in the group key: the same task through two harnesses is two pairs", () => {
     const g = groupMetrics([result("a", "h1", 1), result("a", "h2", 0)], 1);
     expect(g.groupRates).toEqual({ "a/h1": 1, "a/h2": 0 });
