@@ -10,6 +10,12 @@ import { loadSuite } from "../../src/tasks/registry.js";
 import type { Task } from "../../src/tasks/task.js";
 import { batchForRollouts } from "../../src/train/batches.js";
 
+/** A property of the wrapped object as it is, its methods bound to it (private fields need the real `this`). */
+function passThrough(target: object, prop: string | symbol, receiver: unknown): unknown {
+  const v: unknown = Reflect.get(target, prop, receiver);
+  return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+}
+
 /**
  * The real bwrap backend with a fault of the sandbox host injected: the first `failures` rollout sandboxes' first exec
  * after the harness (the verifier's; `proxy: false`) throws the error the production bug threw there (an exec agent killed
@@ -33,8 +39,7 @@ function faultyBackend(real: SandboxBackend, failures: number, error: () => Erro
             return target.exec(argv, options);
           };
         }
-        const v: unknown = Reflect.get(target, prop, receiver);
-        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+        return passThrough(target, prop, receiver);
       },
     });
   };
@@ -42,8 +47,7 @@ function faultyBackend(real: SandboxBackend, failures: number, error: () => Erro
     get(target, prop, receiver) {
       // The rollout's own sandbox; host-side tools get sandboxes of their own from the same backend.
       if (prop === "create") return async (o: Parameters<SandboxBackend["create"]>[0]) => (o.labels?.["role"] === "host-tools" ? target.create(o) : wrap(await target.create(o)));
-      const v: unknown = Reflect.get(target, prop, receiver);
-      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      return passThrough(target, prop, receiver);
     },
   });
   return { backend, injected: () => injected };
