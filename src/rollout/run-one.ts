@@ -53,6 +53,9 @@ export const DEFAULT_ROLLOUT_SETTINGS: RolloutSettings = {
   attempts: 1,
 };
 
+/** Wait before a rollout's next attempt, times the attempts so far. */
+const RETRY_BACKOFF_MS = 1_000;
+
 /** One attempt's result, and whether its infrastructure error (if it ended in one) may pass on a new attempt. */
 interface RolloutAttempt {
   result: RolloutResult;
@@ -81,6 +84,9 @@ export async function runRollout(request: RolloutRequest, task: Task, harness: H
     const { result, retryable } = await attemptRollout(request, task, harness, backend, proxy, settings);
     if (result.status !== "infra_error" || !retryable || attempt >= settings.attempts) return result;
     onRetry?.(result, attempt);
+    // What failed is usually load (a sandbox or agent that could not start in time): give it a moment, as the
+    // cluster queue's backoff does (1 s, then 2 s).
+    await new Promise((resolveWait) => setTimeout(resolveWait, RETRY_BACKOFF_MS * attempt));
   }
 }
 
