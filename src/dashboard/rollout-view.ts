@@ -50,6 +50,11 @@ export interface RolloutDetail {
   trees: ForestView | null;
   advantage: { value: number; included: boolean; excluded: string | null; group: string; groupMean: number | null; groupStd: number | null } | null;
   groupTree: GroupTreeNode | null;
+  /**
+   * Sessions recorded under this rollout id by attempts that ended in a retryable infrastructure error and were run
+   * again (src/rollout/run-one.ts): not the result's sessions, never trained, shown for debugging.
+   */
+  earlierAttemptSessions: string[];
   /** How the advantages shown were computed. */
   advantageNote: string;
 }
@@ -97,11 +102,18 @@ function scored(r: Record<string, unknown>): ScoredRollout {
 }
 
 /** The main session's last call, prompt + completion: the trajectory the group tree compares. */
-function trajectory(calls: readonly CallRecord[], sessions: readonly SessionInfo[]): number[] {
-  const main = new Set(sessions.filter((s) => s.parentSessionId === null).map((s) => s.sessionId));
-  const own = calls.filter((c) => main.size === 0 || main.has(c.sessionId));
-  const last = own[own.length - 1];
+function trajectory(calls: readonly CallRecord[], sessions: readonly SessionInfo[], own: ReadonlySet<string> | null): number[] {
+  const main = new Set(sessions.filter((s) => s.parentSessionId === null && (own === null || own.has(s.sessionId))).map((s) => s.sessionId));
+  // No session info (an old store): every call. A result that names its sessions: only those, even if none.
+  const mine = calls.filter((c) => (main.size === 0 && own === null) || main.has(c.sessionId));
+  const last = mine[mine.length - 1];
   return last ? [...last.promptTokens, ...last.completionTokens] : [];
+}
+
+/** The result's own sessions (null: a result from before retries recorded them, or none). */
+function ownSessions(result: Record<string, unknown> | null): Set<string> | null {
+  const ids = result?.sessionIds;
+  return Array.isArray(ids) ? new Set(ids.filter((x): x is string => typeof x === "string")) : null;
 }
 
 /** Everything the rollout page shows, read from the run's rollouts.jsonl and its call store. */
@@ -111,6 +123,9 @@ export function rolloutDetail(run: RunData, rolloutId: string): RolloutDetail | 
   const records = store ? store.listCalls({ rolloutId }) : [];
   if (!result && records.length === 0) return null;
   const sessions = store ? store.listSessions({ rolloutId }) : [];
+  const own = ownSessions(result);
+  const earlier = own ? sessions.filter((s) => !own.has(s.sessionId)).map((s) => s.sessionId) : [];
+  const retried = new Set(earlier);
   const forests = store ? forestsFromStore(store, { rolloutId }) : [];
   const trees = forests[0] ? viewForest(forests[0]) : null;
   const trainable = new Map<string, number>();
@@ -130,7 +145,7 @@ export function rolloutDetail(run: RunData, rolloutId: string): RolloutDetail | 
     const ids = r.completionTokens.slice(0, n);
     const owned = trainable.get(r.callId) ?? r.completionTokens.length;
     const shared = r.completionTokens.length - owned;
-    const whole = r.status !== "ok" || !(advantage?.included ?? true);
+    const whole = r.status !== "ok" || !(advantage?.included ?? true) || retried.has(r.sessionId);
     return {
       callId: r.callId,
       sessionId: r.sessionId,
@@ -162,10 +177,10 @@ export function rolloutDetail(run: RunData, rolloutId: string): RolloutDetail | 
     const members: GroupMember[] = group.map((g) => ({
       rolloutId: g.rolloutId,
       reward: g.score,
-      tokens: g.rolloutId === rolloutId ? trajectory(records, sessions) : trajectory(store.listCalls({ rolloutId: g.rolloutId }), store.listSessions({ rolloutId: g.rolloutId })),
+      tokens: g.rolloutId === rolloutId ? trajectory(records, sessions, own) : trajectory(store.listCalls({ rolloutId: g.rolloutId }), store.listSessions({ rolloutId: g.rolloutId }), ownSessions(run.rollouts.result(g.rolloutId))),
     }));
     tree = groupTree(members);
   }
   const note = `${config.estimator} advantages over the group ${advantage?.group ?? "(none)"} (group by ${config.groupBy.join(" × ")}${config.normalizeStd ? ", divided by the group's std" : ""}), recomputed from the rollouts' rewards`;
-  return { rolloutId, result, sessions, calls, trees, advantage, groupTree: tree, advantageNote: note };
+  return { rolloutId, result, sessions, calls, trees, advantage, groupTree: tree, earlierAttemptSessions: earlier, advantageNote: note };
 }

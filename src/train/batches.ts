@@ -1,5 +1,6 @@
 import { buildBatch } from "../batch/build.js";
 import type { BuiltBatch } from "../batch/batch-index.js";
+import type { CallRecord, SessionInfo } from "../icr/records.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import type { Store } from "../store/types.js";
 import { buildForests } from "../trees/forest.js";
@@ -22,14 +23,13 @@ export function batchForRollouts(store: Store, results: readonly RolloutResult[]
   // Per rollout: reading every session of the store and filtering made each step's batch cost grow with the run.
   // Only the result's own sessions: an attempt that ended in an infrastructure error and was run again recorded
   // under the same rollout id (src/rollout/run-one.ts), and its calls are not this outcome's.
-  const records = results.flatMap((r) => {
+  const records: CallRecord[] = [];
+  const sessions: SessionInfo[] = [];
+  for (const r of results) {
     const own = new Set(r.sessionIds);
-    return store.listCalls({ rolloutId: r.rolloutId }).filter((c) => own.has(c.sessionId));
-  });
-  const sessions = results.flatMap((r) => {
-    const own = new Set(r.sessionIds);
-    return store.listSessions({ rolloutId: r.rolloutId }).filter((s) => own.has(s.sessionId));
-  });
+    for (const c of store.listCalls({ rolloutId: r.rolloutId })) if (own.has(c.sessionId)) records.push(c);
+    for (const s of store.listSessions({ rolloutId: r.rolloutId })) if (own.has(s.sessionId)) sessions.push(s);
+  }
   const forests = buildForests(records, sessions);
   const outcome = new Map(results.map((r) => [r.rolloutId, r.score]));
   return buildBatch(forests, {

@@ -142,6 +142,9 @@ describe("the dashboard in a real browser (Debian chromium via playwright-core)"
     expect(await page.locator(".tokens span.tok").count()).toBeGreaterThan(20);
     expect(await page.locator("#group-tree li").count()).toBeGreaterThanOrEqual(3);
     expect(await page.locator(".tokens").first().isVisible()).toBe(true);
+    // The fixture's best claw-agent rollout was retried once after an infrastructure error: that session is labelled.
+    expect(await page.locator(".session.retried").count()).toBe(1);
+    expect(await page.locator(".session.retried > h3").innerText()).toContain("earlier attempt");
     await fitsWidth();
     await shot("rollout");
     expect(problems).toEqual([]);

@@ -10,6 +10,8 @@ const captured = JSON.parse(readFileSync(join(import.meta.dirname, "..", "trees"
   verifier: Record<string, { score: number; subscores: Record<string, number | number[]> }>;
 };
 
+const BASH: CallRecord["tools"] = [{ name: "Bash", description: "run a shell command", parameters: { type: "object", properties: { command: { type: "string" } } } }];
+
 export const HARNESSES = ["chat-agent", "claw-agent", "resp-agent", "central-agent"];
 
 /** One metrics.jsonl line of an RL step with the names the orchestrator, worker, scheduler and CAPO write. */
@@ -78,14 +80,23 @@ export function buildDemoRun(dir: string, options: { steps?: number; finished?: 
           store.createSession({ ...s, sessionId: id(s.sessionId) as string, rolloutId, parentSessionId: id(s.parentSessionId), spawnedByCallId: id(s.spawnedByCallId) }, `cred-${s.sessionId}${suffix}`);
         }
         const calls = captured.records.filter((r) => r.rolloutId === old);
+        const sessionIds = captured.sessions.filter((x) => x.rolloutId === old).map((x) => id(x.sessionId) as string);
         const history: CallRecord["messages"] = [
           { role: "system", content: `You are ${harness}, an agent working in a sandbox. Use the tools to solve the task.` },
           { role: "user", content: `Solve task ${taskId}.` },
         ];
+        const first = calls[0];
+        if (harness === "claw-agent" && sample === 0 && first) {
+          // An earlier attempt that ended in an infrastructure error and was run again under the same rollout id:
+          // its session stays in the store but is not the result's (not in sessionIds).
+          const sessionId = `${first.sessionId}-attempt1`;
+          store.createSession({ sessionId, rolloutId, parentSessionId: null, spawnedByCallId: null, agentRole: null, harness, createdAt: 900, metadata: {} }, `cred-${sessionId}`);
+          store.insertCall({ ...first, callId: `${first.callId}-attempt1`, sessionId, rolloutId, parentCallId: null, spawnedByCallId: null, messages: [...history], tools: BASH });
+        }
         calls.forEach((r, i) => {
           const last = i === calls.length - 1;
           const completion = sample === 1 && last && r.completionTokens.length > 0 ? [...r.completionTokens.slice(0, -1), ((r.completionTokens.at(-1) as number) + 1) % 256] : r.completionTokens;
-          store.insertCall({ ...r, callId: id(r.callId) as string, sessionId: id(r.sessionId) as string, rolloutId, parentCallId: id(r.parentCallId), spawnedByCallId: id(r.spawnedByCallId), completionTokens: completion, messages: [...history], tools: [{ name: "Bash", description: "run a shell command", parameters: { type: "object", properties: { command: { type: "string" } } } }] });
+          store.insertCall({ ...r, callId: id(r.callId) as string, sessionId: id(r.sessionId) as string, rolloutId, parentCallId: id(r.parentCallId), spawnedByCallId: id(r.spawnedByCallId), completionTokens: completion, messages: [...history], tools: BASH });
           if (r.response) history.push(r.response, { role: "tool", content: "(tool output)", toolCallId: r.response.toolCalls?.[0]?.id ?? "t" });
         });
         const verifier = captured.verifier[old] ?? { score: 0, subscores: {} };
@@ -93,7 +104,7 @@ export function buildDemoRun(dir: string, options: { steps?: number; finished?: 
         const family = taskId.split("-")[0] as string;
         appendFileSync(
           join(dir, "rollouts.jsonl"),
-          `${JSON.stringify({ rolloutId, taskId, harness, sample, family, split: "test", status: score > 0 ? "ok" : "task_failed", score, verifier: { ...verifier, score }, harnessDetail: "exited 0", exitCode: 0, signal: null, stdout: `answer from ${harness}\n`, stderr: "", error: null, sessionIds: [], calls: calls.length, timings: { startedAt: 1000, sandboxReadyAt: 1100, harnessEndedAt: 4000, settledAt: 4100, verifiedAt: 4200, endedAt: 4300 } })}\n`,
+          `${JSON.stringify({ rolloutId, taskId, harness, sample, family, split: "test", status: score > 0 ? "ok" : "task_failed", score, verifier: { ...verifier, score }, harnessDetail: "exited 0", exitCode: 0, signal: null, stdout: `answer from ${harness}\n`, stderr: "", error: null, sessionIds, calls: calls.length, timings: { startedAt: 1000, sandboxReadyAt: 1100, harnessEndedAt: 4000, settledAt: 4100, verifiedAt: 4200, endedAt: 4300 } })}\n`,
         );
       }
     }

@@ -88,6 +88,14 @@ describe("dashboard server over run directories", () => {
     expect(tree.children.map((c) => c.meanReward).sort()).toEqual([0, 1]);
     const worse = await getJson<RolloutDetail>(dash.port, `/api/runs/demo/rollouts/${encodeURIComponent(rows.rows[1]?.rolloutId as string)}`);
     expect(worse.advantage?.value).toBeLessThan(0);
+    // An earlier attempt of the best rollout ended in an infrastructure error and was run again: its session is
+    // named as such and none of its tokens is shown as trained; the other sample had no retry.
+    expect(d.earlierAttemptSessions).toHaveLength(1);
+    const retried = d.calls.filter((c) => d.earlierAttemptSessions.includes(c.sessionId));
+    expect(retried).toHaveLength(1);
+    expect(retried.every((c) => c.tokens.ignored.every((x) => x === 1))).toBe(true);
+    expect(d.calls.filter((c) => !d.earlierAttemptSessions.includes(c.sessionId)).some((c) => c.tokens.ignored.includes(0))).toBe(true);
+    expect(worse.earlierAttemptSessions).toEqual([]);
     // History breaks the proxy recorded reach the page with their kind, on the call and in the session trees.
     const all = await getJson<RolloutPage>(dash.port, "/api/runs/demo/rollouts?limit=100");
     const details = await Promise.all(all.rows.map((r) => getJson<RolloutDetail>(dash.port, `/api/runs/demo/rollouts/${encodeURIComponent(r.rolloutId)}`)));

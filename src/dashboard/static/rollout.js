@@ -126,14 +126,18 @@ export async function rolloutPage(main, run, rolloutId, params) {
   );
   const sessions = d.trees?.sessions ?? d.sessions.map((s) => ({ sessionId: s.sessionId, subAgent: s.parentSessionId !== null, spawnedByCallId: s.spawnedByCallId }));
   const placed = new Set();
+  // Sessions of attempts that failed on infrastructure and were run again under this rollout id: never trained.
+  const earlier = new Set(d.earlierAttemptSessions ?? []);
   for (const s of sessions) {
     const calls = d.calls.filter((c) => c.sessionId === s.sessionId);
     calls.forEach((c) => placed.add(c.callId));
+    const retried = earlier.has(s.sessionId);
     put(main,
       h(
         "div",
-        { class: `session${s.subAgent ? " sub" : ""}`, "data-session": s.sessionId },
-        h("h3", {}, `session ${s.sessionId}${s.subAgent ? " (sub-agent)" : ""}`, s.spawnedByCallId ? h("span", {}, " spawned by ", h("button", { class: "linklike", onclick: () => document.getElementById(s.spawnedByCallId)?.scrollIntoView() }, s.spawnedByCallId)) : null),
+        { class: `session${s.subAgent ? " sub" : ""}${retried ? " retried" : ""}`, "data-session": s.sessionId },
+        h("h3", {}, `session ${s.sessionId}${s.subAgent ? " (sub-agent)" : ""}`,
+          retried ? h("span", { class: "muted", "data-retried": "1" }, " · earlier attempt: ended in an infrastructure error and was run again; not trained") : null, s.spawnedByCallId ? h("span", {}, " spawned by ", h("button", { class: "linklike", onclick: () => document.getElementById(s.spawnedByCallId)?.scrollIntoView() }, s.spawnedByCallId)) : null),
         ...calls.map((c) => callCard(c, views.get(c.callId))),
       ),
     );
