@@ -110,7 +110,7 @@ function trajectory(calls: readonly CallRecord[], sessions: readonly SessionInfo
   return last ? [...last.promptTokens, ...last.completionTokens] : [];
 }
 
-/** The result's own sessions (null: a result from before retries recorded them, or none). */
+/** The sessions of the attempt that made the result (null: no result line, or one without sessionIds). */
 function ownSessions(result: Record<string, unknown> | null): Set<string> | null {
   const ids = result?.sessionIds;
   return Array.isArray(ids) ? new Set(ids.filter((x): x is string => typeof x === "string")) : null;
