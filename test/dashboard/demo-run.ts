@@ -76,11 +76,12 @@ export function buildDemoRun(dir: string, options: { steps?: number; finished?: 
         const taskId = old.slice("rollout-".length, old.indexOf(`-${harness}-`));
         const rolloutId = `s1-demo-${taskId}-${harness}-${sample}`;
         rolloutIds.push(rolloutId);
-        for (const s of captured.sessions.filter((x) => x.rolloutId === old)) {
+        const oldSessions = captured.sessions.filter((x) => x.rolloutId === old);
+        for (const s of oldSessions) {
           store.createSession({ ...s, sessionId: id(s.sessionId) as string, rolloutId, parentSessionId: id(s.parentSessionId), spawnedByCallId: id(s.spawnedByCallId) }, `cred-${s.sessionId}${suffix}`);
         }
         const calls = captured.records.filter((r) => r.rolloutId === old);
-        const sessionIds = captured.sessions.filter((x) => x.rolloutId === old).map((x) => id(x.sessionId) as string);
+        const sessionIds = oldSessions.map((x) => id(x.sessionId) as string);
         const history: CallRecord["messages"] = [
           { role: "system", content: `You are ${harness}, an agent working in a sandbox. Use the tools to solve the task.` },
           { role: "user", content: `Solve task ${taskId}.` },
