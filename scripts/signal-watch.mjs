@@ -6,7 +6,7 @@
 // reproduces reliably; the command's own output cannot say who did it, and this can.
 //
 // Usage: node scripts/signal-watch.mjs <command> [args...]   (exit status: the command's, 128 + n for signal n)
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { createWriteStream, existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { constants } from "node:os";
 import { join } from "node:path";
@@ -17,7 +17,7 @@ if (!file) {
   process.exit(2);
 }
 
-const TRACEFS = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"].find((d) => existsSync(join(d, "instances")));
+const TRACEFS = findTracefs();
 const EVENTS = ["syscalls/sys_enter_kill", "signal/signal_generate", "sched/sched_process_fork", "sched/sched_process_exec"];
 const FILTERS = {
   // kill(2)'s pid argument as the tracepoint sees it (unsigned): 0 = own group, > 2^31 = negative (a group, or -1).
@@ -25,9 +25,25 @@ const FILTERS = {
   "signal/signal_generate": "sig == 9",
 };
 
+/** Where tracefs is mounted; as root, mounts it first where it is not (CI machines boot without it, and a silent
+ * watcher told us nothing about two SIGKILLed runs). */
+function findTracefs() {
+  const found = () => ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"].find((d) => existsSync(join(d, "instances")));
+  if (found() || process.getuid?.() !== 0 || !existsSync("/sys/kernel/tracing")) return found();
+  const r = spawnSync("mount", ["-t", "tracefs", "nodev", "/sys/kernel/tracing"], { encoding: "utf8" });
+  if (r.status !== 0) console.error(`signal-watch: could not mount tracefs (${(r.stderr || r.error?.message || "").trim()})`);
+  return found();
+}
+
+/** Why there is no trace, for the report of a killed command (silence would read as "nobody sent a kill"). */
+let noTrace = "";
+
 /** A private trace instance (the global buffer stays as it was), or undefined where tracing is unavailable. */
 function startTrace(out) {
-  if (!TRACEFS || process.getuid?.() !== 0) return undefined;
+  if (!TRACEFS || process.getuid?.() !== 0) {
+    noTrace = process.getuid?.() !== 0 ? "not root" : "no tracefs";
+    return undefined;
+  }
   const dir = join(TRACEFS, "instances", `harnessrl-signal-watch-${process.pid}`);
   try {
     mkdirSync(dir);
@@ -38,7 +54,8 @@ function startTrace(out) {
       writeFileSync(join(dir, "events", e, "enable"), "1");
     }
   } catch (e) {
-    console.error(`signal-watch: no kernel tracing (${e instanceof Error ? e.message : String(e)}); running without it`);
+    noTrace = e instanceof Error ? e.message : String(e);
+    console.error(`signal-watch: no kernel tracing (${noTrace}); running without it`);
     stopTrace(dir);
     return undefined;
   }
@@ -135,6 +152,7 @@ child.on("exit", (code, signal) => {
   const finish = () => {
     stopTrace(trace?.dir);
     if (trace && status >= 128) report();
+    else if (status >= 128) console.error(`\nsignal-watch: the command ended with ${signal ?? `exit code ${code}`}; no kernel tracing (${noTrace}), so the sender is unknown.`);
     process.exit(status);
   };
   if (!trace) return finish();
