@@ -185,6 +185,13 @@ const warmStartSchema = z.strictObject({
    */
   max_seconds: z.number().positive().optional(),
   /**
+   * With `max_seconds`: fit the decay to the time, not to the planned steps. Before each step the schedule's horizon
+   * becomes the steps that still fit before the cap at the mean step time so far (never growing back), so a capped
+   * warm start ends annealed instead of being cut near its peak rate. A `stop_at_*` target that ends SFT first ends
+   * it at whatever rate the fitted schedule had reached.
+   */
+  fit_schedule_to_time: z.boolean().default(false),
+  /**
    * Stop SFT once the mean NLL per token over the last epoch's steps (a running mean over as many steps as an epoch
    * has) is at or below this value, checked from the second epoch on. The warm start's strength, not its step count,
    * decides how much room RL has: at temperature 1 over ~100 sampled tokens, held-out pass@1 ≈ exp(−100 · NLL), so
@@ -329,6 +336,7 @@ const checkedSchema = runConfigSchema.superRefine((c, ctx) => {
   if (c.model.lora && c.capo?.enabled) ctx.addIssue({ code: "custom", path: ["capo"], message: "capo partitions full MLP weights; it cannot be combined with model.lora" });
   if (c.model.lora && new Set(c.model.lora.target_modules).size !== c.model.lora.target_modules.length) ctx.addIssue({ code: "custom", path: ["model", "lora", "target_modules"], message: "target_modules lists a projection twice" });
   const ws = c.warm_start;
+  if (ws?.fit_schedule_to_time === true && ws.max_seconds === undefined) ctx.addIssue({ code: "custom", path: ["warm_start", "fit_schedule_to_time"], message: "fit_schedule_to_time fits the decay to max_seconds: set warm_start.max_seconds" });
   if (ws?.max_epochs !== undefined) {
     if (ws.max_epochs < ws.epochs) ctx.addIssue({ code: "custom", path: ["warm_start", "max_epochs"], message: `max_epochs ${ws.max_epochs} is below epochs ${ws.epochs}` });
     if (ws.stop_at_nll === undefined && ws.stop_at_demo_prob === undefined) ctx.addIssue({ code: "custom", path: ["warm_start", "max_epochs"], message: "max_epochs extends SFT until a target is reached: set stop_at_nll or stop_at_demo_prob" });

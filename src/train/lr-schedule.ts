@@ -25,3 +25,19 @@ export function lrAt(base: number, schedule: LrSchedule, step: number, total: nu
   const shape = schedule.decay === "cosine" ? 0.5 * (1 + Math.cos(Math.PI * t)) : 1 - t;
   return base * (schedule.min_ratio + (1 - schedule.min_ratio) * shape);
 }
+
+/**
+ * The decay's horizon for a time-capped run (`warm_start.fit_schedule_to_time`): the optimizer steps that still start
+ * before the deadline at `stepMs` per step, so the last step that fits ends the decay instead of a cap cutting the
+ * schedule mid-way. Never above `planned` or `previous` (the rate never rises again after a slow step), never below the
+ * step about to run. `done` steps have run; `remainingMs` are left; without a step time yet (`stepMs` undefined) or
+ * without a deadline, the cap stands.
+ */
+export function timeFitHorizon(opts: { planned: number; previous: number; done: number; stepMs: number | undefined; remainingMs: number }): number {
+  const { planned, previous, done, stepMs, remainingMs } = opts;
+  const cap = Math.min(planned, previous);
+  if (stepMs === undefined || !(stepMs > 0) || !Number.isFinite(remainingMs)) return cap;
+  // Ceil: the loop starts a step whenever time is left, so the one that overruns the cap still runs.
+  const fit = done + Math.ceil(Math.max(0, remainingMs) / stepMs);
+  return Math.max(done + 1, Math.min(cap, fit));
+}

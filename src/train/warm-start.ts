@@ -9,7 +9,7 @@ import { loadSuite } from "../tasks/registry.js";
 import type { Trainer } from "../trainer/types.js";
 import { batchForRollouts } from "./batches.js";
 import { DemoProbability, formatProbability } from "./demo-probability.js";
-import { lrAt } from "./lr-schedule.js";
+import { lrAt, timeFitHorizon } from "./lr-schedule.js";
 import { microBatches, setTokenMeanWeights } from "./micro-batches.js";
 import { NllWindow } from "./nll-window.js";
 import { sftStopReason, type SftStopReason } from "./sft-stop.js";
@@ -72,7 +72,7 @@ export interface WarmStartResult {
 export function fewStepsAdvice(p: { demos: number; rows: number; perEpoch: number; total: number; rowTokens: number }): string | undefined {
   if (p.perEpoch > 3 || p.demos < 4 * p.perEpoch) return undefined;
   const perRow = (p.demos / Math.max(1, p.rows)).toFixed(0);
-  return `warm start: ${p.demos} demonstrations pack into ${p.rows} rows of <= ${p.rowTokens} tokens (~${perRow} per row, shared prompts counted once): only ${p.perEpoch} optimizer step(s) per epoch, ${p.total} in all; set warm_start.row_tokens (and batch_tokens) lower for more steps`;
+  return `warm start: ${p.demos} demonstrations pack into ${p.rows} rows of <= ${p.rowTokens} tokens (~${perRow} per row, shared prompts counted once): only ${p.perEpoch} optimizer step(s) per epoch, ${p.total} in all; raise warm_start.epochs (the cheaper lever when demonstrations share a long prompt: a row of any size pays for the prompt once) or set warm_start.row_tokens (and batch_tokens) lower for more steps`;
 }
 
 /**
@@ -125,6 +125,10 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   const deadline = ws.max_seconds === undefined ? Infinity : Date.now() + ws.max_seconds * 1000;
   const random = mulberry32(config.seed ^ 0x5f7);
   let steps = 0;
+  // The decay's horizon: the planned steps, or with fit_schedule_to_time the steps that fit before max_seconds.
+  let horizon = total;
+  // Step time for the fit, timed from the end of the first step: the first also pays the worker's warm-up.
+  let timedFrom: { at: number; steps: number } | undefined;
   let nll = Number.NaN;
   const progress = new Progress("sft", total, { sink: ctx.run.progress });
   const window = new NllWindow(perEpoch);
@@ -146,11 +150,17 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
     const shuffled = { ...built.batch, rows: order.map((i) => rows[i]!) };
     for (const mb of microBatches(shuffled, ws.batch_tokens)) {
       if (Date.now() >= deadline) break;
+      if (ws.fit_schedule_to_time) {
+        const now = Date.now();
+        const stepMs = timedFrom !== undefined && steps > timedFrom.steps ? (now - timedFrom.at) / (steps - timedFrom.steps) : undefined;
+        horizon = timeFitHorizon({ planned: total, previous: horizon, done: steps, stepMs, remainingMs: deadline - now });
+      }
       setTokenMeanWeights(mb);
       const fb = await trainer.forwardBackward(mb, { objective: "sft" });
       steps++;
-      const lr = lrAt(ws.lr, ws.lr_schedule, steps, total);
+      const lr = lrAt(ws.lr, ws.lr_schedule, steps, horizon);
       await trainer.optimStep({ lr, maxGradNorm: 1 });
+      timedFrom ??= { at: Date.now(), steps };
       nll = fb.nllMean;
       const mean = window.push(nll);
       demoProb.observe(mb.rows, fb.logprobs);
@@ -170,7 +180,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   }
   progress.close();
   const timeCapped = Date.now() >= deadline && stoppedBy === undefined && (steps < total || epochsRun < maxEpochs);
-  if (timeCapped) log(`warm start: max_seconds ${ws.max_seconds} reached after ${steps} of ${total} SFT steps; the policy is less trained than configured`);
+  if (timeCapped) log(`warm start: max_seconds ${ws.max_seconds} reached after ${steps} of ${total} SFT steps; the policy is less trained than configured${ws.fit_schedule_to_time ? ` (the decay was fitted to ${horizon} steps)` : ""}`);
   const missedTarget = (ws.stop_at_nll !== undefined || ws.stop_at_demo_prob !== undefined) && stoppedBy === undefined && !timeCapped;
   if (missedTarget) log(`warm start: WARNING: SFT ended after ${steps} steps (${epochsRun} epochs) without reaching its target; RL starts from a weaker policy than configured (raise warm_start.max_epochs)`);
   const end = Date.now();

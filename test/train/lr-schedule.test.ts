@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { lrAt, lrScheduleSchema } from "../../src/train/lr-schedule.js";
+import { lrAt, lrScheduleSchema, timeFitHorizon } from "../../src/train/lr-schedule.js";
 
 describe("learning-rate schedules", () => {
   it("constant without warm-up is the base rate at every step", () => {
@@ -31,5 +31,40 @@ describe("learning-rate schedules", () => {
     expect(() => lrScheduleSchema.parse({ decay: "step" })).toThrow();
     expect(() => lrScheduleSchema.parse({ min_ratio: 2 })).toThrow();
     expect(() => lrScheduleSchema.parse({ warmup: 3 })).toThrow();
+  });
+
+  it("a time-capped SFT of 216 planned 40 s steps (the first 70 s) in 1800 s: the fitted horizon is the 45 steps that run, and the last one ends the decay", () => {
+    const s = lrScheduleSchema.parse({ warmup_steps: 3, decay: "cosine", min_ratio: 0.1 });
+    const deadline = 1800_000;
+    let horizon = 216;
+    let clock = 0;
+    let step = 0;
+    const rates: number[] = [];
+    while (clock < deadline) {
+      // Timed from the end of the first step, which pays a 30 s warm-up on top (as warm-start.ts does).
+      const stepMs = step >= 2 ? (clock - 70_000) / (step - 1) : undefined;
+      horizon = timeFitHorizon({ planned: 216, previous: horizon, done: step, stepMs, remainingMs: deadline - clock });
+      step++;
+      rates.push(lrAt(0.01, s, step, horizon));
+      clock += step === 1 ? 70_000 : 40_000;
+    }
+    expect(step).toBe(45);
+    expect(horizon).toBe(45);
+    expect(rates.at(-1)).toBeCloseTo(0.001, 12);
+    // Without fitting, the same 45 steps end at 92 % of the base rate: the cap cuts the schedule almost at its top.
+    expect(lrAt(0.01, s, 45, 216)).toBeGreaterThan(0.009);
+    for (let i = 4; i < rates.length; i++) expect(rates[i]!).toBeLessThanOrEqual(rates[i - 1]!);
+  });
+
+  it("the fitted horizon never grows back after a slow step, never exceeds the plan and never falls below the next step", () => {
+    // 10 steps done at 10 s each, 50 s left: 5 more fit → 15.
+    expect(timeFitHorizon({ planned: 100, previous: 100, done: 10, stepMs: 10_000, remainingMs: 50_000 })).toBe(15);
+    // Faster steps later would fit more, but the earlier, smaller horizon holds.
+    expect(timeFitHorizon({ planned: 100, previous: 15, done: 11, stepMs: 5_000, remainingMs: 49_000 })).toBe(15);
+    expect(timeFitHorizon({ planned: 12, previous: 12, done: 2, stepMs: 1_000, remainingMs: 1_000_000 })).toBe(12);
+    expect(timeFitHorizon({ planned: 100, previous: 100, done: 10, stepMs: 10_000, remainingMs: 0 })).toBe(11);
+    // No step timed yet, or no deadline: the plan.
+    expect(timeFitHorizon({ planned: 100, previous: 100, done: 1, stepMs: undefined, remainingMs: 5_000 })).toBe(100);
+    expect(timeFitHorizon({ planned: 100, previous: 100, done: 3, stepMs: 10_000, remainingMs: Infinity })).toBe(100);
   });
 });

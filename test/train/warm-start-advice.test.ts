@@ -7,6 +7,7 @@ describe("the warm start's warning about too few SFT steps", () => {
     expect(advice).toContain("100 demonstrations pack into 2 rows of <= 8192 tokens (~50 per row");
     expect(advice).toContain("only 2 optimizer step(s) per epoch, 16 in all");
     expect(advice).toContain("warm_start.row_tokens");
+    expect(advice).toContain("raise warm_start.epochs");
   });
 
   it("is silent when each epoch has several steps (pi with 2k rows: 17 per epoch)", () => {
