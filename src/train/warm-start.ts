@@ -70,7 +70,8 @@ export interface WarmStartResult {
  * still at NLL 9.5. More, smaller rows are what give SFT its steps.
  */
 export function fewStepsAdvice(p: { demos: number; rows: number; perEpoch: number; total: number; rowTokens: number }): string | undefined {
-  if (p.perEpoch > 3 || p.demos < 4 * p.perEpoch) return undefined;
+  // Silent once the epochs already buy enough steps (a shared-prompt CLI: few steps per epoch, many epochs).
+  if (p.perEpoch > 3 || p.demos < 4 * p.perEpoch || p.total >= 40) return undefined;
   const perRow = (p.demos / Math.max(1, p.rows)).toFixed(0);
   return `warm start: ${p.demos} demonstrations pack into ${p.rows} rows of <= ${p.rowTokens} tokens (~${perRow} per row, shared prompts counted once): only ${p.perEpoch} optimizer step(s) per epoch, ${p.total} in all; raise warm_start.epochs (the cheaper lever when demonstrations share a long prompt: a row of any size pays for the prompt once) or set warm_start.row_tokens (and batch_tokens) lower for more steps`;
 }

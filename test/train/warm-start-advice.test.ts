@@ -10,6 +10,11 @@ describe("the warm start's warning about too few SFT steps", () => {
     expect(advice).toContain("raise warm_start.epochs");
   });
 
+  it("is silent when many epochs already buy the steps (Qwen Code: 60 demos in three 20k rows, 20 epochs)", () => {
+    expect(fewStepsAdvice({ demos: 60, rows: 3, perEpoch: 3, total: 60, rowTokens: 20480 })).toBeUndefined();
+    expect(fewStepsAdvice({ demos: 60, rows: 3, perEpoch: 3, total: 18, rowTokens: 20480 })).toContain("raise warm_start.epochs");
+  });
+
   it("is silent when each epoch has several steps (pi with 2k rows: 17 per epoch)", () => {
     expect(fewStepsAdvice({ demos: 100, rows: 17, perEpoch: 17, total: 170, rowTokens: 2048 })).toBeUndefined();
   });
