@@ -90,6 +90,8 @@ function writeGroup(w: RowWriter, g: Group, rowIndex: number, lookup: CallLookup
   }
   const last = new Map<number, number>();
   const trainable = new Map<number, number>();
+  // Context nodes reached from the root through context only: shareable with other trees' chains in the row.
+  const chained = new Set<number>();
   for (const { path, info } of g.paths) {
     let count = 0;
     for (const id of path.nodes) {
@@ -98,10 +100,12 @@ function writeGroup(w: RowWriter, g: Group, rowIndex: number, lookup: CallLookup
         const node = g.tree.nodes[id] as TreeNode;
         const paths = through.get(id) as number[];
         const before = w.trainableCount;
-        if (node.parent <= 0 && shareRoots) {
-          const r = w.pushRootNode(g.tree, id, paths.length, w.addPathSet(paths), lookup);
+        const root = node.parent <= 0;
+        if (shareRoots && (root || (node.role !== "sampled" && chained.has(node.parent)))) {
+          const r = w.pushRootNode(g.tree, id, paths.length, w.addPathSet(paths), lookup, root ? -1 : (last.get(node.parent) as number));
           end = r.end;
           shared += r.shared;
+          if (node.role !== "sampled") chained.add(id);
         } else {
           const parentIndex = node.parent <= 0 ? -1 : (last.get(node.parent) as number);
           end = w.pushNode(g.tree, id, parentIndex, paths.length, w.addPathSet(paths), lookup);
@@ -120,11 +124,36 @@ function writeGroup(w: RowWriter, g: Group, rowIndex: number, lookup: CallLookup
 
 const ROOT_KEY_TOKENS = 512;
 
+/** The first tokens of a group's first path, across nodes: a root can be a few tokens long (see pushRootNode). */
 function rootKey(g: Group): Int32Array {
-  const first = g.paths[0]?.path.nodes[0];
-  if (first === undefined) return new Int32Array(0);
-  const node = g.tree.nodes[first] as TreeNode;
-  return Int32Array.from(node.src.slice(node.start, Math.min(node.end, node.start + ROOT_KEY_TOKENS)));
+  const out: number[] = [];
+  for (const id of g.paths[0]?.path.nodes ?? []) {
+    const node = g.tree.nodes[id] as TreeNode;
+    for (let i = node.start; i < node.end && out.length < ROOT_KEY_TOKENS; i++) out.push(node.src[i] as number);
+    if (out.length >= ROOT_KEY_TOKENS) break;
+  }
+  return Int32Array.from(out);
+}
+
+/** The tokens of a group's root chains that writeGroup would share with chains already in row `w`. */
+function sharedContextTokens(w: RowWriter, g: Group): number {
+  // Row index of each fully shared chained node's last token: only a fully shared parent lets its child match.
+  const at = new Map<number, number>();
+  const seen = new Set<number>();
+  let shared = 0;
+  for (const { path } of g.paths) {
+    for (const id of path.nodes) {
+      if (seen.has(id)) continue;
+      seen.add(id);
+      const node = g.tree.nodes[id] as TreeNode;
+      const from = node.parent <= 0 ? -1 : at.get(node.parent);
+      if (from === undefined || node.role === "sampled") continue;
+      const m = w.matchContext(g.tree, id, from);
+      shared += m.shared;
+      if (m.shared === node.end - node.start) at.set(id, m.prev);
+    }
+  }
+  return shared;
 }
 
 function compareKeys(a: Int32Array, b: Int32Array): number {
@@ -136,7 +165,7 @@ function compareKeys(a: Int32Array, b: Int32Array): number {
 /**
  * Tree-packed: each unique token of a session tree once, with parent pointers and depth positions, several trees per
  * row first-fit up to `budget` tokens; with `shareRoots`, trees in a row also share identical root context (system
- * prompt, task) token for token, and a tree counts against the budget only with the tokens it adds. A tree larger than the budget is split into groups of paths (shared prefixes
+ * prompt, task; every context node reached from the root through context only) token for token, and a tree counts against the budget only with the tokens it adds. A tree larger than the budget is split into groups of paths (shared prefixes
  * repeat across groups); a single path longer than the budget gets a row of its own.
  */
 export function treeLayout(inputs: readonly TreeUnitInput[], lookup: CallLookup, budget: number, shareRoots = true): LayoutResult {
@@ -157,8 +186,7 @@ export function treeLayout(inputs: readonly TreeUnitInput[], lookup: CallLookup,
   let sharedRootTokens = 0;
   for (const g of groups) {
     // A group costs a row only the tokens it adds: with shared roots, a GRPO group's long prompt is counted once.
-    const root = g.paths[0]?.path.nodes[0];
-    const adds = (w: RowWriter): number => g.tokens - (shareRoots && root !== undefined ? w.sharedRootTokens(g.tree, root) : 0);
+    const adds = (w: RowWriter): number => g.tokens - (shareRoots ? sharedContextTokens(w, g) : 0);
     let r = writers.findIndex((w) => w.length + adds(w) <= budget);
     if (r < 0) {
       writers.push(new RowWriter(Math.min(Math.max(budget, g.tokens), Math.max(g.tokens, 1 << 20))));

@@ -148,15 +148,18 @@ export class RowWriter {
   }
 
   /**
-   * Appends a tree's root node. A context root reuses the longest run of tokens that another tree's root already put
-   * in this row at the same positions (sessions of a GRPO group share their system prompt and task): those tokens are
-   * computed once for every tree in the row. Sampled tokens are never shared (each carries its own logprob and call).
+   * Appends a context node of a tree's root chain (its root, or a context child of a chained node: a session whose
+   * calls start from two system prompts shares only a few tokens at its root). It reuses the longest run of tokens
+   * that another tree's chain already put in this row after the same parent at the same positions (sessions of a
+   * GRPO group share their system prompt and task): those tokens are computed once for every tree in the row.
+   * `parentIndex`: the row index of the chained parent's last token, -1 for a root. Sampled tokens are never shared
+   * (each carries its own logprob and call).
    */
-  pushRootNode(tree: SessionTree, id: number, weight: number, pathSet: number, lookup: CallLookup): { end: number; shared: number } {
+  pushRootNode(tree: SessionTree, id: number, weight: number, pathSet: number, lookup: CallLookup, parentIndex = -1): { end: number; shared: number } {
     const node = tree.nodes[id] as TreeNode;
-    if (node.role === "sampled") return { end: this.pushNode(tree, id, -1, weight, pathSet, lookup), shared: 0 };
+    if (node.role === "sampled") return { end: this.pushNode(tree, id, parentIndex, weight, pathSet, lookup), shared: 0 };
     const len = node.end - node.start;
-    const { shared: i, prev } = this.matchRoot(node);
+    const { shared: i, prev } = this.matchRoot(node, parentIndex);
     if (i === len) return { end: prev, shared: len };
     const start = this.n;
     const end = this.pushNode(tree, id, prev, weight, pathSet, lookup, i);
@@ -165,16 +168,19 @@ export class RowWriter {
     return { end, shared: i };
   }
 
-  /** Tokens of a tree's root node that pushRootNode would share with roots already in this row (0 for sampled). */
-  sharedRootTokens(tree: SessionTree, id: number): number {
+  /**
+   * What pushRootNode would share of a context node after `parentIndex`: the tokens and the row index of the last
+   * shared one (0 and `parentIndex` for sampled nodes).
+   */
+  matchContext(tree: SessionTree, id: number, parentIndex = -1): { shared: number; prev: number } {
     const node = tree.nodes[id] as TreeNode;
-    return node.role === "sampled" ? 0 : this.matchRoot(node).shared;
+    return node.role === "sampled" ? { shared: 0, prev: parentIndex } : this.matchRoot(node, parentIndex);
   }
 
-  /** The longest run of a context root's tokens already in this row as root context: its length and last index. */
-  private matchRoot(node: TreeNode): { shared: number; prev: number } {
+  /** The longest run of a context node's tokens already in this row as root-chain context after `from`. */
+  private matchRoot(node: TreeNode, from: number): { shared: number; prev: number } {
     const len = node.end - node.start;
-    let prev = -1;
+    let prev = from;
     let i = 0;
     for (; i < len; i++) {
       const t = node.src[node.start + i] as number;
