@@ -207,7 +207,7 @@ describe("flat and tree-packed layouts", () => {
     const forests = buildForests(recs);
     const big = buildBatch(forests, { layout: "tree", tokenBudget: 1_000_000, filter: { deadLeaves: false, maxBranches: null } });
     expect(big.batch.rows).toHaveLength(1);
-    expect([...(big.batch.meta.rowRollouts[0] ?? [])].sort()).toEqual(["r1", "r2", "r3"]);
+    expect([...((big.batch.meta.rowRollouts as string[][])[0] ?? [])].sort()).toEqual(["r1", "r2", "r3"]);
     const longest = Math.max(...big.index.paths.map((p) => p.length));
     const small = buildBatch(forests, { layout: "tree", tokenBudget: longest, filter: { deadLeaves: false, maxBranches: null } });
     expect(small.batch.rows.length).toBeGreaterThan(1);
