@@ -181,7 +181,9 @@ describe("PostgresStore specifics", () => {
     for (const b of bundles) expect(store.listCalls({ rolloutId: b.rolloutId })).toEqual(b.calls.map(asStored));
     // A synchronous request while an async landing holds the connection would run inside its transaction: refused.
     const landing = store.ingestRolloutAsync(makeBundle("rol_async_d"));
-    await new Promise((resolve) => setTimeout(resolve, 0));
+    // Microtasks only: the transaction is open after a few, and its replies (worker messages) cannot arrive before
+    // a macrotask. A setTimeout(0) here let a fast server finish the landing first (seen once in CI: "no error").
+    for (let i = 0; i < 10; i++) await Promise.resolve();
     expect(codeOf(() => store.listLandedRollouts())).toEqual({ code: "store_busy", retryable: false });
     await landing;
     expect(store.listLandedRollouts().map((r) => r.rolloutId).sort()).toEqual(["rol_async_a", "rol_async_b", "rol_async_c", "rol_async_d"]);
