@@ -67,7 +67,8 @@ export interface WarmStartResult {
  * A warning when demonstrations pack into so few rows that SFT gets only a handful of optimizer steps. A real CLI's
  * long prompt is packed once per row and each demonstration adds little to it (pi: ~1.4k shared + ~100 tokens each),
  * so rows sized for RL hold dozens of demonstrations: 8k-token rows gave 2 steps per epoch, 16 in all, and a policy
- * still at NLL 9.5. More, smaller rows are what give SFT its steps.
+ * still at NLL 9.5. More, smaller rows give SFT its steps, or more epochs where the prompt dominates every row's cost
+ * (Qwen Code: ~20 demonstrations share one 20k row, and a smaller row costs about as much per step).
  */
 export function fewStepsAdvice(p: { demos: number; rows: number; perEpoch: number; total: number; rowTokens: number }): string | undefined {
   // Silent once the epochs already buy enough steps (a shared-prompt CLI: few steps per epoch, many epochs).
