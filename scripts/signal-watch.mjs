@@ -17,6 +17,7 @@ if (!file) {
   process.exit(2);
 }
 
+const ROOT = process.getuid?.() === 0;
 const TRACEFS = findTracefs();
 const EVENTS = ["syscalls/sys_enter_kill", "signal/signal_generate", "sched/sched_process_fork", "sched/sched_process_exec"];
 const FILTERS = {
@@ -29,7 +30,7 @@ const FILTERS = {
  * watcher told us nothing about two SIGKILLed runs). */
 function findTracefs() {
   const found = () => ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"].find((d) => existsSync(join(d, "instances")));
-  if (found() || process.getuid?.() !== 0 || !existsSync("/sys/kernel/tracing")) return found();
+  if (found() || !ROOT || !existsSync("/sys/kernel/tracing")) return found();
   const r = spawnSync("mount", ["-t", "tracefs", "nodev", "/sys/kernel/tracing"], { encoding: "utf8" });
   if (r.status !== 0) console.error(`signal-watch: could not mount tracefs (${(r.stderr || r.error?.message || "").trim()})`);
   return found();
@@ -40,8 +41,8 @@ let noTrace = "";
 
 /** A private trace instance (the global buffer stays as it was), or undefined where tracing is unavailable. */
 function startTrace(out) {
-  if (!TRACEFS || process.getuid?.() !== 0) {
-    noTrace = process.getuid?.() !== 0 ? "not root" : "no tracefs";
+  if (!TRACEFS || !ROOT) {
+    noTrace = ROOT ? "no tracefs" : "not root";
     return undefined;
   }
   const dir = join(TRACEFS, "instances", `harnessrl-signal-watch-${process.pid}`);

@@ -107,7 +107,7 @@ function writeGroup(w: RowWriter, g: Group, rowIndex: number, lookup: CallLookup
           shared += r.shared;
           if (node.role !== "sampled") chained.add(id);
         } else {
-          const parentIndex = node.parent <= 0 ? -1 : (last.get(node.parent) as number);
+          const parentIndex = root ? -1 : (last.get(node.parent) as number);
           end = w.pushNode(g.tree, id, parentIndex, paths.length, w.addPathSet(paths), lookup);
         }
         last.set(id, end);
