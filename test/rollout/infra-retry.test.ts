@@ -109,9 +109,11 @@ describe("a rollout whose attempt ends in a retryable infrastructure error runs 
     expect(result.error).toMatch(/^sandbox_agent: /);
     expect(stack.store.listSessions({ rolloutId: "retry-exhausted" })).toHaveLength(3);
     expect(result.sessionIds).toHaveLength(1);
-    // A backoff between attempts (1 s, then 2 s): what failed was most likely load.
-    expect(retried[1]!.timings.startedAt - retried[0]!.timings.endedAt).toBeGreaterThanOrEqual(1_000);
-    expect(result.timings.startedAt - retried[1]!.timings.endedAt).toBeGreaterThanOrEqual(2_000);
+    // A backoff between attempts (1 s, then 2 s): what failed was most likely load. Timers run on the monotonic
+    // clock and the timings are wall-clock milliseconds, so a 1,000 ms wait can read as 999 ms: allow that rounding.
+    const clockSlackMs = 5;
+    expect(retried[1]!.timings.startedAt - retried[0]!.timings.endedAt).toBeGreaterThanOrEqual(1_000 - clockSlackMs);
+    expect(result.timings.startedAt - retried[1]!.timings.endedAt).toBeGreaterThanOrEqual(2_000 - clockSlackMs);
   }, 180_000);
 
   it("does not retry an infrastructure error that says it would fail again", async () => {
