@@ -17,14 +17,15 @@ const MAIN_LABELS = BRANCH_LABELS.filter((l) => !NOT_MAIN.has(l));
 
 /**
  * The main agent's sampled calls in the order the harness made them: calls of sessions that are not sub-agents, outside
- * sub-agent and side segments, ordered by arrival. Of calls with the same prompt (a retry chain) only the last counts:
+ * sub-agent and side segments (by label or lineage: a rewritten side conversation is not the main agent's), ordered by
+ * arrival. Of calls with the same prompt (a retry chain) only the last counts:
  * the harness re-asked because it discarded the earlier answer.
  */
 export function mainAgentCalls(forest: RolloutForest): TreeCall[] {
   const calls: TreeCall[] = [];
   for (const tree of forest.trees) {
     if (tree.subAgent) continue;
-    for (const c of tree.calls) if (!NOT_MAIN.has(c.label)) calls.push(c);
+    for (const c of tree.calls) if (!NOT_MAIN.has(c.label) && !NOT_MAIN.has(c.lineage)) calls.push(c);
   }
   calls.sort((a, b) => a.record.timings.receivedAt - b.record.timings.receivedAt || a.index - b.index);
   const lastOfChain = new Map<string, TreeCall>();

@@ -251,6 +251,13 @@ const algorithmSchema = z
      * in RL step 1 (a resumed run's checkpoints already hold the reset state).
      */
     reset_optimizer: z.enum(["none", "first_moment", "all"]).default("none"),
+    /**
+     * Which of a rollout's conversations RL and the warm start train: `all` (every call the harness made, with the
+     * rollout's reward) or `main` (the agent's own conversation: side conversations such as Qwen Code's memory agent
+     * or title generation, sub-agents and compactions still run and are recorded, but leave the batch). Trees are
+     * labelled by lineage (src/trees/session-tree.ts), so a side conversation's own rewrites stay side.
+     */
+    trajectories: z.enum(["all", "main"]).default("all"),
   })
   .prefault({});
 

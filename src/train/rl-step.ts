@@ -55,7 +55,7 @@ async function capoProbe(store: Store, results: readonly RolloutResult[], traine
     metrics["capo/probe_skipped"] = 1;
     return had;
   }
-  const probe = await trainer.capoProbe(batchForRollouts(store, winners, { rowTokens: config.algorithm.row_tokens }).batch, { topFraction: config.capo?.top_fraction ?? 0.25 });
+  const probe = await trainer.capoProbe(batchForRollouts(store, winners, { rowTokens: config.algorithm.row_tokens, trajectories: config.algorithm.trajectories }).batch, { topFraction: config.capo?.top_fraction ?? 0.25 });
   metrics["capo/units_per_layer"] = probe.unitsPerLayer;
   metrics["capo/overlap"] = probe.overlapFraction;
   metrics["capo/probed"] = 1;
@@ -84,7 +84,7 @@ export interface AdvantagedBatch {
  */
 export async function advantagedBatch(store: Store, valid: readonly RolloutResult[], trainer: Trainer, config: RunConfig, currentVersion: number): Promise<AdvantagedBatch> {
   const advConfig = advantageConfigOf(config);
-  const built = batchForRollouts(store, valid, { rowTokens: config.algorithm.row_tokens });
+  const built = batchForRollouts(store, valid, { rowTokens: config.algorithm.row_tokens, trajectories: config.algorithm.trajectories });
   let maxLag = 0;
   for (const call of built.index.calls) if (call.policyVersion !== null) maxLag = Math.max(maxLag, currentVersion - call.policyVersion);
   // Calls made by roles that are not trained (e.g. sub-agents in central-only training) leave the loss entirely.
@@ -203,6 +203,8 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     "tokens/flat": built.stats.flatTokens,
     "tokens/emitted": built.stats.emittedTokens,
     dedup_ratio: built.stats.dedupRatio,
+    // `trajectories: main`: the calls recorded but left out (side conversations, sub-agents, compactions).
+    ...(alg.trajectories === "main" ? { "calls/auxiliary_dropped": built.stats.filter.auxiliaryCalls } : {}),
     // The trainer's peak memory over this step's forward/backward calls (0 when the trainer does not report it).
     "memory/peak_rss_mb": fbStats.peakRssMb,
     ...(fbStats.cudaPeakMb > 0 ? { "memory/cuda_peak_mb": fbStats.cudaPeakMb } : {}),

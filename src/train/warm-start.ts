@@ -112,7 +112,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
     );
     const good = results.filter((r) => r.status === "ok");
     log(`warm start: ${good.length}/${results.length} oracle demonstrations solved their task`);
-    built = batchForRollouts(stack.store, good, { rowTokens });
+    built = batchForRollouts(stack.store, good, { rowTokens, trajectories: config.algorithm.trajectories });
   } finally {
     await stack.close().catch(() => undefined);
   }

@@ -8,7 +8,10 @@ export interface FilterOptions {
   deadLeaves: boolean;
   /** Drop a rollout whose kept trees have more root-to-leaf paths than this (null: no limit). */
   maxBranches: number | null;
-  /** `main`: drop segments whose label is in `auxiliaryLabels`; `all`: train every trajectory. */
+  /**
+   * `main`: drop segments whose label or lineage is in `auxiliaryLabels` (a rewrite of a side conversation is still
+   * side); `all`: train every trajectory.
+   */
   trajectories: "main" | "all";
   auxiliaryLabels: BranchLabel[];
   /** Whether a leaf call ended validly; the default is `isValidCall`. */
@@ -112,6 +115,11 @@ function deadLeafDrops(tree: SessionTree, isValid: (r: CallRecord) => boolean): 
   return { calls: dropped, branches };
 }
 
+function isAuxiliary(tree: SessionTree, call: TreeCall, aux: ReadonlySet<BranchLabel>): boolean {
+  const segment = tree.segments[call.segment];
+  return segment !== undefined && (aux.has(segment.label) || aux.has(segment.lineage));
+}
+
 /** Applies the configured filters to each rollout; every decision is counted in the returned statistics. */
 export function filterForests(forests: readonly RolloutForest[], options: Partial<FilterOptions> = {}): { kept: KeptForest[]; stats: FilterStats } {
   const opts: FilterOptions = { ...DEFAULT_FILTER, ...options };
@@ -133,7 +141,7 @@ export function filterForests(forests: readonly RolloutForest[], options: Partia
       const set = new Set<number>();
       for (const c of tree.calls) {
         if (dead.calls.has(c.index)) deadCalls++;
-        else if (opts.trajectories === "main" && aux.has(tree.segments[c.segment]?.label ?? "main")) auxCalls++;
+        else if (opts.trajectories === "main" && isAuxiliary(tree, c, aux)) auxCalls++;
         else set.add(c.index);
       }
       if (set.size === 0) continue;

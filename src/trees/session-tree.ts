@@ -1,6 +1,6 @@
 import type { CallRecord, SessionInfo } from "../icr/records.js";
 import { append, boundary, newRoot, walk } from "./radix.js";
-import type { BranchLabel, ContextKind, Segment, SessionTree, TreeBuildOptions, TreeCall, TreeNode } from "./types.js";
+import type { BranchLabel, ContextKind, Lineage, Segment, SessionTree, TreeBuildOptions, TreeCall, TreeNode } from "./types.js";
 
 /** An agent role that names a sub-agent (e.g. Claude Code's Task tool, "subagent", "agent:explore"). */
 const SUB_AGENT_ROLE = /sub|task|agent/i;
@@ -10,7 +10,7 @@ const SUB_AGENT_ROLE = /sub|task|agent/i;
  * the session's main role (its first call's) or no role says nothing; another role is a sub-agent if named like one,
  * else a side call (title generation, quota probes).
  */
-function roleLabel(record: CallRecord, mainRole: string | null): BranchLabel | null {
+function roleLabel(record: CallRecord, mainRole: string | null): "sub-agent" | "side" | null {
   if (record.spawnedByCallId !== null) return "sub-agent";
   const role = record.agentRole;
   if (role === null || role === "" || role === "main" || role === mainRole) return null;
@@ -22,6 +22,14 @@ function breakLabel(record: CallRecord, fallback: BranchLabel): BranchLabel {
   if (kind === "compaction" || kind === "dropped_turns") return "compaction";
   if (kind === "new_root" || kind === undefined) return fallback;
   return "rewrite";
+}
+
+/** The earlier call of this session that a break came from (its lineage carries over), if the session holds it. */
+function brokenFrom(tree: SessionTree, record: CallRecord, resolve: (id: string) => string): TreeCall | undefined {
+  const from = record.break?.fromCallId;
+  if (from === undefined || from === null || record.break?.kind === "new_root") return undefined;
+  const index = tree.callIndex.get(from) ?? tree.callIndex.get(resolve(from));
+  return index === undefined ? undefined : tree.calls[index];
 }
 
 function isAncestorOrSelf(nodes: TreeNode[], ancestor: number, node: number): boolean {
@@ -90,20 +98,27 @@ function insertCall(tree: SessionTree, record: CallRecord, mainRole: string | nu
   // Segment and label.
   let segment: number;
   let label: BranchLabel;
+  let lineage: Lineage;
   let insertedKind: ContextKind;
   if (retryOf !== null && record.break === null) {
     segment = retryOf.segment;
     label = "retry";
+    lineage = retryOf.lineage;
     insertedKind = retryOf.inserted?.kind ?? "prompt";
   } else if (record.break !== null || parent === null) {
     const isFirst = tree.segments.length === 0;
-    const base: BranchLabel = roleLabel(record, mainRole) ?? (tree.subAgent ? "sub-agent" : isFirst ? "main" : "side");
+    const own = roleLabel(record, mainRole);
+    const base: BranchLabel = own ?? (tree.subAgent ? "sub-agent" : isFirst ? "main" : "side");
     label = breakLabel(record, base);
+    // A rewrite or compaction continues the conversation it broke from; one whose origin is unknown is taken to be the
+    // agent's own (as its label always was), a new root is a side conversation.
+    lineage = own ?? (tree.subAgent ? "sub-agent" : isFirst ? "main" : label === "side" ? "side" : (brokenFrom(tree, record, resolve)?.lineage ?? "main"));
     const spawnedBy = record.spawnedByCallId !== null ? resolve(record.spawnedByCallId) : isFirst ? tree.spawnedByCallId : null;
     const seg: Segment = {
       index: tree.segments.length,
       rootCallId: record.callId,
       label,
+      lineage,
       breakKind: record.break?.kind ?? null,
       linkedFrom: label === "sub-agent" && spawnedBy !== null ? spawnedBy : (record.break?.fromCallId ?? spawnedBy),
       spawnedBy,
@@ -116,6 +131,7 @@ function insertCall(tree: SessionTree, record: CallRecord, mainRole: string | nu
   } else {
     segment = parent.segment;
     label = (tree.segments[segment] as Segment).label;
+    lineage = (tree.segments[segment] as Segment).lineage;
     insertedKind = (parent.record.response?.toolCalls?.length ?? 0) > 0 ? "tool_output" : "user";
   }
 
@@ -131,6 +147,7 @@ function insertCall(tree: SessionTree, record: CallRecord, mainRole: string | nu
     treeParent: retryOf !== null && record.break === null ? retryOf.treeParent : (parent?.callId ?? null),
     segment,
     label,
+    lineage,
     retryOf: retryOf?.callId ?? null,
     inserted: insertedStart < prompt.length ? { start: insertedStart, end: prompt.length, kind: insertedKind } : null,
     sharedPrefixTokens: w.consumed,

@@ -12,6 +12,13 @@ export type BranchLabel = "main" | "sub-agent" | "compaction" | "rewrite" | "ret
 export const BRANCH_LABELS: readonly BranchLabel[] = ["main", "sub-agent", "compaction", "rewrite", "retry", "side"];
 
 /**
+ * Which conversation a segment belongs to, whatever started it: a rewrite, compaction or retry continues the
+ * conversation of the call it came from. A label says how a segment began; only the lineage says whose it is (Qwen
+ * Code's memory agent re-renders its own history every call: those `rewrite` segments are still a side conversation).
+ */
+export type Lineage = "main" | "sub-agent" | "side";
+
+/**
  * Where a context (non-sampled) token came from. `prompt`: the first prompt of a segment root (system, task, tools);
  * `tool_output`: tokens between a parent call that made tool calls and its child's prompt end; `user`: the same after a
  * parent without tool calls (a user / harness turn); `harness`: history re-rendered after a break.
@@ -81,6 +88,8 @@ export interface TreeCall {
   /** Index of the segment (SessionTree.segments) this call belongs to. */
   segment: number;
   label: BranchLabel;
+  /** The segment's lineage. */
+  lineage: Lineage;
   /** For retries: the earliest call with the same prompt. */
   retryOf: string | null;
   /**
@@ -98,6 +107,7 @@ export interface Segment {
   /** First call of the segment. */
   rootCallId: string;
   label: BranchLabel;
+  lineage: Lineage;
   /** The break that started it, if any. */
   breakKind: BreakKind | null;
   /** Where it came from: the spawning call for a sub-agent segment, else break.fromCallId. */

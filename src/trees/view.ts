@@ -1,6 +1,6 @@
 import type { BreakKind } from "../icr/records.js";
 import { treePaths } from "./paths.js";
-import type { BranchLabel, ContextKind, ParentDisagreement, RolloutForest, SessionTree, TokenRole, TreeNode } from "./types.js";
+import type { BranchLabel, ContextKind, Lineage, ParentDisagreement, RolloutForest, SessionTree, TokenRole, TreeNode } from "./types.js";
 
 /** A JSON-friendly description of session trees: what `harnessrl trees --json` prints. */
 export interface CallView {
@@ -42,7 +42,7 @@ export interface SessionView {
   subAgent: boolean;
   spawnedByCallId: string | null;
   calls: CallView[];
-  segments: { index: number; label: BranchLabel; breakKind: BreakKind | null; linkedFrom: string | null; spawnedBy: string | null; agentId: string | null; callIds: string[] }[];
+  segments: { index: number; label: BranchLabel; lineage: Lineage; breakKind: BreakKind | null; linkedFrom: string | null; spawnedBy: string | null; agentId: string | null; callIds: string[] }[];
   paths: { leafCallId: string; tokens: number; calls: string[] }[];
   uniqueTokens: number;
   flatTokens: number;
@@ -105,7 +105,7 @@ export function viewSession(tree: SessionTree, options: { nodes?: boolean } = {}
     subAgent: tree.subAgent,
     spawnedByCallId: tree.spawnedByCallId,
     calls,
-    segments: tree.segments.map((s) => ({ index: s.index, label: s.label, breakKind: s.breakKind, linkedFrom: s.linkedFrom, spawnedBy: s.spawnedBy, agentId: s.agentId, callIds: [...s.callIds] })),
+    segments: tree.segments.map((s) => ({ index: s.index, label: s.label, lineage: s.lineage, breakKind: s.breakKind, linkedFrom: s.linkedFrom, spawnedBy: s.spawnedBy, agentId: s.agentId, callIds: [...s.callIds] })),
     paths: paths.map((p) => ({ leafCallId: p.leafCall.callId, tokens: p.length, calls: p.calls.map((c) => c.callId) })),
     uniqueTokens: unique,
     flatTokens: paths.reduce((s, p) => s + p.length, 0),

@@ -5,7 +5,7 @@ import type { CallRecord } from "../../src/icr/records.js";
 import { ByteTokenizer } from "../../src/tokenizer/bytes.js";
 import { HfBpeTokenizer } from "../../src/tokenizer/hf-bpe.js";
 import { buildForests } from "../../src/trees/forest.js";
-import { subAgentRollout } from "../trees/fixtures.js";
+import { sideConversationSession, subAgentRollout } from "../trees/fixtures.js";
 import { rec, result, tok } from "./fixtures.js";
 import { byToken } from "./helpers.js";
 
@@ -160,5 +160,12 @@ describe("process + outcome advantages (Harness-RL form)", () => {
     expect(decisionsOf(forest, { decisions: "tool", tool: "task" }).map((d) => d.callId)).toEqual(["m1"]);
     // The sub-agent's `read` is not a main-agent decision.
     expect(decisionsOf(forest, { decisions: "tool", tool: "read" })).toEqual([]);
+  });
+
+  it("a side conversation's rewritten turns are not the main agent's decisions either", () => {
+    const forest = buildForests(sideConversationSession())[0];
+    if (!forest) throw new Error("no forest");
+    expect(mainAgentCalls(forest).map((c) => c.callId)).toEqual(["q1", "q2", "q3"]);
+    expect(decisionsOf(forest, { decisions: "tool", tool: "write" })).toEqual([]);
   });
 });

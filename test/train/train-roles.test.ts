@@ -6,7 +6,7 @@ import type { RolloutStack } from "../../src/rollout/stack.js";
 import type { RolloutResult } from "../../src/tasks/rollout-result.js";
 import { batchForRollouts } from "../../src/train/batches.js";
 import { parseRunConfig } from "../../src/train/config.js";
-import { trainOnRollouts } from "../../src/train/rl-step.js";
+import { advantagedBatch, trainOnRollouts } from "../../src/train/rl-step.js";
 import { untrainedRoleFilter } from "../../src/train/train-roles.js";
 import type { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
 import { openOracleFixture, type OracleFixture } from "./oracle-fixture.js";
@@ -131,6 +131,21 @@ describe("central-only vs joint training on central-agent rollouts", () => {
     const base = await sketchOf(built.batch);
     const subChanged = await sketchOf(perturbed(built.batch, sub));
     expect(subChanged.sketch).not.toEqual(base.sketch);
+  }, 120_000);
+
+  it("`algorithm.trajectories: main` leaves the sub-agents' calls out of the RL step's batch; `all` keeps them", async () => {
+    const config = (trajectories: "all" | "main") =>
+      parseRunConfig({ name: "roles", model: { preset: "tiny-1m" }, harnesses: ["central-agent"], tasks: { train: "lookup:train" }, budget: { steps: 1, tasks_per_step: 2, samples: 2 }, algorithm: { trajectories } });
+    expect(parseRunConfig({ name: "d", model: { preset: "tiny-1m" }, harnesses: ["central-agent"], tasks: { train: "lookup:train" } }).algorithm.trajectories).toBe("all");
+    const roleOf = new Map(results.flatMap((r) => stack.store.listCalls({ rolloutId: r.rolloutId })).map((c) => [c.callId, c.agentRole ?? "main"]));
+    const rolesIn = (built: BuiltBatch): Set<string> => new Set(built.index.calls.map((c) => roleOf.get(c.callId) ?? "?"));
+    const main = await advantagedBatch(stack.store, results, trainer, config("main"), 0);
+    const all = await advantagedBatch(stack.store, results, trainer, config("all"), 0);
+    expect([...rolesIn(main.built)]).toEqual(["central"]);
+    expect([...rolesIn(all.built)].sort()).toEqual(["central", ...SUB_ROLES].sort());
+    const subCalls = all.built.index.calls.filter((c) => SUB_ROLES.has(roleOf.get(c.callId) ?? "")).length;
+    expect(main.built.stats.filter.auxiliaryCalls).toBe(subCalls);
+    expect(main.built.stats.flatTokens).toBeLessThan(all.built.stats.flatTokens);
   }, 120_000);
 
   // Last: it takes optimizer steps.

@@ -4,7 +4,7 @@ import { filterForests } from "../../src/trees/filter.js";
 import { buildForests } from "../../src/trees/forest.js";
 import { treePaths } from "../../src/trees/paths.js";
 import type { SessionTree } from "../../src/trees/types.js";
-import { call, compactionSession, extend, linearSession, retrySession, subAgentRollout, toolTurn } from "./fixtures.js";
+import { call, compactionSession, extend, linearSession, retrySession, sideConversationSession, subAgentRollout, toolTurn } from "./fixtures.js";
 
 function keptIds(recs: CallRecord[], options: Parameters<typeof filterForests>[1]): string[] {
   const { kept } = filterForests(buildForests(recs), options);
@@ -57,5 +57,21 @@ describe("tree filters", () => {
     expect(keptIds(recs, { trajectories: "main" })).toEqual(["k1", "k2", "k3", "m1", "m2"]);
     expect(keptIds(recs, { trajectories: "all" })).toHaveLength(9);
     expect(keptIds(recs, { trajectories: "main", auxiliaryLabels: ["sub-agent"] })).toHaveLength(7);
+  });
+
+  it("auxiliary trajectories: a side conversation's own rewrites are side too (Qwen Code's memory agent), the task's stay main", () => {
+    const recs = sideConversationSession();
+    const tree = buildForests(recs)[0]!.trees[0]!;
+    const seg = (id: string) => tree.segments[tree.calls[tree.callIndex.get(id)!]!.segment]!;
+    expect(["q1", "q3", "a1", "a2"].map((id) => [seg(id).label, seg(id).lineage])).toEqual([
+      ["main", "main"],
+      ["rewrite", "main"],
+      ["side", "side"],
+      ["rewrite", "side"],
+    ]);
+    const { stats } = filterForests(buildForests(recs), { trajectories: "main" });
+    expect(stats.auxiliaryCalls).toBe(2);
+    expect(keptIds(recs, { trajectories: "main" })).toEqual(["q1", "q2", "q3"]);
+    expect(keptIds(recs, { trajectories: "all" })).toEqual(["a1", "a2", "q1", "q2", "q3"]);
   });
 });

@@ -134,6 +134,21 @@ export function subAgentRollout(): CallRecord[] {
   return [m1, s1, s2, m2];
 }
 
+/**
+ * Qwen Code's shape: the task conversation (two calls, then a third whose history the template re-rendered), then in
+ * the same session a memory agent with its own system prompt (a new root) whose second call re-renders its own first
+ * turn (a template break from the memory agent's call, not from the task's).
+ */
+export function sideConversationSession(): CallRecord[] {
+  const q1 = call({ callId: "q1", prompt: first("Compute 2+3 into answer.txt"), completion: toolCall("bash", { cmd: "echo 5 > answer.txt" }) + "<|im_end|>" });
+  const q2 = call({ callId: "q2", prompt: extend(q1, toolTurn("")), completion: "Written.<|im_end|>", parentCallId: "q1" });
+  const q3 = call({ callId: "q3", prompt: enc(SYSTEM + userTurn("Compute 2+3 into answer.txt") + "<|im_start|>assistant\nWritten.<|im_end|>\n" + userTurn("Check it") + GEN), completion: toolCall("bash", { cmd: "cat answer.txt" }) + "<|im_end|>", parentCallId: "q2", break: { kind: "template_not_prefix_stable", fromCallId: "q2" } });
+  const memory = "<|im_start|>system\nYou are now acting as the managed memory extraction subagent.<|im_end|>\n";
+  const a1 = call({ callId: "a1", prompt: enc(memory + userTurn("Extract memories from the conversation") + GEN), completion: "<think>\nnothing new\n</think>\n" + toolCall("write", { path: "mem.md" }) + "<|im_end|>", break: { kind: "new_root", fromCallId: null } });
+  const a2 = call({ callId: "a2", prompt: enc(memory + userTurn("Extract memories from the conversation") + "<|im_start|>assistant\n" + toolCall("write", { path: "mem.md" }) + "<|im_end|>\n" + toolTurn("ok") + GEN), completion: "Done.<|im_end|>", parentCallId: "a1", break: { kind: "template_not_prefix_stable", fromCallId: "a1" } });
+  return [q1, q2, q3, a1, a2];
+}
+
 /** Three turns, then the harness compacts history into a summary and continues for two more turns. */
 export function compactionSession(): CallRecord[] {
   const base = linearSession("ses_main", "rol_1", "k").slice(0, 3);
