@@ -27,7 +27,9 @@ export function renderSession(s: SessionView): string[] {
   for (const seg of s.segments) {
     const link = seg.linkedFrom ? ` ← ${seg.linkedFrom}${seg.spawnedBy === seg.linkedFrom ? " (spawned it)" : ""}` : "";
     const agent = seg.agentId ? ` agent ${seg.agentId}` : "";
-    out.push(`  segment ${seg.index} ${seg.label}${agent}${seg.breakKind ? ` (${seg.breakKind})` : ""}${link}`);
+    // The conversation it belongs to, where the label (how it began) does not say: e.g. a side conversation's rewrite.
+    const lineage = seg.lineage !== seg.label ? ` · ${seg.lineage} conversation` : "";
+    out.push(`  segment ${seg.index} ${seg.label}${agent}${seg.breakKind ? ` (${seg.breakKind})` : ""}${link}${lineage}`);
     const inSeg = new Set(seg.callIds);
     const roots = seg.callIds.filter((id) => {
       const p = byId.get(id)?.treeParent ?? null;

@@ -41,7 +41,7 @@ describe("harnessrl trees", () => {
     expect(a.stdout).toContain("sub-agent spawned by m1 ses_sub");
     expect(a.stdout).toMatch(/└─ m2 {2}\[main\] {2}prompt \d+ {2}\(\+\d+ tool_output\) {2}completion \d+ {2}trainable \d+/);
     const c = cli("--db", dbPath, "--rollout", "rol_c");
-    expect(c.stdout).toContain("segment 1 compaction (compaction) ← k3");
+    expect(c.stdout).toContain("segment 1 compaction (compaction) ← k3 · main conversation");
     const r = cli("--db", dbPath, "--session", "ses_r", "--nodes");
     expect(r.stdout).toContain("retry of r2");
     expect(r.stdout).toContain("r3: recorded r2, verified r2b");
