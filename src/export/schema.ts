@@ -121,6 +121,7 @@ export const TREE_CALLS_TABLE: TableDef<TreeCallRow> = {
     { name: "label", type: "string", get: (r) => r.call.label },
     { name: "segment", type: "int32", get: (r) => r.call.segment },
     { name: "segment_label", type: "string", get: (r) => seg(r)?.label ?? "main" },
+    { name: "segment_lineage", type: "string", get: (r) => seg(r)?.lineage ?? "main" },
     { name: "segment_break_kind", type: "string", nullable: true, get: (r) => seg(r)?.breakKind ?? null },
     { name: "segment_linked_from", type: "string", nullable: true, get: (r) => seg(r)?.linkedFrom ?? null },
     { name: "segment_spawned_by", type: "string", nullable: true, get: (r) => seg(r)?.spawnedBy ?? null },

@@ -85,7 +85,7 @@ describe("harnessrl export → Parquet read back by duckdb", () => {
 
   it("tree_nodes rebuild every call's prompt + completion by following parent_node_id from tree_calls.end_node", async () => {
     const nodes = await rows(`SELECT session_id, node_id, parent_node_id, tokens, role, logprobs, call_id, sample_offset FROM '${join(out, "tree_nodes.parquet")}'`);
-    const calls = await rows(`SELECT session_id, call_id, end_node, label, segment_label, tree_parent_call_id FROM '${join(out, "tree_calls.parquet")}'`);
+    const calls = await rows(`SELECT session_id, call_id, end_node, label, segment_label, segment_lineage, tree_parent_call_id FROM '${join(out, "tree_calls.parquet")}'`);
     const key = (s: unknown, n: unknown): string => `${String(s)}#${String(n)}`;
     const byKey = new Map(nodes.map((n) => [key(n.session_id, n.node_id), n]));
     const byId = new Map(records.map((r) => [r.callId, r]));
@@ -108,6 +108,9 @@ describe("harnessrl export → Parquet read back by duckdb", () => {
     }
     const labels = Object.fromEntries(calls.map((c) => [c.call_id as string, c.label]));
     expect(labels).toMatchObject({ s1: "sub-agent", k4: "compaction", r2b: "retry", m2: "main" });
+    // A compaction of the agent's own conversation is still the agent's: its lineage says so, its label how it began.
+    const lineages = Object.fromEntries(calls.map((c) => [c.call_id as string, c.segment_lineage]));
+    expect(lineages).toMatchObject({ s1: "sub-agent", k4: "main", r2b: "main", m2: "main" });
   });
 
   it("reads the sessions table, list<string> columns and JSON columns", async () => {
