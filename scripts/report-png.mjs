@@ -24,6 +24,8 @@ const browser = await chromium.launch({ executablePath: process.env.HARNESSRL_CH
 try {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 }, deviceScaleFactor: 1 });
   await page.goto(pathToFileURL(resolve(html)).href);
+  // The charts draw once the page's scripts ran; a report without metrics has none.
+  if ((await page.locator("[data-chart]").count()) > 0) await page.locator("[data-chart] canvas").first().waitFor();
   // The wanted sections (charts, the evaluations table), in the order asked for, alone in a grid of their own.
   const missing = await page.evaluate((wanted) => {
     const grid = document.createElement("div");

@@ -1,4 +1,5 @@
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -191,6 +192,24 @@ describe("the dashboard in a real browser (Debian chromium via playwright-core)"
     expect(await page.locator('tr[data-node="node-b"]').innerText()).toContain("lost");
     expect(problems).toEqual([]);
   }, 30_000);
+
+  it("scripts/report-png.mjs: the named sections of a report, side by side in one PNG; a missing id is named", () => {
+    const dir = join(root, "runs", "finished-run");
+    writeReport(dir);
+    const out = join(root, "figure.png");
+    const r = spawnSync(process.execPath, [join(repo, "scripts", "report-png.mjs"), dir, out, "evaluations,reward,kl-mismatch,no-such-chart"], { encoding: "utf8", env: { ...process.env, HARNESSRL_CHROMIUM: CHROMIUM }, timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain("(3 charts)");
+    expect(r.stderr).toContain("not in this report: no-such-chart");
+    const png = readFileSync(out);
+    expect(png.subarray(1, 4).toString("latin1")).toBe("PNG");
+    // IHDR: width and height, big-endian, at bytes 16 and 20. Two columns of charts, two rows.
+    const [width, height] = [png.readUInt32BE(16), png.readUInt32BE(20)];
+    expect(width).toBeGreaterThan(1000);
+    expect(height).toBeGreaterThan(400);
+    const usage = spawnSync(process.execPath, [join(repo, "scripts", "report-png.mjs"), join(root, "runs", "no-such-run")], { encoding: "utf8" });
+    expect(usage.status).toBe(2);
+  }, 90_000);
 
   it("report.html opened from file://: self-contained, charts drawn by the dashboard's chart code, no console errors", async () => {
     const dir = join(root, "runs", "finished-run");
