@@ -255,7 +255,9 @@ const algorithmSchema = z
      * Which of a rollout's conversations RL and the warm start train: `all` (every call the harness made, with the
      * rollout's reward) or `main` (the agent's own conversation: side conversations such as Qwen Code's memory agent
      * or title generation, sub-agents and compactions still run and are recorded, but leave the batch). Trees are
-     * labelled by lineage (src/trees/session-tree.ts), so a side conversation's own rewrites stay side.
+     * labelled by lineage (src/trees/session-tree.ts), so a side conversation's own rewrites stay side. Under
+     * `advantage.aggregation: token-mean` fewer tokens in the batch means more weight per token: switching to `main`
+     * where side conversations held most tokens is a larger step at the same lr (docs/training.md, Qwen Code).
      */
     trajectories: z.enum(["all", "main"]).default("all"),
   })

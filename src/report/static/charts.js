@@ -8,6 +8,20 @@ function widthOf(el) {
   return Math.max(280, Math.floor(el.getBoundingClientRect().width) - 4);
 }
 
+/**
+ * The y axis's width, from its longest tick label: a fixed width cut token counts ("800,000") to their last digits.
+ * uPlot calls this while it lays out (cycle 1, then again if the labels changed); never narrower than 56 px.
+ */
+function yAxisSize(self, values, axisIdx, cycle) {
+  const axis = self.axes[axisIdx];
+  if (cycle > 1 && axis._size) return axis._size;
+  const longest = (values ?? []).reduce((a, v) => (String(v).length > a.length ? String(v) : a), "");
+  if (!longest) return 56;
+  self.ctx.font = axis.font[0];
+  const text = self.ctx.measureText(longest).width / (window.devicePixelRatio || 1);
+  return Math.max(56, Math.ceil(text + axis.ticks.size + axis.gap + 8));
+}
+
 function options(chart, width) {
   return {
     width,
@@ -16,7 +30,7 @@ function options(chart, width) {
     cursor: { drag: { x: true, y: false } },
     scales: { x: { time: false } },
     // Steps are integers: no ticks between them.
-    axes: [{ label: "step", size: 36, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000] }, { size: 56 }],
+    axes: [{ label: "step", size: 36, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000] }, { size: yAxisSize }],
     series: [{ label: "step" }, ...chart.names.map((name, i) => ({ label: name, stroke: chart.colors[i], width: 1.6, spanGaps: true, points: { show: chart.x.length <= 60, size: 4 } }))],
   };
 }
