@@ -25,7 +25,7 @@ export function mainAgentCalls(forest: RolloutForest): TreeCall[] {
   const calls: TreeCall[] = [];
   for (const tree of forest.trees) {
     if (tree.subAgent) continue;
-    for (const c of tree.calls) if (!NOT_MAIN.has(c.label) && !NOT_MAIN.has(c.lineage)) calls.push(c);
+    for (const c of tree.calls) if (!NOT_MAIN.has(c.label) && !NOT_MAIN.has(tree.segments[c.segment]?.lineage ?? "main")) calls.push(c);
   }
   calls.sort((a, b) => a.record.timings.receivedAt - b.record.timings.receivedAt || a.index - b.index);
   const lastOfChain = new Map<string, TreeCall>();

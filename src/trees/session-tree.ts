@@ -24,12 +24,13 @@ function breakLabel(record: CallRecord, fallback: BranchLabel): BranchLabel {
   return "rewrite";
 }
 
-/** The earlier call of this session that a break came from (its lineage carries over), if the session holds it. */
-function brokenFrom(tree: SessionTree, record: CallRecord, resolve: (id: string) => string): TreeCall | undefined {
+/** The lineage of the earlier call of this session that a break came from, if the session holds that call. */
+function brokenFromLineage(tree: SessionTree, record: CallRecord, resolve: (id: string) => string): Lineage | undefined {
   const from = record.break?.fromCallId;
   if (from === undefined || from === null || record.break?.kind === "new_root") return undefined;
   const index = tree.callIndex.get(from) ?? tree.callIndex.get(resolve(from));
-  return index === undefined ? undefined : tree.calls[index];
+  const call = index === undefined ? undefined : tree.calls[index];
+  return call === undefined ? undefined : tree.segments[call.segment]?.lineage;
 }
 
 function isAncestorOrSelf(nodes: TreeNode[], ancestor: number, node: number): boolean {
@@ -98,21 +99,20 @@ function insertCall(tree: SessionTree, record: CallRecord, mainRole: string | nu
   // Segment and label.
   let segment: number;
   let label: BranchLabel;
-  let lineage: Lineage;
   let insertedKind: ContextKind;
   if (retryOf !== null && record.break === null) {
     segment = retryOf.segment;
     label = "retry";
-    lineage = retryOf.lineage;
     insertedKind = retryOf.inserted?.kind ?? "prompt";
   } else if (record.break !== null || parent === null) {
     const isFirst = tree.segments.length === 0;
     const own = roleLabel(record, mainRole);
-    const base: BranchLabel = own ?? (tree.subAgent ? "sub-agent" : isFirst ? "main" : "side");
+    const base: Lineage = own ?? (tree.subAgent ? "sub-agent" : isFirst ? "main" : "side");
     label = breakLabel(record, base);
     // A rewrite or compaction continues the conversation it broke from; one whose origin is unknown is taken to be the
     // agent's own (as its label always was), a new root is a side conversation.
-    lineage = own ?? (tree.subAgent ? "sub-agent" : isFirst ? "main" : label === "side" ? "side" : (brokenFrom(tree, record, resolve)?.lineage ?? "main"));
+    const continues = own === null && !tree.subAgent && !isFirst && label !== "side";
+    const lineage = continues ? (brokenFromLineage(tree, record, resolve) ?? "main") : base;
     const spawnedBy = record.spawnedByCallId !== null ? resolve(record.spawnedByCallId) : isFirst ? tree.spawnedByCallId : null;
     const seg: Segment = {
       index: tree.segments.length,
@@ -131,7 +131,6 @@ function insertCall(tree: SessionTree, record: CallRecord, mainRole: string | nu
   } else {
     segment = parent.segment;
     label = (tree.segments[segment] as Segment).label;
-    lineage = (tree.segments[segment] as Segment).lineage;
     insertedKind = (parent.record.response?.toolCalls?.length ?? 0) > 0 ? "tool_output" : "user";
   }
 
@@ -147,7 +146,6 @@ function insertCall(tree: SessionTree, record: CallRecord, mainRole: string | nu
     treeParent: retryOf !== null && record.break === null ? retryOf.treeParent : (parent?.callId ?? null),
     segment,
     label,
-    lineage,
     retryOf: retryOf?.callId ?? null,
     inserted: insertedStart < prompt.length ? { start: insertedStart, end: prompt.length, kind: insertedKind } : null,
     sharedPrefixTokens: w.consumed,

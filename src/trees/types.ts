@@ -88,8 +88,6 @@ export interface TreeCall {
   /** Index of the segment (SessionTree.segments) this call belongs to. */
   segment: number;
   label: BranchLabel;
-  /** The segment's lineage. */
-  lineage: Lineage;
   /** For retries: the earliest call with the same prompt. */
   retryOf: string | null;
   /**
