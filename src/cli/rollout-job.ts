@@ -1,5 +1,6 @@
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { UserError } from "../core/errors.js";
 import { Progress } from "../core/progress.js";
 import { rolloutKey } from "../eval/journal.js";
 import { RolloutStack } from "../rollout/stack.js";
@@ -36,6 +37,7 @@ export const rolloutOptions = {
   "model-dir": { type: "string" },
   cluster: { type: "string" },
   store: { type: "string" },
+  seeds: { type: "string" },
   json: { type: "boolean" },
 } as const;
 
@@ -61,6 +63,9 @@ export const rolloutUsage = `  --engine <spec>     sampling engine: oracle, scri
   --cluster URL       run the rollouts as jobs on a cluster's rollout nodes (harnessrl node) through its queue,
                       redis://:<password>@<host>:<port>; the engine spec must be reachable from the nodes
   --store SPEC        with --cluster: the central record store nodes ship to (default sqlite:<out>/records.sqlite)
+  --seeds KEY         common random numbers: each rollout samples with seeds derived from KEY and its (task, harness,
+                      sample), so two jobs with the same KEY (two policies, say) sample the same tokens wherever the
+                      policies agree, and their paired difference is less noisy (default: a random seed per call)
   --json              print the machine-readable result on stdout`;
 
 export interface RolloutJobResult {
@@ -83,7 +88,8 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
   const concurrency = intOption("concurrency", values.concurrency, 8, 1);
   const maxTokens = intOption("max-tokens", values["max-tokens"], 256, 1);
   const memoryMb = boundedIntOption("memory-mb", values["memory-mb"], MEMORY_MB_MIN, MEMORY_MB_MAX);
-  if (values.cluster) return runOnCluster(values.cluster, outDir, values, { tasks: suite.tasks, harnesses, samples, idPrefix: command }, command);
+  const seeds = values.seeds === undefined ? {} : { samplingSeeds: seedsOption(values.seeds) };
+  if (values.cluster) return runOnCluster(values.cluster, outDir, values, { tasks: suite.tasks, harnesses, samples, idPrefix: command, ...seeds }, command);
   const ctx = buildRolloutJobContext({
     engine: values.engine ?? "oracle",
     ...(values["model-dir"] ? { modelDir: values["model-dir"] } : {}),
@@ -99,7 +105,7 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
       ...(memoryMb === undefined ? {} : { limits: { ...DEFAULT_ROLLOUT_SETTINGS.limits, memoryBytes: memoryMb * 1024 * 1024 } }),
     },
   });
-  const plan = { tasks: suite.tasks, harnesses, samples };
+  const plan = { tasks: suite.tasks, harnesses, samples, ...seeds };
   const { attempts: _attempts, ...shaping } = ctx.rolloutSettings;
   const total = suite.tasks.length * harnesses.length * samples;
   const resultsFile = join(outDir, "rollouts.jsonl");
@@ -135,6 +141,12 @@ export async function runRolloutJob(command: string, values: Values, defaults: {
   } finally {
     await stack.close();
   }
+}
+
+/** --seeds: a key that travels in cluster jobs, so bounded and printable like the job schema wants it. */
+function seedsOption(text: string): string {
+  if (text.length < 1 || text.length > 200 || !/^[\x21-\x7e]+$/.test(text)) throw new UserError("invalid_arguments", `--seeds must be 1 to 200 printable characters without spaces, got ${JSON.stringify(text.slice(0, 40))}`);
+  return text;
 }
 
 /** The job's sampling from --temperature and --top-k (omitted when 0, so jobs stay readable by older nodes). */

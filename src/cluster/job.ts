@@ -45,6 +45,11 @@ export const rolloutJobSchema = z.strictObject({
      * its cap when lower). A node refuses a job asking more than its `--max-memory-mb` (docs/cluster.md).
      */
     memoryMb: z.number().int().min(MEMORY_MB_MIN).max(MEMORY_MB_MAX).optional(),
+    /**
+     * An evaluation's common-random-numbers key (RolloutSettings.samplingSeeds): the node seeds the rollout's calls
+     * from it and the job's (task, harness, sample). Optional like `memoryMb`, and refused the same way by older nodes.
+     */
+    samplingSeeds: z.string().min(1).max(200).optional(),
   }),
 });
 export type RolloutJob = z.infer<typeof rolloutJobSchema>;

@@ -23,7 +23,8 @@ export function runIdOf(runDir: string): string {
 
 /** The plan's rollouts as jobs, in the plan's order (GRPO groups are regathered by rollout id, whichever node ran them). */
 export function jobsOfPlan(plan: RolloutPlan, common: JobCommon): RolloutJob[] {
-  return expandPlan(plan).map(({ request, task }) => ({ v: ROLLOUT_JOB_VERSION, ...common, rolloutId: request.rolloutId, task, harness: request.harness, sample: request.sample }));
+  const settings = plan.samplingSeeds === undefined ? common.settings : { ...common.settings, samplingSeeds: plan.samplingSeeds };
+  return expandPlan(plan).map(({ request, task }) => ({ v: ROLLOUT_JOB_VERSION, ...common, settings, rolloutId: request.rolloutId, task, harness: request.harness, sample: request.sample }));
 }
 
 /**

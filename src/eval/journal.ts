@@ -15,6 +15,8 @@ export interface EvalJournalKey {
   taskIds: readonly string[];
   harnesses: readonly string[];
   samples: number;
+  /** The evaluation's common-random-numbers key, if it has one: results drawn with other seeds are not its results. */
+  samplingSeeds?: string;
 }
 
 const JOURNAL_VERSION = 1;
@@ -45,7 +47,9 @@ export interface JournalOpening {
 export const rolloutKey = (r: Pick<RolloutRequest, "taskId" | "harness" | "sample">): string => `${r.taskId}\u0000${r.harness}\u0000${r.sample}`;
 
 function planDigest(key: EvalJournalKey): string {
-  return createHash("sha256").update(JSON.stringify({ tasks: key.taskIds, harnesses: key.harnesses, samples: key.samples })).digest("hex").slice(0, 16);
+  // The seeds join the digest only when set, so journals written before the key existed keep their digest.
+  const seeds = key.samplingSeeds === undefined ? {} : { samplingSeeds: key.samplingSeeds };
+  return createHash("sha256").update(JSON.stringify({ tasks: key.taskIds, harnesses: key.harnesses, samples: key.samples, ...seeds })).digest("hex").slice(0, 16);
 }
 
 /**

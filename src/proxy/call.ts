@@ -25,7 +25,8 @@ function header(req: IncomingMessage, name: string): string | null {
 }
 
 /** The run's sampling config overrides the harness's request; max tokens is also capped by the harness and the context. */
-export function samplingFor(ctx: ProxyContext, requestedMax: number | undefined, promptLength: number): SamplingParams {
+/** `seed`: the session's seed for this call (common random numbers, sessions.ts); absent, a random one. */
+export function samplingFor(ctx: ProxyContext, requestedMax: number | undefined, promptLength: number, seed?: number): SamplingParams {
   const s = ctx.sampling;
   const room = ctx.engine.model.contextWindow - promptLength;
   return {
@@ -34,7 +35,7 @@ export function samplingFor(ctx: ProxyContext, requestedMax: number | undefined,
     topK: s.topK,
     minP: s.minP,
     maxTokens: Math.max(1, Math.min(s.maxTokens, requestedMax ?? Infinity, room)),
-    seed: randomInt(2 ** 31),
+    seed: seed ?? randomInt(2 ** 31),
   };
 }
 
@@ -163,7 +164,7 @@ async function runCall<R extends ParsedRequest>(ctx: ProxyContext, adapter: Prot
     rawRequest,
     rawRequestJson: request.text,
     plan,
-    params: samplingFor(ctx, parsed.maxTokens, plan.promptTokens.length),
+    params: samplingFor(ctx, parsed.maxTokens, plan.promptTokens.length, ctx.sessions.nextSamplingSeed(session.sessionId)),
     receivedAt,
     engineStartAt: null,
     firstTokenAt: null,

@@ -4,6 +4,7 @@ import { UserError } from "../core/errors.js";
 import { newId, newSecret } from "../core/ids.js";
 import type { SessionInfo } from "../icr/records.js";
 import type { Store } from "../store/types.js";
+import { callSamplingSeed, childSamplingSeed } from "./sampling-seeds.js";
 
 export interface IssueSessionRequest {
   rolloutId?: string | null;
@@ -12,6 +13,11 @@ export interface IssueSessionRequest {
   parentSessionId?: string | null;
   spawnedByCallId?: string | null;
   metadata?: Record<string, unknown>;
+  /**
+   * The base of the session's sampling seeds: its n-th model call samples with a seed derived from it and n, and
+   * its sub-agents' from it and their ids (common random numbers, sampling-seeds.ts). Absent: random.
+   */
+  samplingSeed?: number;
 }
 
 export interface IssuedSession {
@@ -55,6 +61,8 @@ export class SessionRegistry {
   private readonly byCredential = new Map<string, SessionInfo>();
   private readonly inFlight = new Map<string, number>();
   private readonly children = new Map<string, SessionInfo>();
+  /** Sessions issued with a sampling seed (and their sub-agents): the base, and the calls seeded so far. */
+  private readonly seeds = new Map<string, { base: number; calls: number }>();
 
   constructor(
     private readonly store: Store,
@@ -73,11 +81,12 @@ export class SessionRegistry {
       parentSessionId: request.parentSessionId ?? null,
       spawnedByCallId: request.spawnedByCallId ?? null,
       createdAt: Date.now(),
-      metadata: request.metadata ?? {},
+      metadata: { ...request.metadata, ...(request.samplingSeed === undefined ? {} : { samplingSeed: request.samplingSeed }) },
     };
     const apiKey = newSecret("hrl");
     this.store.createSession(session, apiKey);
     this.byCredential.set(apiKey, session);
+    if (request.samplingSeed !== undefined) this.seeds.set(session.sessionId, { base: request.samplingSeed >>> 0, calls: 0 });
     return { sessionId: session.sessionId, apiKey };
   }
 
@@ -108,6 +117,8 @@ export class SessionRegistry {
     if (!parentCall) return session;
     const agent = (headerValue(headers, "x-harnessrl-agent-id") ?? parentCall).replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 64);
     const childId = `${session.sessionId}~${agent}`;
+    const parentSeeds = this.seeds.get(session.sessionId);
+    if (parentSeeds && !this.seeds.has(childId)) this.seeds.set(childId, { base: childSamplingSeed(parentSeeds.base, agent), calls: 0 });
     const known = this.children.get(childId) ?? this.store.getSession(childId);
     if (known) {
       this.children.set(childId, known);
@@ -158,6 +169,13 @@ export class SessionRegistry {
     this.store.createSession(session, credential);
     this.byCredential.set(credential, session);
     return session;
+  }
+
+  /** The sampling seed of the session's next model call; undefined when the session was issued without one. */
+  nextSamplingSeed(sessionId: string): number | undefined {
+    const s = this.seeds.get(sessionId);
+    if (!s) return undefined;
+    return callSamplingSeed(s.base, s.calls++);
   }
 
   get(sessionId: string): SessionInfo | null {

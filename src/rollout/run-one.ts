@@ -7,11 +7,13 @@ import { VERIFIER_DIR, type Task } from "../tasks/task.js";
 import { parseVerifierOutput, type VerifierResult } from "../tasks/verifier-result.js";
 import { DEFAULT_SETTLE, waitSettled, type SettleOptions } from "./settle.js";
 import { HostTools } from "./host-tools.js";
+import { rolloutSamplingSeed } from "../proxy/sampling-seeds.js";
 import { pendingRolloutResult, type RolloutRequest, type RolloutResult, type RolloutStatus } from "../tasks/rollout-result.js";
 
 /** What a rollout needs from the capture proxy: credentials for its session and its sessions' call counts. */
 export interface RolloutProxy {
-  issueSession(request: { rolloutId: string; harness: string; agentRole: string; metadata?: Record<string, unknown> }): { sessionId: string; apiKey: string };
+  /** `samplingSeed`: the base of the session's per-call sampling seeds (absent: random seeds). */
+  issueSession(request: { rolloutId: string; harness: string; agentRole: string; metadata?: Record<string, unknown>; samplingSeed?: number }): { sessionId: string; apiKey: string };
   /**
    * Sessions of a rollout (the main one and any sub-agent sessions) with in-flight and recorded call counts, leaving
    * out the sessions in `exclude` (an earlier attempt's, under the same rollout id).
@@ -39,6 +41,12 @@ export interface RolloutSettings {
    * advantages and to evaluation pairing. 1 on a cluster's nodes, whose queue retries the job instead.
    */
   attempts: number;
+  /**
+   * Common random numbers (src/proxy/sampling-seeds.ts): each rollout's sampling seeds derive from this key and its (task,
+   * harness, sample), so every evaluation with the same key draws the same random numbers for the same rollout.
+   * Absent: every call draws a random seed (training steps, whose samples of a task must be independent).
+   */
+  samplingSeeds?: string;
 }
 
 export const DEFAULT_ROLLOUT_SETTINGS: RolloutSettings = {
@@ -101,7 +109,8 @@ async function attemptRollout(request: RolloutRequest, task: Task, harness: Harn
   let sandbox: Sandbox | null = null;
   let tools: HostTools | null = null;
   try {
-    const session = proxy.issueSession({ rolloutId: request.rolloutId, harness: harness.name, agentRole: "main", metadata: { taskId: task.id, sample: request.sample } });
+    const samplingSeed = settings.samplingSeeds === undefined ? undefined : rolloutSamplingSeed(settings.samplingSeeds, task.id, harness.name, request.sample);
+    const session = proxy.issueSession({ rolloutId: request.rolloutId, harness: harness.name, agentRole: "main", metadata: { taskId: task.id, sample: request.sample }, ...(samplingSeed === undefined ? {} : { samplingSeed }) });
     const wallClockMs = settings.harnessTimeoutMs + settings.verifierTimeoutMs + settings.settle.timeoutMs + 10_000;
     // The sandbox seeds the workspace itself (owned by the sandbox's user); executables get their mode afterwards.
     const seed = workspaceSeedOf(task);

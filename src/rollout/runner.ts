@@ -13,6 +13,11 @@ export interface RolloutPlan {
   samples: number;
   /** Prefix for rollout ids (e.g. the step); ids are `<prefix>-<task>-<harness>-<sample>`. */
   idPrefix: string;
+  /**
+   * Common random numbers (an evaluation's): each rollout's sampling seeds derive from this key and its (task,
+   * harness, sample), the same in every plan with the key (RolloutSettings.samplingSeeds). Absent: random seeds.
+   */
+  samplingSeeds?: string;
 }
 
 export interface RunOptions {
@@ -47,7 +52,7 @@ export function expandPlan(plan: RolloutPlan): { request: RolloutRequest; task: 
 
 /** Runs every rollout of a plan concurrently in a bounded pool through the stack's proxy and sandboxes. */
 export async function runRollouts(stack: RolloutStack, plan: RolloutPlan, options: RunOptions): Promise<RolloutResult[]> {
-  const settings: RolloutSettings = { ...DEFAULT_ROLLOUT_SETTINGS, ...options.settings };
+  const settings: RolloutSettings = { ...DEFAULT_ROLLOUT_SETTINGS, ...options.settings, ...(plan.samplingSeeds === undefined ? {} : { samplingSeeds: plan.samplingSeeds }) };
   const defs = new Map<string, HarnessDefinition>();
   for (const name of plan.harnesses) {
     const def = getHarness(name);

@@ -287,6 +287,13 @@ const evalSchema = z
     /** Also evaluate every N steps (0 = never). */
     every: z.number().int().min(0).default(0),
     temperature: z.number().positive().optional(),
+    /**
+     * Common random numbers: every evaluation of the run gives each rollout (task, harness, sample) the same sampling
+     * seeds, so the evaluations before and after RL (and every `every`) sample the same tokens wherever the policies
+     * agree, and the paired change carries less sampling noise at no cost; each evaluation alone is still an ordinary
+     * sample of pass@1 (docs/training.md). false: a random seed per call.
+     */
+    common_random_numbers: z.boolean().default(true),
   });
 
 export const runConfigSchema = z.strictObject({

@@ -32,7 +32,8 @@ export async function evaluatePolicy(ctx: RunContext, stack: RolloutStack, tasks
   const samples = ev?.samples ?? 1;
   const total = tasks.length * harnesses.length * samples;
   const progress = new Progress(label, total, { sink: ctx.run.progress });
-  const plan = { tasks, harnesses, samples };
+  // The run's seed keys the random numbers: every evaluation of this run shares them, other seeds' runs do not.
+  const plan = { tasks, harnesses, samples, ...(ev?.common_random_numbers === false ? {} : { samplingSeeds: `eval-seed-${config.seed}` }) };
   if ("cluster" in options) {
     const { steps, version, policyDir } = options.cluster;
     return summarise(await steps.evaluate(plan, label, version, policyDir, (done) => progress.update(done)), samples);

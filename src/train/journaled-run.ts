@@ -27,7 +27,7 @@ export interface JournaledRunOptions {
  * Returns every result (kept first, then new ones in the order they finished).
  */
 export async function runJournaled(stack: RolloutStack, plan: Omit<RolloutPlan, "idPrefix">, o: JournaledRunOptions): Promise<readonly RolloutResult[]> {
-  const { journal, opening } = EvalJournal.open(o.path, { label: o.label, policy: o.policy, taskIds: plan.tasks.map((t) => t.id), harnesses: plan.harnesses, samples: plan.samples });
+  const { journal, opening } = EvalJournal.open(o.path, { label: o.label, policy: o.policy, taskIds: plan.tasks.map((t) => t.id), harnesses: plan.harnesses, samples: plan.samples, ...(plan.samplingSeeds === undefined ? {} : { samplingSeeds: plan.samplingSeeds }) });
   o.onOpened?.(journal, opening);
   // After an earlier attempt (resumed, or another evaluation's file replaced), rollouts get ids of their own: the
   // records of rollouts a kill interrupted keep theirs and are not mixed in.

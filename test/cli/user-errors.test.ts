@@ -61,6 +61,12 @@ describe("CLI: careless input gets one line and a non-zero exit", () => {
   ])("%s --memory-mb out of range, before any work (with --cluster: before the queue is reached)", async (command, extra) =>
     expectOneLine(await runCli([command, "--tasks", "arith:test?n=1", "--out", join(dir, `mem-${command}`), "--memory-mb", "8", ...extra]), "invalid_arguments", /--memory-mb must be an integer from 16 to 1048576, got "8"/));
 
+  it.each([
+    ["rollout", []],
+    ["eval", ["--cluster", "redis://:x@127.0.0.1:1"]],
+  ])("%s --seeds with a space in it, before any work", async (command, extra) =>
+    expectOneLine(await runCli([command, "--tasks", "arith:test?n=1", "--out", join(dir, `seeds-${command}`), "--seeds", "two words", ...extra]), "invalid_arguments", /--seeds must be 1 to 200 printable characters without spaces/));
+
   it("eval with an unknown sandbox backend exits (it used to print the error and hang)", async () => {
     const t0 = Date.now();
     const r = await runCli(["eval", "--engine", `scripted:${join(dir, "agent.mjs")}`, "--tasks", "calcrun:test", "--harness", "chat-agent", "--samples", "1", "--sandbox", "docker"]);

@@ -83,3 +83,19 @@ describe("a rollout job's sampling.topK", () => {
     expect(() => parseRolloutJob(job)).toThrow(/sampling\.topK/);
   });
 });
+
+describe("a rollout job's samplingSeeds (an evaluation's common random numbers)", () => {
+  it("travels in the job's settings when the plan has a key, and is absent otherwise", async () => {
+    const suite = await loadSuite("arith:test?n=1");
+    const common = { runId: "crn", engine: "oracle", store: null, policyVersion: null, sampling: { temperature: 1, maxTokens: 64 }, settings: { maxTurns: 2, maxTokens: 64, harnessTimeoutMs: 30_000 } };
+    const [keyed] = jobsOfPlan({ tasks: suite.tasks, harnesses: ["chat-agent"], samples: 1, idPrefix: "crn", samplingSeeds: "eval-seed-3" }, common);
+    expect(parseRolloutJob(JSON.parse(JSON.stringify(keyed))).settings.samplingSeeds).toBe("eval-seed-3");
+    expect(parseRolloutJob(await aJob()).settings.samplingSeeds).toBeUndefined();
+  });
+
+  it.each([[""], ["x".repeat(201)], [7]])("refuses %j with invalid_cluster_job", async (bad) => {
+    const job = await aJob();
+    (job.settings as Record<string, unknown>).samplingSeeds = bad;
+    expect(() => parseRolloutJob(job)).toThrow(/settings\.samplingSeeds/);
+  });
+});

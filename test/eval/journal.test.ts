@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -46,7 +47,7 @@ describe("an evaluation journal keeps finished rollouts across a kill and never 
   });
 
   it("another policy version's, another plan's or another label's journal is started afresh, not counted", () => {
-    for (const other of [{ ...key, policy: "v2" }, { ...key, taskIds: ["t0", "t1"] }, { ...key, samples: 4 }, { ...key, label: "eval-after" }]) {
+    for (const other of [{ ...key, policy: "v2" }, { ...key, taskIds: ["t0", "t1"] }, { ...key, samples: 4 }, { ...key, label: "eval-after" }, { ...key, samplingSeeds: "eval-seed-0" }]) {
       const path = fresh();
       EvalJournal.open(path, key).journal.append(r("t0", 0));
       const reopened = EvalJournal.open(path, other);
@@ -55,6 +56,18 @@ describe("an evaluation journal keeps finished rollouts across a kill and never 
       expect(reopened.journal.done).toEqual([]);
       expect(lines(path)).toHaveLength(1);
     }
+  });
+
+  it("a plan without common random numbers keeps the digest journals had before the key existed; with them, its seeds join it", () => {
+    const path = fresh();
+    EvalJournal.open(path, key).journal.append(r("t0", 0));
+    const header = JSON.parse(lines(path)[0]!) as { plan: string };
+    expect(header.plan).toBe(createHash("sha256").update(JSON.stringify({ tasks: key.taskIds, harnesses: key.harnesses, samples: key.samples })).digest("hex").slice(0, 16));
+    const seeded = { ...key, samplingSeeds: "eval-seed-0" };
+    const other = fresh();
+    EvalJournal.open(other, seeded).journal.append(r("t0", 0));
+    expect(EvalJournal.open(other, seeded).opening.kept).toBe(1);
+    expect((JSON.parse(lines(other)[0]!) as { plan: string }).plan).not.toBe(header.plan);
   });
 
   it("a forged or foreign line restarts the evaluation rather than count it: a score the verifier did not give, a task outside the plan, a repeat, garbage", () => {

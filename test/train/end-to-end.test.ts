@@ -9,6 +9,7 @@ import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
 import { noiseTask } from "./noise-tasks.js";
 import { readMetrics } from "./run-files.js";
 import { tempDirs } from "../temp-dirs.js";
+import { SqliteStore } from "../../src/store/sqlite.js";
 
 const tempDir = tempDirs();
 
@@ -102,5 +103,30 @@ describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)"
     const rollouts = readFileSync(join(runDir, "rollouts.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { rolloutId: string; status: string });
     expect(rollouts.filter((r) => r.rolloutId.startsWith("s2-")).length).toBe(6);
     expect(rollouts.filter((r) => r.rolloutId.startsWith("s1-")).length).toBe(6);
+  });
+
+  it("evaluates before and after with common random numbers: each held-out rollout's calls draw the same seeds in both, training rollouts their own", () => {
+    const store = new SqliteStore(join(runDir, "records.sqlite"));
+    try {
+      const seeds = (prefix: string): Map<string, number[]> => {
+        const out = new Map<string, number[]>();
+        for (const c of store.listCalls()) {
+          if (!c.rolloutId?.startsWith(prefix)) continue;
+          const key = c.rolloutId.slice(prefix.length);
+          out.set(key, [...(out.get(key) ?? []), c.samplingUsed?.seed ?? NaN]);
+        }
+        return out;
+      };
+      const before = seeds("eval-before-");
+      const after = seeds("eval-after-");
+      expect(before.size).toBe(2);
+      for (const [key, s] of before) expect(after.get(key)?.[0]).toBe(s[0]);
+      // Training samples of a task must be independent: the same task's three samples, and its steps, differ.
+      const train = [...seeds("s1-"), ...seeds("s2-")].map(([, s]) => s[0]);
+      expect(new Set(train).size).toBe(train.length);
+      expect(train.some((t) => [...before.values()].some((b) => b[0] === t))).toBe(false);
+    } finally {
+      store.close();
+    }
   });
 });
