@@ -49,6 +49,8 @@ export interface EvalSummary {
   byHarness: Record<string, GroupMetrics>;
   byFamily: Record<string, GroupMetrics>;
   byHarnessFamily: Record<string, GroupMetrics>;
+  /** The common-random-numbers key its rollouts were sampled with (src/proxy/sampling-seeds.ts); absent: random seeds. */
+  samplingSeeds?: string;
 }
 
 function f1Of(r: RolloutResult): number | null {

@@ -36,7 +36,7 @@ export async function evaluatePolicy(ctx: RunContext, stack: RolloutStack, tasks
   const plan = { tasks, harnesses, samples, ...(ev?.common_random_numbers === false ? {} : { samplingSeeds: `eval-seed-${config.seed}` }) };
   if ("cluster" in options) {
     const { steps, version, policyDir } = options.cluster;
-    return summarise(await steps.evaluate(plan, label, version, policyDir, (done) => progress.update(done)), samples);
+    return keyed(summarise(await steps.evaluate(plan, label, version, policyDir, (done) => progress.update(done)), samples), plan.samplingSeeds);
   }
   const { log } = options;
   const results = await runJournaled(stack, plan, {
@@ -55,5 +55,10 @@ export async function evaluatePolicy(ctx: RunContext, stack: RolloutStack, tasks
     onResult: (_result, done) => progress.update(done),
     onRetry: (failed, attempt, attempts) => log(retryLine(failed, attempt, attempts)),
   });
-  return summarise(results, samples);
+  return keyed(summarise(results, samples), plan.samplingSeeds);
+}
+
+/** The summary says which random numbers its rollouts drew, so a later comparison knows whether they were common. */
+function keyed(summary: EvalSummary, samplingSeeds: string | undefined): EvalSummary {
+  return samplingSeeds === undefined ? summary : { ...summary, samplingSeeds };
 }

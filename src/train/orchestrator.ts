@@ -85,6 +85,11 @@ export interface PassDelta {
   groups: number;
   /** Paired: planned groups left out because one evaluation lost all of the group's rollouts to infra errors. */
   dropped: number;
+  /**
+   * Both evaluations drew the same random numbers per rollout (the same `samplingSeeds` key): the paired SE is then
+   * much smaller than with independent seeds (docs/training.md, common random numbers). Absent in older summaries.
+   */
+  commonRandomNumbers?: boolean;
 }
 
 function passTable(s: EvalSummary): PassTable {
@@ -93,7 +98,8 @@ function passTable(s: EvalSummary): PassTable {
 
 export function passDelta(before: EvalSummary, after: EvalSummary): PassDelta {
   const c: PassChange = passChange(before.overall, after.overall);
-  return { overall: c.change, stderr: c.stderr, z: c.z, paired: c.paired, groups: c.groups, dropped: c.dropped };
+  const common = before.samplingSeeds !== undefined && before.samplingSeeds === after.samplingSeeds;
+  return { overall: c.change, stderr: c.stderr, z: c.z, paired: c.paired, groups: c.groups, dropped: c.dropped, commonRandomNumbers: c.paired && common };
 }
 
 /**

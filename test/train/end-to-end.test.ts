@@ -117,6 +117,9 @@ describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)"
         }
         return out;
       };
+      // The summary says so: its change was measured on common random numbers (the run's seed keys them).
+      expect(summary.delta?.commonRandomNumbers).toBe(true);
+      for (const f of ["eval-before.json", "eval-after.json"]) expect((JSON.parse(readFileSync(join(runDir, f), "utf8")) as { samplingSeeds?: string }).samplingSeeds).toBe("eval-seed-1");
       const before = seeds("eval-before-");
       const after = seeds("eval-after-");
       expect(before.size).toBe(2);

@@ -64,9 +64,12 @@ describe("the quickstart seed sweep of issue 20 at CI size", () => {
     const config = readFileSync(join(dir, "s1", "config.yaml"), "utf8");
     expect(config).toMatch(/^seed: 1$/m);
     expect(config).toMatch(/preset: tiny-1m, seed: 1/);
-    const summary = json<{ steps: number; delta: { paired: boolean } | null }>(join(dir, "s1", "summary.json"));
+    const summary = json<{ steps: number; delta: { paired: boolean; commonRandomNumbers?: boolean } | null }>(join(dir, "s1", "summary.json"));
     expect(summary.steps).toBe(1);
     expect(summary.delta?.paired).toBe(true);
+    // Before and after drew the same random numbers per rollout, and the quickstart's closing line says so.
+    expect(summary.delta?.commonRandomNumbers).toBe(true);
+    expect(first.stdout).toMatch(/paired over the same \d+ task × harness groups, with common random numbers/);
     const sweep = json<Sweep>(join(dir, "s1", "sweep.json"));
     expect(sweep.seed).toBe(1);
     expect(sweep.attempts).toHaveLength(1);

@@ -34,7 +34,8 @@ function line(label: string, t: PassTable | null): string {
 function deltaLine(d: PassDelta): string {
   // `dropped` is absent from summaries written before it existed.
   const lost = d.dropped ?? 0;
-  const kind = !d.paired ? "independent evaluations" : lost > 0 ? `paired over ${d.groups} of the same ${d.groups + lost} task × harness groups; ${lost} lost every rollout to infrastructure errors in one evaluation` : `paired over the same ${d.groups} task × harness groups`;
+  const pairing = !d.paired ? "independent evaluations" : lost > 0 ? `paired over ${d.groups} of the same ${d.groups + lost} task × harness groups; ${lost} lost every rollout to infrastructure errors in one evaluation` : `paired over the same ${d.groups} task × harness groups`;
+  const kind = d.commonRandomNumbers === true ? `${pairing}, with common random numbers` : pairing;
   return `  change: ${d.overall >= 0 ? "+" : ""}${(100 * d.overall).toFixed(1)} points ± ${(100 * d.stderr).toFixed(1)} (${d.z.toFixed(1)} standard errors, ${kind})`;
 }
 
