@@ -25,7 +25,7 @@ export function seedRow(root, seed) {
     attempts: attempts.length,
     before: finite(summary?.before?.overall) ? { value: summary.before.overall, se: summary.before.overallStderr } : null,
     after: finite(summary?.after?.overall) ? { value: summary.after.overall, se: summary.after.overallStderr } : null,
-    change: d && finite(d.overall) ? { value: d.overall, se: d.stderr, z: d.z, paired: d.paired === true, groups: d.groups ?? null, dropped: finite(d.dropped) ? d.dropped : 0 } : null,
+    change: d && finite(d.overall) ? { value: d.overall, se: d.stderr, z: d.z, paired: d.paired === true, commonRandomNumbers: d.commonRandomNumbers === true, groups: d.groups ?? null, dropped: finite(d.dropped) ? d.dropped : 0 } : null,
     steps: summary ? { ran: summary.steps, planned: summary.plannedSteps, timeCapped: summary.timeCapped === true } : null,
     sft: summary?.warmStart ? { steps: summary.warmStart.steps, planned: summary.warmStart.plannedSteps, nll: summary.warmStart.finalNll, demoProb: finite(summary.warmStart.finalDemoProb) ? summary.warmStart.finalDemoProb : null } : null,
     timing: summary?.timing ?? null,
@@ -71,7 +71,7 @@ export function markdown(t) {
       lines.push(`| ${r.seed} | not finished${r.attempts > 0 ? ` (${r.attempts} attempt(s))` : ""} | | | | | | | | |`);
       continue;
     }
-    const c = r.change ? `**${signed(r.change.value)} ± ${pct(r.change.se)}** (z ${finite(r.change.z) ? r.change.z.toFixed(1) : "–"}${!r.change.paired ? ", unpaired" : r.change.dropped > 0 ? `, paired without ${r.change.dropped} group(s) lost to infra errors` : ""})` : "–";
+    const c = r.change ? `**${signed(r.change.value)} ± ${pct(r.change.se)}** (z ${finite(r.change.z) ? r.change.z.toFixed(1) : "–"}${!r.change.paired ? ", unpaired" : r.change.dropped > 0 ? `, paired without ${r.change.dropped} group(s) lost to infra errors` : ""}${r.change.commonRandomNumbers ? ", CRN" : ""})` : "–";
     const steps = r.steps ? `${r.steps.ran}/${r.steps.planned}${r.steps.timeCapped ? " (time cap)" : ""}` : "–";
     const sft = r.sft ? `${r.sft.steps}/${r.sft.planned} (${r.sft.nll.toFixed(4)}${r.sft.demoProb === null ? "" : `, ${r.sft.demoProb.toFixed(3)}`})` : "–";
     const wall = r.wallSeconds === null ? "–" : `${(r.wallSeconds / 60).toFixed(1)} min`;

@@ -45,7 +45,7 @@ interface Sweep {
 interface Table {
   finished: number;
   meets: { gain: number; time: number; both: number };
-  rows: { seed: number; finished: boolean; change: { value: number; z: number } | null; wallSeconds: number | null; verdict: { gain: boolean; time: boolean; both: boolean } }[];
+  rows: { seed: number; finished: boolean; change: { value: number; z: number; commonRandomNumbers: boolean } | null; wallSeconds: number | null; verdict: { gain: boolean; time: boolean; both: boolean } }[];
   changeAcrossSeeds: { n: number; mean: number | null; se: number | null };
 }
 
@@ -121,6 +121,9 @@ describe("the quickstart seed sweep of issue 20 at CI size", () => {
     expect(table.stdout).toContain("both by **1** of 2");
     expect(table.stdout).toContain("| 200/228 (0.0140, 0.412) |");
     expect(table.stdout).toContain("**+20.0 ± 5.0** (z 4.0, paired without 1 group(s) lost to infra errors)");
+    // Seed 1 ran with common random numbers (the default) and says so; the hand-written seed 2 has no such flag.
+    expect(t.rows.map((r) => r.change?.commonRandomNumbers)).toEqual([undefined, true, false]);
+    expect(table.stdout).toMatch(/\| 1 \|.*, CRN\)/);
     expect(readFileSync(join(dir, "table.md"), "utf8")).toBe(`${table.stdout.trimEnd()}\n`);
     const svg = readFileSync(join(dir, "seeds.svg"), "utf8");
     expect(svg.startsWith("<svg")).toBe(true);
