@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RolloutStack } from "../../src/rollout/stack.js";
 import { runRollouts, type RolloutPlan } from "../../src/rollout/runner.js";
 import { loadSuite } from "../../src/tasks/registry.js";
-import { createTrainer } from "../../src/trainer/index.js";
+import { initTinyPolicy } from "../train/served-policy.js";
 import { tempDirs } from "../temp-dirs.js";
 
 const tempDir = tempDirs();
@@ -21,12 +21,7 @@ describe("evaluations with common random numbers through llama.cpp and real harn
 
   beforeAll(async () => {
     const dir = join(tempDir("hrl-crn-"), "model");
-    const trainer = await createTrainer("torch");
-    try {
-      await trainer.init({ preset: "tiny-1m", seed: 7, out: dir });
-    } finally {
-      await trainer.close();
-    }
+    await initTinyPolicy(dir, 7);
     stack = await RolloutStack.open({ engine: `llamacpp:${dir}?threads=1&sequences=4`, store: "memory", sandbox: "bwrap", sampling: { temperature: 1, maxTokens: 32 } });
     const tasks = (await loadSuite("calcrun:test?n=3&seed=3")).tasks;
     const plans: { label: string; samplingSeeds?: string }[] = [{ label: "a", samplingSeeds: "eval-seed-0" }, { label: "b", samplingSeeds: "eval-seed-0" }, { label: "c", samplingSeeds: "eval-seed-1" }, { label: "d" }];

@@ -5,7 +5,7 @@ import { RolloutStack } from "../../src/rollout/stack.js";
 import { runRollouts } from "../../src/rollout/runner.js";
 import type { RolloutResult } from "../../src/tasks/rollout-result.js";
 import { loadSuite } from "../../src/tasks/registry.js";
-import { createTrainer } from "../../src/trainer/index.js";
+import { initTinyPolicy } from "../train/served-policy.js";
 import { tempDirs } from "../temp-dirs.js";
 
 const tempDir = tempDirs();
@@ -20,12 +20,7 @@ describe("a random-token policy through the built-in harnesses", () => {
 
   beforeAll(async () => {
     const dir = join(tempDir("hrl-random-"), "model");
-    const trainer = await createTrainer("torch");
-    try {
-      await trainer.init({ preset: "tiny-1m", seed: 5, out: dir });
-    } finally {
-      await trainer.close();
-    }
+    await initTinyPolicy(dir, 5);
     stack = await RolloutStack.open({ engine: `llamacpp:${dir}?threads=1&sequences=8`, store: "memory", sandbox: "bwrap", sampling: { temperature: 1, maxTokens: 48 } });
     const tasks = (await loadSuite("mix:test?n=6&seed=4")).tasks;
     results = await runRollouts(stack, { tasks, harnesses: ["chat-agent", "claw-agent", "resp-agent", "central-agent"], samples: 1, idPrefix: "random" }, { concurrency: 6, settings: { maxTurns: 3, maxTokens: 48 } });

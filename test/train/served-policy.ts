@@ -28,11 +28,11 @@ export async function serveModel(modelDir: string, dir: string, tokens: { token:
   return { engine, service, url };
 }
 
-/** A tiny-1m policy (seed 3) made by the torch worker in `dir`. */
-export async function initTinyPolicy(dir: string): Promise<void> {
+/** A tiny-1m policy (untrained: near-uniform tokens) made by the torch worker in `dir`. */
+export async function initTinyPolicy(dir: string, seed = 3): Promise<void> {
   const trainer = await TorchTrainer.start({ threads: 1 });
   try {
-    await trainer.init({ preset: "tiny-1m", seed: 3, out: dir });
+    await trainer.init({ preset: "tiny-1m", seed, out: dir });
   } finally {
     await trainer.close();
   }
