@@ -14,8 +14,17 @@ export default tseslint.config(
       "@typescript-eslint/consistent-type-imports": "error",
       "no-constant-condition": ["error", { checkLoops: false }],
       "max-lines": ["error", { max: 700, skipBlankLines: true, skipComments: true }],
+      // ChildProcess.kill(signal) on a child whose spawn failed is kill(0, signal): our own process group.
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: "CallExpression[callee.type='MemberExpression'][callee.property.name='kill'][callee.object.name!='process'][arguments.length=1]",
+          message: "Signal a child process with killChild (src/core/kill-child.ts): a kill() after a failed spawn signals our own process group.",
+        },
+      ],
     },
   },
+  { files: ["src/core/kill-child.ts"], rules: { "no-restricted-syntax": "off" } },
   // The dashboard's browser client: plain ES modules run by the browser, uPlot loaded before them.
   {
     files: ["src/dashboard/static/**/*.js", "src/report/static/**/*.js"],

@@ -19,6 +19,7 @@ const SLOW_TESTS = [
   "test/sandbox/bwrap-*.test.ts",
   "test/sandbox/disk-meter.test.ts",
   "test/sandbox/launcher.test.ts",
+  "test/core/kill-child.test.ts",
   "test/sandbox/local-contract.test.ts",
   "test/rollout/oracle-builtin.test.ts",
   "test/rollout/oracle-real.test.ts",

@@ -78,7 +78,8 @@ function startIn(prefix, argv, { env, logFile, ready, timeoutMs = 180_000 }) {
 }
 
 async function stopChild(child, signal = "SIGTERM") {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  // pid undefined: the spawn failed, and kill() would signal our own process group (src/core/kill-child.ts).
+  if (!child || child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const done = new Promise((r) => child.once("exit", r));
   child.kill(signal);
   const t = setTimeout(() => child.kill("SIGKILL"), 15_000);

@@ -160,7 +160,8 @@ export async function startLocalPostgres(options = {}) {
     }
   };
 
-  const killOnExit = () => server.process?.kill("SIGKILL");
+  // Only a started process: kill() after a failed spawn signals our own process group (src/core/kill-child.ts).
+  const killOnExit = () => server.process?.pid !== undefined && server.process.exitCode === null && server.process.kill("SIGKILL");
   process.once("exit", killOnExit);
   try {
     await launch();
@@ -192,7 +193,7 @@ export async function startLocalPostgres(options = {}) {
 }
 
 async function stopProcess(child) {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  if (!child || child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((r) => child.once("exit", r));
   // SIGINT: Postgres's "fast" shutdown (rolls back open transactions, disconnects clients).
   child.kill("SIGINT");

@@ -160,6 +160,8 @@ child.on("exit", (code, signal) => {
   // Let the reader drain what the kernel still holds, then stop it.
   setTimeout(() => {
     // The instance can only be removed once nothing holds its trace_pipe open.
+    // A reader whose spawn failed has closed already, and its kill() would be kill(0): our own group.
+    if (trace.reader.pid === undefined) return trace.sink.end(finish);
     trace.reader.once("close", () => trace.sink.end(finish));
     trace.reader.kill();
   }, 1000);

@@ -30,6 +30,7 @@ import { RolloutStack } from "../rollout/stack.js";
 import { openStore } from "../store/registry.js";
 import { loadSuite } from "../tasks/registry.js";
 import { latencySummary } from "./stats.js";
+import { killChild } from "../core/kill-child.js";
 
 const { values } = parseArgs({ options: { tasks: { type: "string", default: "8" }, capacity: { type: "string", default: "2" }, out: { type: "string", default: "docs/bench/cluster.json" } } });
 const nTasks = Number(values.tasks);
@@ -141,7 +142,7 @@ async function cluster(plan: RolloutPlan, dir: string, url: string, nodes: numbe
     };
   } finally {
     await dispatcher.close();
-    for (const p of procs) p.kill("SIGTERM");
+    for (const p of procs) killChild(p, "SIGTERM");
     for (const p of procs) await Promise.race([new Promise((r) => p.once("exit", r)), sleep(30_000)]);
   }
 }

@@ -34,6 +34,7 @@ import { openStore } from "../store/registry.js";
 import { SqliteStore } from "../store/sqlite.js";
 import { latencySummary as summary } from "./stats.js";
 import { InfraError, UserError } from "../core/errors.js";
+import { killChild } from "../core/kill-child.js";
 
 const ANSWER = "Done: the change is applied and the tests pass.";
 const TURNS_PER_SESSION = 4;
@@ -318,7 +319,7 @@ async function startChild(db: string, profileDir: string | undefined): Promise<C
     stop: () =>
       new Promise<void>((r) => {
         child.once("exit", () => r());
-        child.kill("SIGTERM");
+        killChild(child, "SIGTERM");
       }),
   };
 }

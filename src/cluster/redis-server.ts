@@ -5,6 +5,7 @@ import { createServer } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
 import { InfraError } from "../core/errors.js";
+import { killChild } from "../core/kill-child.js";
 
 /**
  * A private redis-server for tests, benchmarks and single-machine clusters: bound to one address, a random password
@@ -79,14 +80,14 @@ export async function startRedisServer(options: RedisServerOptions): Promise<Red
       if (c.exitCode !== null) break;
       if (await pingOnce(host, port, password, options.netns)) return;
     }
-    c.kill("SIGKILL");
+    killChild(c, "SIGKILL");
     throw new InfraError("redis_start_failed", `redis-server on ${host}:${port} did not come up: ${stderr.trim().slice(-500)}`);
   };
   const stopWith = async (signal: NodeJS.Signals): Promise<void> => {
     const c = child;
     if (!c || c.exitCode !== null || c.signalCode !== null) return;
-    c.kill(signal);
-    const t = setTimeout(() => c.kill("SIGKILL"), 5000);
+    killChild(c, signal);
+    const t = setTimeout(() => killChild(c, "SIGKILL"), 5000);
     await exited(c);
     clearTimeout(t);
   };

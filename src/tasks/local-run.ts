@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { installVerifier, writeFileMap } from "./materialize.js";
 import { TOOL_LOG_DIR, VERIFIER_LOG_DIR, type OracleStep, type Task } from "./task.js";
 import { parseVerifierOutput, type VerifierResult } from "./verifier-result.js";
+import { killChild } from "../core/kill-child.js";
 
 /**
  * Runs task programs as plain local processes (no sandbox): for tests, `harnessrl tasks check` and trusted built-in
@@ -33,7 +34,7 @@ export function runProcess(argv: string[], cwd: string, timeoutMs = DEFAULT_TIME
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      child.kill("SIGKILL");
+      killChild(child, "SIGKILL");
     }, timeoutMs);
     child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
     child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));

@@ -5,6 +5,7 @@ import { pythonExecutable, workerPackageDir } from "./paths.js";
 import type { DistributedOptions } from "./types.js";
 import { MessageDecoder, encodeMessage, type WireArray, type WireDtype, type WireMessage } from "./wire.js";
 import { WORKER_OPS, type WorkerArgs, type WorkerOp, type WorkerOpSpec } from "./worker-ops.js";
+import { killChild } from "../core/kill-child.js";
 
 /** The protocol version this client speaks; the worker reports its own in `hello`. */
 export const WORKER_PROTOCOL_VERSION = 1;
@@ -155,7 +156,7 @@ export class WorkerClient {
     // its stdin close once the op is done, minutes later for a large step. It must not outlive us.
     const child = this.child;
     const killOnExit = (): void => {
-      child.kill("SIGKILL");
+      killChild(child, "SIGKILL");
     };
     process.on("exit", killOnExit);
     child.once("close", () => process.off("exit", killOnExit));
@@ -215,7 +216,7 @@ export class WorkerClient {
           ? setTimeout(() => {
               const err = new InfraError("worker_timeout", `trainer worker did not answer ${op} within ${timeoutMs} ms; the worker was stopped`, { retryable: true });
               this.fail(err);
-              this.child.kill("SIGKILL");
+              killChild(this.child, "SIGKILL");
             }, timeoutMs)
           : undefined;
       this.pending.set(id, { op, resolve, reject, timer });
@@ -234,14 +235,14 @@ export class WorkerClient {
       }
       this.child.stdin?.end();
     }
-    const timer = setTimeout(() => this.child.kill("SIGKILL"), graceMs);
+    const timer = setTimeout(() => killChild(this.child, "SIGKILL"), graceMs);
     await this.exited;
     clearTimeout(timer);
   }
 
   /** Stops the worker immediately (pending requests fail with worker_died). */
   async kill(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGKILL");
+    if (this.child.exitCode === null && this.child.signalCode === null) killChild(this.child, "SIGKILL");
     await this.exited;
   }
 
@@ -252,7 +253,7 @@ export class WorkerClient {
     } catch (e) {
       // A corrupt stream cannot be resynchronised: stop the worker, fail everything.
       this.fail(e instanceof InfraError ? e : new InfraError("worker_protocol", errorMessage(e)));
-      this.child.kill("SIGKILL");
+      killChild(this.child, "SIGKILL");
       return;
     }
     for (const m of messages) this.dispatch(m);

@@ -12,6 +12,7 @@ import { jobsOfPlan } from "../../src/cluster/plan.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import { REPO_ROOT, runCli } from "../setup/cli.js";
 import { usePrivateRedis } from "../cluster/private-redis.js";
+import { killChild } from "../../src/core/kill-child.js";
 
 /**
  * `harnessrl node`'s health and sandbox flags: malformed values are refused in one line before anything starts, and
@@ -81,8 +82,8 @@ describe("harnessrl node flags", () => {
       }
       expect(reason).toContain(join(blocker, "state"));
     } finally {
-      child.kill("SIGTERM");
-      const killer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+      killChild(child, "SIGTERM");
+      const killer = setTimeout(() => killChild(child, "SIGKILL"), 20_000);
       await exited;
       clearTimeout(killer);
       await queue.close();

@@ -7,6 +7,7 @@ import { createEngine } from "../../src/engine/index.js";
 import { DEFAULT_SAMPLING, isHotSwappable } from "../../src/engine/types.js";
 import { writeRandomModelDir, type RandomModelSpec } from "../../src/weights/random-model.js";
 import { REPO_ROOT, runCli } from "../setup/cli.js";
+import { killChild } from "../../src/core/kill-child.js";
 
 const root = mkdtempSync(join(tmpdir(), "hrl-cli-serve-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -54,10 +55,10 @@ describe("harnessrl serve (the compiled CLI)", () => {
         if (saved.admin === undefined) delete process.env.HARNESSRL_SERVE_ADMIN_TOKEN;
       }
       expect(stdout).toMatch(/policy version 1 served/);
-      child.kill("SIGTERM");
+      killChild(child, "SIGTERM");
       expect(await exited).toBe(0);
     } finally {
-      if (child.exitCode === null) child.kill("SIGKILL");
+      if (child.exitCode === null) killChild(child, "SIGKILL");
     }
   }, 120_000);
 

@@ -9,6 +9,7 @@ import { loadSuite } from "../../src/tasks/registry.js";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
 import { noiseTask } from "../train/noise-tasks.js";
 import { REPO_ROOT } from "../setup/cli.js";
+import { killChild } from "../../src/core/kill-child.js";
 
 /** Pids of live processes whose environment carries `marker` (the CLI's children inherit it: the torch worker). */
 function processesWithMarker(marker: string): number[] {
@@ -92,7 +93,7 @@ describe("SIGTERM stops `harnessrl train` and everything it started within secon
       expect(child.exitCode, stderr).toBeNull();
       expect(rolloutSandbox(), stderr).toBe(true);
       const sent = Date.now();
-      child.kill("SIGTERM");
+      killChild(child, "SIGTERM");
       const end = await Promise.race([exited, sleep(10_000).then(() => null)]);
       expect(end, "train still running 10 s after SIGTERM").not.toBeNull();
       expect(end!.code).toBe(143);
@@ -102,7 +103,7 @@ describe("SIGTERM stops `harnessrl train` and everything it started within secon
       expect(processesWithMarker(marker)).toEqual([]);
       expect(existsSync(sandboxRoot) ? readdirSync(sandboxRoot) : []).toEqual([]);
     } finally {
-      if (child.exitCode === null) child.kill("SIGKILL");
+      if (child.exitCode === null) killChild(child, "SIGKILL");
       for (const pid of processesWithMarker(marker)) process.kill(pid, "SIGKILL");
     }
   }, 400_000);
@@ -161,7 +162,7 @@ describe("SIGTERM stops `harnessrl train` and everything it started within secon
       const planterFinished = planterDone();
       workspaces("");
       const sent = Date.now();
-      child.kill("SIGTERM");
+      killChild(child, "SIGTERM");
       const end = await Promise.race([exited, sleep(10_000).then(() => null)]);
       expect(end, `rollout still running 10 s after SIGTERM (planter finished: ${planterFinished})`).not.toBeNull();
       expect(end!.code).toBe(143);
@@ -174,7 +175,7 @@ describe("SIGTERM stops `harnessrl train` and everything it started within secon
       // And the planted FIFOs never held the host: the planter's rollout had ended, scored by its verifier.
       expect(planterFinished).toBe(true);
     } finally {
-      if (child.exitCode === null) child.kill("SIGKILL");
+      if (child.exitCode === null) killChild(child, "SIGKILL");
       for (const pid of [...processesWithMarker(marker), ...sandboxProcesses(dirs, ids)]) process.kill(pid, "SIGKILL");
     }
   }, 300_000);

@@ -12,6 +12,7 @@ import { loadSuite } from "../../src/tasks/registry.js";
 import { writeNativeSuite } from "../../src/tasks/layout-native.js";
 import { runCli } from "../setup/cli.js";
 import { landed, localSessions, startNetnsCluster, type NetnsCluster } from "./netns-cluster.js";
+import { killChild } from "../../src/core/kill-child.js";
 
 // Three rollout nodes, each in its own network namespace, pulling from Redis in the control plane's namespace; the
 // `rollout` command dispatches from there. Real sandboxes, real capture proxies, the oracle policy.
@@ -70,11 +71,11 @@ describe.skipIf(!netnsAvailable())("a cluster of three namespace nodes", () => {
         .filter(([id, sessions]) => id.startsWith("rollout-") && sessions.length > 0);
       if (pending.length > 0) {
         // Freeze the node before deciding: a rollout seen unlanded could otherwise land between the check and the kill.
-        victim.proc.kill("SIGSTOP");
+        killChild(victim.proc, "SIGSTOP");
         const landedIds = new Set(landed(join(out, "records.sqlite")).map((x) => x.rolloutId));
         const hit = pending.find(([id]) => !landedIds.has(id));
         if (hit) [killedRollout, deadSessions] = hit;
-        else victim.proc.kill("SIGCONT");
+        else killChild(victim.proc, "SIGCONT");
       }
       if (!killedRollout) await sleep(50);
     }

@@ -6,6 +6,7 @@ import { createNetnsTopology, type NetnsTopology } from "../../src/cluster/netns
 import { startRedisServer, type RedisServerHandle } from "../../src/cluster/redis-server.js";
 import { SqliteStore } from "../../src/store/sqlite.js";
 import { REPO_ROOT, type CliResult } from "../setup/cli.js";
+import { killChild } from "../../src/core/kill-child.js";
 
 /**
  * A whole cluster on this machine for the fault tests: Redis in the control plane's network namespace, N rollout
@@ -71,7 +72,7 @@ export async function startNetnsCluster(root: string, n: number, nodeArgs: strin
     const kill = async (i: number, signal: NodeJS.Signals = "SIGKILL"): Promise<void> => {
       const p = nodes[i]?.proc;
       if (!p) return;
-      p.kill(signal);
+      killChild(p, signal);
       await Promise.race([exited(p), sleep(20_000)]);
     };
     const running = new Set<ChildProcess>();
@@ -84,7 +85,7 @@ export async function startNetnsCluster(root: string, n: number, nodeArgs: strin
         let stderr = "";
         child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
         child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-        const t = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+        const t = setTimeout(() => killChild(child, "SIGKILL"), timeoutMs);
         child.on("error", reject);
         child.on("close", (code) => {
           running.delete(child);
@@ -116,9 +117,9 @@ export async function startNetnsCluster(root: string, n: number, nodeArgs: strin
       });
     cleanups.push(async () => {
       for (const p of services) {
-        p.kill("SIGTERM");
+        killChild(p, "SIGTERM");
         await Promise.race([exited(p), sleep(15_000)]);
-        p.kill("SIGKILL");
+        killChild(p, "SIGKILL");
       }
     });
     const r = redis;
@@ -131,11 +132,11 @@ export async function startNetnsCluster(root: string, n: number, nodeArgs: strin
       kill,
       cli,
       killCli: () => {
-        for (const c of running) c.kill("SIGKILL");
+        for (const c of running) killChild(c, "SIGKILL");
       },
       service,
       close: async () => {
-        for (const c of running) c.kill("SIGKILL");
+        for (const c of running) killChild(c, "SIGKILL");
         for (let i = 0; i < nodes.length; i++) await kill(i, "SIGKILL");
         for (const c of cleanups) await c();
         await r.kill();
@@ -143,7 +144,7 @@ export async function startNetnsCluster(root: string, n: number, nodeArgs: strin
       },
     };
   } catch (e) {
-    for (const node of nodes) node?.proc.kill("SIGKILL");
+    for (const node of nodes) if (node) killChild(node.proc, "SIGKILL");
     await redis?.kill();
     topo.destroy();
     throw e;

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { procStatFields } from "../../src/core/proc-stat.js";
 import { tempDirs } from "../temp-dirs.js";
+import { killChild } from "../../src/core/kill-child.js";
 
 const tempDir = tempDirs();
 
@@ -24,7 +25,7 @@ describe("procStatFields (/proc/<pid>/stat after the command name)", () => {
       expect(f?.[1]).toBe(String(process.pid));
       expect(Number(f?.[19])).toBeGreaterThan(0);
     } finally {
-      child.kill("SIGKILL");
+      killChild(child, "SIGKILL");
     }
   });
 

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { procStatFields } from "../../src/core/proc-stat.js";
 import { killReapedGroup } from "../../src/core/process-group.js";
+import { killChild } from "../../src/core/kill-child.js";
 
 const gone = (pid: number): boolean => {
   const state = procStatFields(pid)?.[0];
@@ -44,7 +45,7 @@ describe("killReapedGroup (the group of a leader that has exited)", () => {
       expect(gone(stranger.pid!)).toBe(false);
       expect(stranger.exitCode).toBeNull();
     } finally {
-      stranger.kill("SIGKILL");
+      killChild(stranger, "SIGKILL");
     }
   });
 });

@@ -9,6 +9,7 @@ import type { ClusterSnapshot } from "../../src/dashboard/cluster.js";
 import { startDashboard, type Dashboard } from "../../src/dashboard/server.js";
 import { FAILED_REASON, startClusterDashboard, type ClusterDashboard, type ClusterFixture } from "./cluster-fixture.js";
 import { getJson, rawGet } from "./http.js";
+import { killChild } from "../../src/core/kill-child.js";
 
 const repo = join(import.meta.dirname, "..", "..");
 const root = mkdtempSync(join(tmpdir(), "harnessrl-dash-cluster-"));
@@ -85,10 +86,10 @@ describe("the cluster page's API over a real Redis and BullMQ queue", () => {
       expect(snap.jobs).toMatchObject({ waiting: 3, running: 1, failed: 1 });
       expect(snap.nodes.map((n) => n.nodeId)).toContain("node-a");
     } finally {
-      child.kill("SIGTERM");
+      killChild(child, "SIGTERM");
       const t1 = Date.now();
       while (child.exitCode === null && child.signalCode === null && Date.now() - t1 < 10_000) await sleep(50);
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      if (child.exitCode === null && child.signalCode === null) killChild(child, "SIGKILL");
     }
     expect(child.exitCode).toBe(0);
   }, 60_000);

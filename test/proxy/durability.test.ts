@@ -7,6 +7,7 @@ import OpenAI from "openai";
 import { afterAll, describe, expect, it } from "vitest";
 import { SqliteStore } from "../../src/store/sqlite.js";
 import { expectTokenExactChain } from "./helpers.js";
+import { killChild } from "../../src/core/kill-child.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const agent = join(root, "test", "proxy", "fixtures", "echo-agent.mjs");
@@ -41,7 +42,7 @@ async function startCli(db: string): Promise<Running> {
 
 async function killed(child: ChildProcessWithoutNullStreams, signal: NodeJS.Signals): Promise<void> {
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
-  child.kill(signal);
+  killChild(child, signal);
   await exited;
 }
 

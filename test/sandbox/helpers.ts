@@ -8,6 +8,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll } from "vitest";
 import { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";
+import { killChild } from "../../src/core/kill-child.js";
 
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const DIST_SANDBOX = join(REPO_ROOT, "dist", "sandbox", "index.js");
@@ -108,7 +109,7 @@ export function sleep(ms: number): Promise<void> {
 const controlPlanes = new Set<ChildProcess>();
 // A failing assertion must not leave a stand-in control plane (and its sandbox) running after the test run.
 process.on("exit", () => {
-  for (const c of controlPlanes) c.kill("SIGKILL");
+  for (const c of controlPlanes) killChild(c, "SIGKILL");
 });
 
 /** Runs a node ESM snippet as a separate control-plane process; resolves when it prints `line` on stdout. */
@@ -126,7 +127,7 @@ export function spawnControlPlane(code: string, readyPrefix: string): Promise<{ 
       const line = buf.split("\n").find((l) => l.startsWith(readyPrefix));
       if (line) {
         clearTimeout(timer);
-        resolve({ pid: child.pid ?? -1, line, kill: () => child.kill("SIGKILL"), exited });
+        resolve({ pid: child.pid ?? -1, line, kill: () => killChild(child, "SIGKILL"), exited });
       }
     });
     child.on("exit", (code) => {

@@ -5,6 +5,7 @@ import { describe, expect, it, onTestFinished } from "vitest";
 import { Launcher, launcherScript } from "../../src/sandbox/launcher/client.js";
 import type { LaunchExit, Launched } from "../../src/sandbox/launcher/types.js";
 import { tempRoot } from "./helpers.js";
+import { killChild } from "../../src/core/kill-child.js";
 
 const script = launcherScript();
 if (!script) throw new Error("the launcher is not built (npm run build)");
@@ -137,7 +138,42 @@ if (process.argv[2] === "exit") { console.log("done"); } else {
     const line = await new Promise<string>((resolve) => child.stdout.on("data", (c: Buffer) => resolve(String(c))));
     const { launcher, sleeper } = JSON.parse(line) as { launcher: number; sleeper: number };
     expect(alive(launcher) && alive(sleeper)).toBe(true);
-    child.kill("SIGKILL");
+    killChild(child, "SIGKILL");
     expect(await until(() => !alive(launcher) && !alive(sleeper), 10_000)).toBe(true);
+  });
+});
+
+describe("a launch whose spawn fails, killed before the failure is reported", () => {
+  // What SIGKILLed CI's whole test run: Node gives a failed spawn's handle pid 0 until the next tick, so a kill in
+  // that window is kill(0) — the control plane's own process group. The scenario runs in a control plane started in
+  // a session of its own, so a regression kills only that process, which the test then reports.
+  it.each([
+    ["through the launcher process (spawn and kill in one IPC read)", "process"],
+    ["spawned directly by the control plane", "direct"],
+  ])("reports the failed start %s and signals no process group", async (_name, mode) => {
+    const root = tempRoot("launcher-failed-spawn");
+    onTestFinished(() => root.remove());
+    const client = new URL("../../dist/sandbox/launcher/client.js", import.meta.url).pathname;
+    const controlPlane = join(root.path, "control-plane.mjs");
+    writeFileSync(controlPlane, `
+import { Launcher, launcherScript } from ${JSON.stringify(client)};
+const launcher = new Launcher(process.argv[2] === "direct" ? null : launcherScript());
+// The first launch forks the launcher: the spawn and its kill queue on the new channel and arrive in one read.
+const gone = launcher.launch({ file: "/bin/sh", args: ["-c", "exit 0"], cwd: ${JSON.stringify(join(root.path, "removed-sandbox-dir"))}, env: {} });
+gone.kill();
+const exit = await gone.exited;
+await new Promise((r) => setTimeout(r, 300)); // a stray group kill would land by now
+console.log(JSON.stringify({ external: launcher.external, exit }));
+launcher.close();
+`);
+    const child = spawn(process.execPath, [controlPlane, mode], { stdio: ["ignore", "pipe", "inherit"], detached: true });
+    let out = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on("close", (c, s) => resolve([c, s])));
+    expect({ code, signal }, "the control plane was signalled: a kill reached its process group").toEqual({ code: 0, signal: null });
+    const report = JSON.parse(out) as { external: boolean; exit: LaunchExit };
+    expect(report.external).toBe(mode === "process");
+    expect(report.exit.code).toBeNull();
+    expect(report.exit.diagnostics).toMatch(/ENOENT|cannot start/);
   });
 });

@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { SqliteStore } from "../../src/store/sqlite.js";
+import { killChild } from "../../src/core/kill-child.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const dist = join(here, "..", "..", "dist");
@@ -27,7 +28,7 @@ describe("SqliteStore durability", () => {
         buffered = lines.pop() ?? "";
         for (const l of lines) if (l.startsWith("ok ")) acknowledged.push(l.slice(3));
         if (acknowledged.length >= 150) {
-          child.kill("SIGKILL");
+          killChild(child, "SIGKILL");
           resolve();
         }
       });

@@ -23,6 +23,7 @@ import { noiseTask } from "./noise-tasks.js";
 import { startNodes } from "./cluster-nodes.js";
 import { rlRows } from "./run-files.js";
 import { serveModel, startServedPolicy } from "./served-policy.js";
+import { killChild } from "../../src/core/kill-child.js";
 
 // `harnessrl train` with a cluster: section. A private redis-server (the project's starter), `harnessrl serve`'s
 // service on a tiny preset, two rollout nodes (real bwrap sandboxes and capture proxies) and a central SQLite store.
@@ -128,7 +129,7 @@ describe("train on a cluster: two rollout nodes, a served policy, a central stor
         inFlight = (await queue.getActive()).map((j) => j.id ?? "").filter((id) => /\.s2-/.test(id));
         if (inFlight.length === 0) await sleep(100);
       }
-      child.kill("SIGKILL");
+      killChild(child, "SIGKILL");
       killed = { ...(await exited), stderr };
     } finally {
       await queue.close();

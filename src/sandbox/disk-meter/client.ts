@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { diskUsage } from "../disk-usage.js";
 import { compiledScript } from "../../core/compiled-script.js";
+import { killChild } from "../../core/kill-child.js";
 
 /**
  * The control plane's side of the disk meter (main.ts: why measuring runs in a small child process). `measure` asks
@@ -38,7 +39,7 @@ export class DiskMeter {
 
   /** Stops the meter (it also exits by itself when this process ends: its stdin closes). */
   close(): void {
-    this.child?.kill("SIGKILL");
+    if (this.child) killChild(this.child, "SIGKILL");
     this.child = undefined;
     this.measureHere();
   }

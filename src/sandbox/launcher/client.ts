@@ -4,6 +4,7 @@ import { launchDirect } from "./direct.js";
 import { isFromLauncher, type ExitedReport, type ToLauncher } from "./protocol.js";
 import type { LaunchExit, LaunchSpec, Launched } from "./types.js";
 import { compiledScript } from "../../core/compiled-script.js";
+import { killChild } from "../../core/kill-child.js";
 
 /** Set to `direct` to spawn sandboxes from this process by default (BwrapBackendOptions.launcher). */
 export const LAUNCHER_ENV = "HARNESSRL_SANDBOX_LAUNCHER";
@@ -125,7 +126,7 @@ export class Launcher {
 
   /** Stops the launcher process (what it started dies with it); later launches spawn here. */
   close(): void {
-    this.child?.kill("SIGKILL");
+    if (this.child) killChild(this.child, "SIGKILL");
     this.failures = Number.POSITIVE_INFINITY;
   }
 

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { errorMessage } from "../../core/errors.js";
 import { keepTail, type LaunchExit, type LaunchSpec, type Launched } from "./types.js";
+import { killChild } from "../../core/kill-child.js";
 
 /**
  * Starts `spec` as a child of this process, with pipes. Used where the launcher process is not available (not built,
@@ -46,7 +47,7 @@ export function launchDirect(spec: LaunchSpec): Launched {
     kill() {
       if (ended || child.pid === undefined) return;
       try {
-        child.kill("SIGKILL");
+        killChild(child, "SIGKILL");
       } catch {
         // already gone
       }

@@ -20,6 +20,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { isToLauncher, type ExitedReport, type SpawnRequest, type SpawnedReport } from "./protocol.js";
 import { keepTail } from "./types.js";
+import { killChild } from "../../core/kill-child.js";
 
 /** Makes the shared socket on fd 0 the process's stdout too, then becomes the requested program. */
 const DUP_STDOUT = 'exec 1>&0; exec "$@"';
@@ -75,11 +76,16 @@ function start(req: SpawnRequest): void {
 
 process.on("message", (m: unknown) => {
   if (!isToLauncher(m)) return;
-  if (m.t === "spawn") start(m);
-  else children.get(m.id)?.kill("SIGKILL");
+  if (m.t === "spawn") {
+    start(m);
+    return;
+  }
+  // A kill can arrive in the same IPC read as its spawn, before a failed spawn's error is reported: killChild.
+  const child = children.get(m.id);
+  if (child) killChild(child, "SIGKILL");
 });
 
 process.on("disconnect", () => {
-  for (const child of children.values()) child.kill("SIGKILL");
+  for (const child of children.values()) killChild(child, "SIGKILL");
   process.exit(0);
 });
