@@ -14,7 +14,7 @@ export default tseslint.config(
       "@typescript-eslint/consistent-type-imports": "error",
       "no-constant-condition": ["error", { checkLoops: false }],
       "max-lines": ["error", { max: 700, skipBlankLines: true, skipComments: true }],
-      // ChildProcess.kill(signal) on a child whose spawn failed is kill(0, signal): our own process group.
+      // ChildProcess.kill(signal) on a child whose spawn failed can be kill(0, signal): our own process group.
       "no-restricted-syntax": [
         "error",
         {
