@@ -242,7 +242,7 @@ export class WorkerClient {
 
   /** Stops the worker immediately (pending requests fail with worker_died). */
   async kill(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) killChild(this.child, "SIGKILL");
+    killChild(this.child, "SIGKILL");
     await this.exited;
   }
 

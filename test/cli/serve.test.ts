@@ -58,7 +58,7 @@ describe("harnessrl serve (the compiled CLI)", () => {
       killChild(child, "SIGTERM");
       expect(await exited).toBe(0);
     } finally {
-      if (child.exitCode === null) killChild(child, "SIGKILL");
+      killChild(child, "SIGKILL");
     }
   }, 120_000);
 

@@ -103,7 +103,7 @@ describe("SIGTERM stops `harnessrl train` and everything it started within secon
       expect(processesWithMarker(marker)).toEqual([]);
       expect(existsSync(sandboxRoot) ? readdirSync(sandboxRoot) : []).toEqual([]);
     } finally {
-      if (child.exitCode === null) killChild(child, "SIGKILL");
+      killChild(child, "SIGKILL");
       for (const pid of processesWithMarker(marker)) process.kill(pid, "SIGKILL");
     }
   }, 400_000);
@@ -175,7 +175,7 @@ describe("SIGTERM stops `harnessrl train` and everything it started within secon
       // And the planted FIFOs never held the host: the planter's rollout had ended, scored by its verifier.
       expect(planterFinished).toBe(true);
     } finally {
-      if (child.exitCode === null) killChild(child, "SIGKILL");
+      killChild(child, "SIGKILL");
       for (const pid of [...processesWithMarker(marker), ...sandboxProcesses(dirs, ids)]) process.kill(pid, "SIGKILL");
     }
   }, 300_000);

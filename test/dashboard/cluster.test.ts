@@ -89,7 +89,7 @@ describe("the cluster page's API over a real Redis and BullMQ queue", () => {
       killChild(child, "SIGTERM");
       const t1 = Date.now();
       while (child.exitCode === null && child.signalCode === null && Date.now() - t1 < 10_000) await sleep(50);
-      if (child.exitCode === null && child.signalCode === null) killChild(child, "SIGKILL");
+      killChild(child, "SIGKILL");
     }
     expect(child.exitCode).toBe(0);
   }, 60_000);

@@ -45,7 +45,7 @@ export function launchDirect(spec: LaunchSpec): Launched {
     },
     exited,
     kill() {
-      if (ended || child.pid === undefined) return;
+      if (ended) return;
       try {
         killChild(child, "SIGKILL");
       } catch {
