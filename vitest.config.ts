@@ -31,6 +31,7 @@ const SLOW_TESTS = [
   "test/tasks/baselines.test.ts",
   "test/tasks/verifiers.test.ts",
   "test/tasks/programs.test.ts",
+  "test/tasks/native-programs.test.ts",
   "test/tasks/load.test.ts",
   "test/tasks/clawgym-examples.test.ts",
   // Python: the Jinja reference renderer, training runs and the torch worker.
@@ -81,6 +82,7 @@ const SLOW_TESTS = [
   "test/rollout/explicit-registries.test.ts",
   "test/rollout/harness-fault.test.ts",
   "test/rollout/policy-hardening.test.ts",
+  "test/rollout/native-programs.test.ts",
   "test/train/shipped-configs.test.ts",
   // Real rollouts in sandboxes and real torch steps through the run context, capabilities and the worker op table.
   "test/run/**/*.test.ts",

@@ -7,6 +7,8 @@ import { VERIFIER_DIR, type Task } from "../tasks/task.js";
 import { parseVerifierOutput, type VerifierResult } from "../tasks/verifier-result.js";
 import { DEFAULT_SETTLE, waitSettled, type SettleOptions } from "./settle.js";
 import { HostTools } from "./host-tools.js";
+import { verifyNatively } from "./native-verify.js";
+import { nativeVerifier } from "../tasks/programs/native.js";
 import { rolloutSamplingSeed } from "../proxy/sampling-seeds.js";
 import { pendingRolloutResult, type RolloutRequest, type RolloutResult, type RolloutStatus } from "../tasks/rollout-result.js";
 
@@ -72,6 +74,21 @@ interface RolloutAttempt {
 
 /** Keeps .harnessrl only when it is a real folder (tool logs live there), then removes the verifier folder in it. */
 const CLEAR_VERIFIER_DIR = `{ [ -d .harnessrl ] && [ ! -L .harnessrl ]; } || rm -rf .harnessrl; rm -rf ${VERIFIER_DIR}`;
+
+/** The verifier's run: one of our own in the control plane when it can be (native-verify.ts), else in the sandbox. */
+async function runVerifier(task: Task, sandbox: Sandbox, records: Record<string, Uint8Array>, settings: RolloutSettings): Promise<{ stdout: string; stderr: string; exitCode: number | null; timedOut: boolean }> {
+  const program = nativeVerifier(task);
+  const native = program === undefined ? undefined : await verifyNatively(program, task, sandbox, records);
+  if (native) return { ...native, timedOut: false };
+  // The agent may have put something where the verifier goes (.harnessrl as a file or symlink, a symlink or FIFO
+  // among the verifier's files): the confined writes below would refuse it and the rollout would end as an infra
+  // error, out of advantages and evaluation. Cleared inside the sandbox first, so the verifier scores it instead.
+  await sandbox.exec(["sh", "-c", CLEAR_VERIFIER_DIR], { proxy: false, timeoutMs: 10_000 });
+  // Through the sandbox, never plain fs: the agent may have planted symlinks in the workspace.
+  for (const [rel, data] of Object.entries(verifierFilesOf(task))) await sandbox.writeFile(rel, data);
+  for (const [rel, data] of Object.entries(records)) await sandbox.writeFile(rel, data);
+  return sandbox.exec(task.verifier.command, { proxy: false, timeoutMs: task.verifier.timeoutMs ?? settings.verifierTimeoutMs, stdoutLimit: 64 * 1024 });
+}
 
 function classify(harnessExit: { timedOut: boolean; oomKilled: boolean }, finished: { ok: boolean }, exitCode: number | null, score: number, passThreshold: number): RolloutStatus {
   if (harnessExit.oomKilled) return "oom";
@@ -153,15 +170,9 @@ async function attemptRollout(request: RolloutRequest, task: Task, harness: Harn
     result.timings.settledAt = Date.now();
     if (!settled.settled) throw new HarnessError("harness_unsettled", `rollout did not settle within ${settings.settle.timeoutMs} ms (calls still in flight)`);
 
-    // The agent may have put something where the verifier goes (.harnessrl as a file or symlink, a symlink or FIFO
-    // among the verifier's files): the confined writes below would refuse it and the rollout would end as an infra
-    // error, out of advantages and evaluation. Cleared inside the sandbox first, so the verifier scores it instead.
-    await sandbox.exec(["sh", "-c", CLEAR_VERIFIER_DIR], { proxy: false, timeoutMs: 10_000 });
-    // Through the sandbox, never plain fs: the agent may have planted symlinks in the workspace.
-    for (const [rel, data] of Object.entries(verifierFilesOf(task))) await sandbox.writeFile(rel, data);
     // The host's record of the tool calls, never the workspace's logs (the agent can write those).
-    for (const [rel, data] of Object.entries((await tools?.records()) ?? {})) await sandbox.writeFile(rel, data);
-    const verify = await sandbox.exec(task.verifier.command, { proxy: false, timeoutMs: task.verifier.timeoutMs ?? settings.verifierTimeoutMs, stdoutLimit: 64 * 1024 });
+    const records = (await tools?.records()) ?? {};
+    const verify = await runVerifier(task, sandbox, records, settings);
     result.timings.verifiedAt = Date.now();
     const verifier: VerifierResult = verify.timedOut ? { score: 0, subscores: {}, error: "verifier timed out" } : parseVerifierOutput(verify.stdout);
     result.verifier = verifier;

@@ -62,6 +62,47 @@ export async function readConfined(root: string, path: string): Promise<Buffer> 
   }
 }
 
+/** What a confined probe found: a regular file's bytes, something else (a directory, a FIFO), or nothing. */
+export type ConfinedEntry = { kind: "file"; data: Buffer } | { kind: "other"; directory: boolean } | { kind: "missing" };
+
+/**
+ * A confined look at one path for a reader that must see what an in-sandbox `stat` + `read` would: the entry, read
+ * whole when it is a regular file of at most `maxBytes`. Null when that cannot be told safely from the host (the last
+ * component is a symlink, a parent resolves outside the root, a socket, a bigger file): the caller then asks the
+ * sandbox itself.
+ */
+export async function probeConfined(root: string, path: string, maxBytes: number): Promise<ConfinedEntry | null> {
+  const missing = (e: unknown): boolean => {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === "ENOENT" || code === "ENOTDIR";
+  };
+  let parent: string;
+  try {
+    const rel = checkRelativePath(path);
+    parent = await confinedParent(root, rel, false);
+    path = join(parent, rel.split(sep).pop() ?? "");
+  } catch (e) {
+    return missing(e) ? { kind: "missing" } : null;
+  }
+  let fh;
+  try {
+    fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (e) {
+    return missing(e) ? { kind: "missing" } : null;
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) return { kind: "other", directory: st.isDirectory() };
+    if (st.size > maxBytes) return null;
+    const data = await fh.readFile();
+    return data.length > maxBytes ? null : { kind: "file", data };
+  } catch {
+    return null;
+  } finally {
+    await fh.close();
+  }
+}
+
 export async function writeConfined(root: string, path: string, data: string | Uint8Array, owner?: Owner, mode = 0o644): Promise<void> {
   const rel = checkRelativePath(path);
   const parent = await confinedParent(root, rel, true, owner);

@@ -6,6 +6,7 @@ import { DEFAULT_ROLLOUT_SETTINGS, runRollout, type RolloutSettings } from "../.
 import { RolloutStack } from "../../src/rollout/stack.js";
 import type { Sandbox, SandboxBackend } from "../../src/sandbox/types.js";
 import type { RolloutResult } from "../../src/tasks/rollout-result.js";
+import { NATIVE_PROGRAMS_ENV } from "../../src/tasks/programs/native.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import type { Task } from "../../src/tasks/task.js";
 import { batchForRollouts } from "../../src/train/batches.js";
@@ -61,11 +62,14 @@ describe("a rollout whose attempt ends in a retryable infrastructure error runs 
   const settings: RolloutSettings = { ...DEFAULT_ROLLOUT_SETTINGS, attempts: 3, maxTurns: 4, maxTokens: 256 };
 
   beforeAll(async () => {
+    // The fault sits at the verifier's exec, which the arith verifier skips when it runs in the control plane.
+    process.env[NATIVE_PROGRAMS_ENV] = "0";
     stack = await RolloutStack.open({ engine: "oracle", store: "memory", sandbox: "bwrap", sandboxPool: 0 });
     task = (await loadSuite("arith:train?n=1&seed=3")).tasks[0]!;
   }, 120_000);
 
   afterAll(async () => {
+    delete process.env[NATIVE_PROGRAMS_ENV];
     await stack?.close();
   });
 
