@@ -46,7 +46,7 @@ const ARMS: Arm[] = [
   { name: "launcher, bundled harnesses, tools and verifiers in sandboxes (before 2026-12-06)", env: { HARNESSRL_NATIVE_PROGRAMS: "0" } },
   { name: "launcher, unbundled harnesses", env: { HARNESSRL_BUILTIN_BUNDLES: "0" } },
   { name: "spawned by the control plane, bundled harnesses", env: { HARNESSRL_SANDBOX_LAUNCHER: "direct" } },
-  { name: "spawned by the control plane, unbundled harnesses (before 2026-12-05)", env: { HARNESSRL_SANDBOX_LAUNCHER: "direct", HARNESSRL_BUILTIN_BUNDLES: "0" } },
+  { name: "spawned by the control plane, unbundled harnesses, tools and verifiers in sandboxes (before 2026-12-05)", env: { HARNESSRL_SANDBOX_LAUNCHER: "direct", HARNESSRL_BUILTIN_BUNDLES: "0", HARNESSRL_NATIVE_PROGRAMS: "0" } },
 ];
 
 /** Kinds of processes in a rollout, by command line. */

@@ -58,6 +58,7 @@ function messageOf(e: unknown): string {
   return typeof m === "string" ? m : String(e);
 }
 
+/** What node's fs throws, a plain Error with `code`: the programs look at `e.code`, never at our error types. */
 function errnoError(code: string, syscall: string, path: string): Error {
   const text = code === "ENOENT" ? "no such file or directory" : code === "EISDIR" ? "illegal operation on a directory" : "invalid argument";
   return Object.assign(new Error(`${code}: ${text}, ${syscall} '${path}'`), { code, errno: code === "ENOENT" ? -2 : -21, syscall, path });
