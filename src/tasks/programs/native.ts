@@ -10,7 +10,11 @@ import { ARITH_VERIFIER, LOOKUP_VERIFIER } from "./verifiers.js";
 
 export const NATIVE_PROGRAMS_ENV = "HARNESSRL_NATIVE_PROGRAMS";
 
-/** Host tools: their only effects are stdout, stderr, the exit code and appending to their own log. */
+/**
+ * Host tools: their only effects are stdout, stderr, the exit code and appending to their own log, and they read
+ * nothing but the task's files and their own call's argument files (earlier calls' inputs are not in the native view
+ * and are not copied to a tool sandbox started later).
+ */
 const TOOLS = new Set<string>([CALC_PROGRAM]);
 /** Verifiers: they read the workspace and their own directory, and print their result. */
 const VERIFIERS = new Set<string>([ARITH_VERIFIER, LOOKUP_VERIFIER]);
