@@ -132,5 +132,12 @@ describe("built-in tools and verifiers run natively give the rollout its sandbox
     expect(native.outcome.status).toBe("ok");
     expect(native.delta).toEqual({ toolCalls: 0, toolFallbacks: 0, verifierRuns: 1, verifierFallbacks: 0 });
     expect(native.sandboxes).toBe(2);
-  }, 60_000);
+    // Partial, wrong and missing answers: the F1 and exact sub-scores as the sandboxed verifier gives them.
+    const answer = lookuprun.metadata.answer!;
+    const file = lookuprun.metadata.answerFile ?? "answer.txt";
+    for (const command of [`echo 'The ${answer}, probably' > ${file}`, `echo nothing here > ${file}`, "true", `printf '\n\n' > ${file}`]) {
+      const r = await both(lookuprun, command);
+      expect(r.native.delta, command).toMatchObject({ verifierRuns: 1, verifierFallbacks: 0 });
+    }
+  }, 120_000);
 });

@@ -1,7 +1,9 @@
 /**
  * Which task programs may run in the control plane (vm-run.ts) instead of as sandboxed processes: exactly our own
  * built-in ones, recognised by their full text, so a task file that changes a byte of one gets the sandbox as before.
- * Each listed program is checked against its real run, case by case, in test/tasks/native-programs.test.ts.
+ * Each listed program is checked against its real run, case by case: `calc` against its own process in
+ * test/tasks/native-programs.test.ts, the verifiers (and `calc` again) through real rollouts, natively and sandboxed,
+ * in test/rollout/native-programs.test.ts.
  * `HARNESSRL_NATIVE_PROGRAMS=0` turns it off (the benchmark's other arm, and a way to rule it out).
  */
 import { VERIFIER_DIR, fileBytes, type Task } from "../task.js";
