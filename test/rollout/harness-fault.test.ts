@@ -1,9 +1,8 @@
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCommandHarness } from "../../src/harness/real/command.js";
 import { DEFAULT_ROLLOUT_SETTINGS, runRollout } from "../../src/rollout/run-one.js";
-import { RolloutStack } from "../../src/rollout/stack.js";
+import type { RolloutStack } from "../../src/rollout/stack.js";
+import { openDoneStack } from "./done-engine-stack.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import type { Task } from "../../src/tasks/task.js";
 import { tempDirs } from "../temp-dirs.js";
@@ -27,10 +26,7 @@ describe("a harness that leaves a call in flight after it exits", () => {
   });
 
   beforeAll(async () => {
-    const dir = tempDir("hrl-harness-fault-");
-    const engine = join(dir, "engine.mjs");
-    writeFileSync(engine, `export default () => ({ content: "done" });`);
-    stack = await RolloutStack.open({ engine: `scripted:${engine}?delay=400`, store: "memory", sandbox: "local-unsafe", sampling: { temperature: 1, maxTokens: 16 } });
+    stack = await openDoneStack(tempDir("hrl-harness-fault-"), "local-unsafe", "delay=400");
     task = (await loadSuite("arith:test?n=1&seed=3")).tasks[0]!;
   }, 120_000);
 

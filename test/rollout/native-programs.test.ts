@@ -1,9 +1,8 @@
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createCommandHarness } from "../../src/harness/real/command.js";
 import { DEFAULT_ROLLOUT_SETTINGS, runRollout } from "../../src/rollout/run-one.js";
-import { RolloutStack } from "../../src/rollout/stack.js";
+import type { RolloutStack } from "../../src/rollout/stack.js";
+import { openDoneStack } from "./done-engine-stack.js";
 import { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";
 import { NATIVE_PROGRAMS_ENV, nativeCounters } from "../../src/tasks/programs/native.js";
 import { loadSuite } from "../../src/tasks/registry.js";
@@ -26,10 +25,7 @@ describe("built-in tools and verifiers run natively give the rollout its sandbox
   let seq = 0;
 
   beforeAll(async () => {
-    const dir = tempDir("hrl-native-");
-    const engine = join(dir, "engine.mjs");
-    writeFileSync(engine, `export default () => ({ content: "done" });`);
-    stack = await RolloutStack.open({ engine: `scripted:${engine}`, store: "memory", sandbox: "bwrap", sampling: { temperature: 1, maxTokens: 16 } });
+    stack = await openDoneStack(tempDir("hrl-native-"), "bwrap");
     arith = (await loadSuite("arith:test?n=1&seed=5")).tasks[0]!;
     calcrun = (await loadSuite("calcrun:train?n=1&seed=1")).tasks[0]!;
     lookuprun = (await loadSuite("lookuprun:train?n=1&seed=2")).tasks[0]!;

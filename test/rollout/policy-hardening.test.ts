@@ -1,9 +1,8 @@
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCommandHarness } from "../../src/harness/real/command.js";
 import { DEFAULT_ROLLOUT_SETTINGS, runRollout } from "../../src/rollout/run-one.js";
-import { RolloutStack } from "../../src/rollout/stack.js";
+import type { RolloutStack } from "../../src/rollout/stack.js";
+import { openDoneStack } from "./done-engine-stack.js";
 import { loadSuite } from "../../src/tasks/registry.js";
 import type { Task } from "../../src/tasks/task.js";
 import { tempDirs } from "../temp-dirs.js";
@@ -21,10 +20,7 @@ describe("rewards and statuses a policy cannot forge", () => {
   let lookuprun: Task;
 
   beforeAll(async () => {
-    const dir = tempDir("hrl-host-tools-");
-    const engine = join(dir, "engine.mjs");
-    writeFileSync(engine, `export default () => ({ content: "done" });`);
-    stack = await RolloutStack.open({ engine: `scripted:${engine}`, store: "memory", sandbox: "bwrap", sampling: { temperature: 1, maxTokens: 16 } });
+    stack = await openDoneStack(tempDir("hrl-host-tools-"), "bwrap");
     arith = (await loadSuite("arith:test?n=1&seed=5")).tasks[0]!;
     lookuprun = (await loadSuite("lookuprun:train?n=1&seed=2")).tasks[0]!;
   }, 120_000);
