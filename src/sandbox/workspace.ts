@@ -1,5 +1,5 @@
 import { constants } from "node:fs";
-import { cp, lchown, lstat, mkdir, open, readdir, realpath, stat } from "node:fs/promises";
+import { cp, lchown, lstat, mkdir, open, readdir, realpath, stat, type FileHandle } from "node:fs/promises";
 import { dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
 import { UserError } from "../core/errors.js";
 import type { WorkspaceSeed } from "./types.js";
@@ -50,11 +50,16 @@ async function mkdirConfined(realRoot: string, rel: string, owner?: Owner): Prom
   }
 }
 
-export async function readConfined(root: string, path: string): Promise<Buffer> {
+/** Opens a path below `root` for reading, confined as above. */
+async function openConfined(root: string, path: string): Promise<FileHandle> {
   const rel = checkRelativePath(path);
   const parent = await confinedParent(root, rel, false);
   // O_NONBLOCK: a FIFO the sandboxed program planted must not block the control plane (no effect on regular files).
-  const fh = await open(join(parent, rel.split(sep).pop() ?? ""), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  return open(join(parent, rel.split(sep).pop() ?? ""), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+}
+
+export async function readConfined(root: string, path: string): Promise<Buffer> {
+  const fh = await openConfined(root, path);
   try {
     return await fh.readFile();
   } finally {
@@ -72,23 +77,12 @@ export type ConfinedEntry = { kind: "file"; data: Buffer } | { kind: "other"; di
  * sandbox itself.
  */
 export async function probeConfined(root: string, path: string, maxBytes: number): Promise<ConfinedEntry | null> {
-  const missing = (e: unknown): boolean => {
+  let fh: FileHandle;
+  try {
+    fh = await openConfined(root, path);
+  } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    return code === "ENOENT" || code === "ENOTDIR";
-  };
-  let parent: string;
-  try {
-    const rel = checkRelativePath(path);
-    parent = await confinedParent(root, rel, false);
-    path = join(parent, rel.split(sep).pop() ?? "");
-  } catch (e) {
-    return missing(e) ? { kind: "missing" } : null;
-  }
-  let fh;
-  try {
-    fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch (e) {
-    return missing(e) ? { kind: "missing" } : null;
+    return code === "ENOENT" || code === "ENOTDIR" ? { kind: "missing" } : null;
   }
   try {
     const st = await fh.stat();
