@@ -58,7 +58,8 @@ export class HostTools {
 
   private constructor(
     private readonly tools: Set<string>,
-    private readonly seed: ReturnType<typeof workspaceSeedOf>,
+    /** The task's files where the tool sandbox has them, for natively run calls. */
+    private readonly seedView: ReadonlyMap<string, Buffer>,
     private readonly open: () => Promise<Sandbox>,
     /** Tool name → program text, for the tools run natively while `sandbox` is unset. */
     private readonly native: Map<string, string>,
@@ -88,7 +89,8 @@ export class HostTools {
       }
       return sandbox;
     };
-    const hostTools = new HostTools(new Set(tools), seed, open, native);
+    const seedView = new Map(Object.entries(seed.files).map(([rel, data]) => [posix.join(TOOL_WORKSPACE, rel), Buffer.from(data)] as const));
+    const hostTools = new HostTools(new Set(tools), seedView, open, native);
     // Started at once unless every tool runs natively, so a failing start still fails the rollout up front.
     if (native.size < tools.length) await hostTools.toolSandbox();
     return hostTools;
@@ -144,8 +146,7 @@ export class HostTools {
 
   /** The call's answer as the tool sandbox would give it, or undefined when it must run there. */
   private runNative(tool: string, program: string, args: string[], inputs: Map<string, Buffer>): string | undefined {
-    const files = new Map<string, Buffer>();
-    for (const [rel, data] of Object.entries(this.seed.files)) files.set(posix.join(TOOL_WORKSPACE, rel), Buffer.from(data));
+    const files = new Map(this.seedView);
     for (const [rel, data] of inputs) files.set(posix.join(TOOL_WORKSPACE, rel), data);
     const r = runInVm(program, {
       args,
