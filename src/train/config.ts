@@ -130,6 +130,14 @@ const samplingSchema = z
      * this machine, 4–5× the model itself (docs/engines.md, "Sampling cost").
      */
     top_k: z.number().int().min(0).max(1_000_000).default(0),
+    /**
+     * Seeded training rollouts: each step's rollouts sample with seeds derived from the run's `seed`, the step and the
+     * rollout's (task, harness, sample), as evaluations do (src/proxy/sampling-seeds.ts). A run repeated from the same
+     * state then samples the same tokens wherever its policy is the same, so it reproduces (on CPU, where the trainer
+     * and llama.cpp are deterministic) and two recipes started from one checkpoint draw common random numbers: their
+     * difference carries less sampling noise. Every rollout still gets seeds of its own. false: a random seed per call.
+     */
+    seeded: z.boolean().default(false),
   })
   .prefault({});
 

@@ -6,6 +6,7 @@ import type { Task } from "../tasks/task.js";
 import type { ClusterSteps } from "./cluster-launch.js";
 import { runJournaled } from "./journaled-run.js";
 import { retryLine } from "../rollout/runner.js";
+import { evalSeedKey } from "./seed-keys.js";
 
 /** A run on a cluster evaluates on its rollout nodes, sampling this policy version. */
 export interface ClusterEvaluation {
@@ -33,7 +34,7 @@ export async function evaluatePolicy(ctx: RunContext, stack: RolloutStack, tasks
   const total = tasks.length * harnesses.length * samples;
   const progress = new Progress(label, total, { sink: ctx.run.progress });
   // The run's seed keys the random numbers: every evaluation of this run shares them, other seeds' runs do not.
-  const plan = { tasks, harnesses, samples, ...(ev?.common_random_numbers === false ? {} : { samplingSeeds: `eval-seed-${config.seed}` }) };
+  const plan = { tasks, harnesses, samples, ...(ev?.common_random_numbers === false ? {} : { samplingSeeds: evalSeedKey(config.seed) }) };
   if ("cluster" in options) {
     const { steps, version, policyDir } = options.cluster;
     return keyed(summarise(await steps.evaluate(plan, label, version, policyDir, (done) => progress.update(done)), samples), plan.samplingSeeds);

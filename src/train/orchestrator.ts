@@ -20,6 +20,7 @@ import type { RunState } from "./run-dir.js";
 import { faultPoint } from "./fault.js";
 import { checkClusterTraining, ClusterSteps } from "./cluster-launch.js";
 import { TaskSampler } from "./task-sampler.js";
+import { trainingSeedKey } from "./seed-keys.js";
 import { checkTrainerCapabilities } from "./trainer-capabilities.js";
 import { warmStart, type WarmStartReport } from "./warm-start.js";
 import { formatProbability } from "./demo-probability.js";
@@ -251,9 +252,10 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const harnesses = choice ? [choice.harness] : config.harnesses;
       const startedAt = Date.now();
       const version = state.policyVersion;
+      const seeds = (kind: "train" | "probe"): { samplingSeeds?: string } => (config.sampling.seeded ? { samplingSeeds: trainingSeedKey(config.seed, step, kind) } : {});
       const promise = cluster
-        ? cluster.launch({ tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: cluster.idPrefix(step) }, version, run.policyDir(version))
-        : runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings, onResult: stepProgress(step, take.tasks.length * harnesses.length * budget.samples), onRetry });
+        ? cluster.launch({ tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: cluster.idPrefix(step), ...seeds("train") }, version, run.policyDir(version))
+        : runRollouts(stack!, { tasks: take.tasks, harnesses, samples: budget.samples, idPrefix: `s${step}-${attempt}`, ...seeds("train") }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings, onResult: stepProgress(step, take.tasks.length * harnesses.length * budget.samples), onRetry });
       // Probe rollouts run after the step's own (they share the sandbox pool or the nodes), on the first tasks of the
       // same step, so probe and training sketches compare the same tasks through different harnesses. They take no task
       // cursor: the training data order is the same with or without probes. On a cluster they are jobs of the step
@@ -263,7 +265,7 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
         plan && (step - 1) % plan.every === 0
           ? promise.then(
               () => {
-                const probePlan = { tasks: take.tasks.slice(0, plan.tasks), harnesses: [...plan.harnesses], samples: plan.samples ?? budget.samples };
+                const probePlan = { tasks: take.tasks.slice(0, plan.tasks), harnesses: [...plan.harnesses], samples: plan.samples ?? budget.samples, ...seeds("probe") };
                 return cluster
                   ? cluster.launch({ ...probePlan, idPrefix: `${cluster.idPrefix(step)}-p` }, version, run.policyDir(version))
                   : runRollouts(stack!, { ...probePlan, idPrefix: `p${step}-${attempt}` }, { concurrency: config.rollout.concurrency, settings: ctx.rolloutSettings, onRetry });

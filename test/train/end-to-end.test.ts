@@ -10,6 +10,7 @@ import { noiseTask } from "./noise-tasks.js";
 import { readMetrics } from "./run-files.js";
 import { tempDirs } from "../temp-dirs.js";
 import { SqliteStore } from "../../src/store/sqlite.js";
+import type { CallRecord } from "../../src/icr/records.js";
 
 const tempDir = tempDirs();
 
@@ -24,31 +25,38 @@ describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)"
   let runDir: string;
   let summary: RunSummary;
 
+  // The same config, seed and initial weights, run for one step without evaluations: with seeded training rollouts
+  // its step 1 must sample exactly what the first run's step 1 sampled.
+  let replayDir: string;
+
   beforeAll(async () => {
     const root = tempDir("hrl-e2e-");
     const suite = join(root, "suite");
     await writeNativeSuite([0, 1, 2].map((i) => noiseTask(i, "train")), join(suite, "train"));
     await writeNativeSuite([0, 1].map((i) => noiseTask(i, "test")), join(suite, "test"));
     const configPath = join(root, "run.yaml");
-    writeFileSync(
-      configPath,
+    const config = (steps: number, evaluate: boolean): string =>
       stringify({
         name: "e2e",
         seed: 1,
         model: { preset: "tiny-1m", seed: 3 },
         // share_prefix below the harness prompt's length: a group's sessions load their common first prompt (exact).
         engine: { kind: "llamacpp", threads: 1, sequences: 8, share_prefix: 64 },
-        sampling: { temperature: 1, max_tokens: 24 },
+        sampling: { temperature: 1, max_tokens: 24, seeded: true },
         rollout: { sandbox: "bwrap", concurrency: 4, max_turns: 2, timeout_s: 60, memory_mb: 1024 },
         harnesses: ["chat-agent"],
         tasks: { train: `dir:${join(suite, "train")}` },
         algorithm: { lr: 0.01 },
-        budget: { steps: 2, tasks_per_step: 2, samples: 3 },
-        eval: { tasks: `dir:${join(suite, "test")}`, before: true, after: true },
-      }),
-    );
+        budget: { steps, tasks_per_step: 2, samples: 3 },
+        eval: { tasks: `dir:${join(suite, "test")}`, before: evaluate, after: evaluate },
+      });
+    writeFileSync(configPath, config(2, true));
     runDir = join(root, "run");
     summary = await runTraining(buildRunContext(loadRunConfig(configPath), { runDir: runDir, configPath: configPath }), () => undefined);
+    const replayConfig = join(root, "replay.yaml");
+    writeFileSync(replayConfig, config(1, false));
+    replayDir = join(root, "replay");
+    await runTraining(buildRunContext(loadRunConfig(replayConfig), { runDir: replayDir, configPath: replayConfig }), () => undefined);
   }, 600_000);
 
   afterAll(() => undefined);
@@ -108,15 +116,7 @@ describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)"
   it("evaluates before and after with common random numbers: each held-out rollout's calls draw the same seeds in both, training rollouts their own", () => {
     const store = new SqliteStore(join(runDir, "records.sqlite"));
     try {
-      const seeds = (prefix: string): Map<string, number[]> => {
-        const out = new Map<string, number[]>();
-        for (const c of store.listCalls()) {
-          if (!c.rolloutId?.startsWith(prefix)) continue;
-          const key = c.rolloutId.slice(prefix.length);
-          out.set(key, [...(out.get(key) ?? []), c.samplingUsed?.seed ?? NaN]);
-        }
-        return out;
-      };
+      const seeds = (prefix: string): Map<string, number[]> => callsBy(store, prefix, (c) => c.samplingUsed?.seed ?? NaN);
       // The summary says so: its change was measured on common random numbers (the run's seed keys them).
       expect(summary.delta?.commonRandomNumbers).toBe(true);
       for (const f of ["eval-before.json", "eval-after.json"]) expect((JSON.parse(readFileSync(join(runDir, f), "utf8")) as { samplingSeeds?: string }).samplingSeeds).toBe("eval-seed-1");
@@ -132,4 +132,34 @@ describe("training end to end on the tiny preset (CPU, bwrap, llama.cpp, torch)"
       store.close();
     }
   });
+
+  it("replays a seeded run: the same config and seed sample step 1's rollouts with the same seeds and the same tokens", () => {
+    const first = new SqliteStore(join(runDir, "records.sqlite"));
+    const replay = new SqliteStore(join(replayDir, "records.sqlite"));
+    try {
+      // Rollout ids carry a per-process attempt id after the step (`s1-<attempt>-<task>-…`): key by what follows it.
+      const step1 = (store: SqliteStore): Map<string, string[]> => callsBy(store, "s1-", (c) => JSON.stringify([c.samplingUsed?.seed, c.completionTokens]), (rest) => rest.slice(rest.indexOf("-") + 1));
+      const [a, b] = [step1(first), step1(replay)];
+      expect(a.size).toBe(6);
+      expect([...b.keys()].sort()).toEqual([...a.keys()].sort());
+      for (const [key, calls] of a) expect(b.get(key)).toEqual(calls);
+      // Not one completion repeated across rollouts: the seeds differ per rollout, so the match above is a replay.
+      const firstCompletions = [...a.values()].map((calls) => calls[0]);
+      expect(new Set(firstCompletions).size).toBe(firstCompletions.length);
+    } finally {
+      first.close();
+      replay.close();
+    }
+  });
 });
+
+/** A run's calls grouped by rollout (ids under `prefix`, keyed by the rest or `keyOf(rest)`), in recording order. */
+function callsBy<T>(store: SqliteStore, prefix: string, value: (c: CallRecord) => T, keyOf: (rest: string) => string = (rest) => rest): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const c of store.listCalls()) {
+    if (!c.rolloutId?.startsWith(prefix)) continue;
+    const key = keyOf(c.rolloutId.slice(prefix.length));
+    out.set(key, [...(out.get(key) ?? []), value(c)]);
+  }
+  return out;
+}
