@@ -14,7 +14,7 @@ export interface RolloutPlan {
   /** Prefix for rollout ids (e.g. the step); ids are `<prefix>-<task>-<harness>-<sample>`. */
   idPrefix: string;
   /**
-   * Common random numbers (an evaluation's): each rollout's sampling seeds derive from this key and its (task,
+   * Common random numbers (an evaluation's, or a seeded training step's): each rollout's sampling seeds derive from this key and its (task,
    * harness, sample), the same in every plan with the key (RolloutSettings.samplingSeeds). Absent: random seeds.
    */
   samplingSeeds?: string;
