@@ -46,8 +46,9 @@ export const rolloutJobSchema = z.strictObject({
      */
     memoryMb: z.number().int().min(MEMORY_MB_MIN).max(MEMORY_MB_MAX).optional(),
     /**
-     * A common-random-numbers key (an evaluation's, or a seeded training step's; RolloutSettings.samplingSeeds): the node seeds the rollout's calls
-     * from it and the job's (task, harness, sample). Optional like `memoryMb`, and refused the same way by older nodes.
+     * A common-random-numbers key (an evaluation's, or a seeded training step's; RolloutSettings.samplingSeeds): the
+     * node seeds the rollout's calls from it and the job's (task, harness, sample). Optional like `memoryMb`, and
+     * refused the same way by older nodes.
      */
     samplingSeeds: z.string().min(1).max(200).optional(),
   }),

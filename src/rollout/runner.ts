@@ -14,8 +14,9 @@ export interface RolloutPlan {
   /** Prefix for rollout ids (e.g. the step); ids are `<prefix>-<task>-<harness>-<sample>`. */
   idPrefix: string;
   /**
-   * Common random numbers (an evaluation's, or a seeded training step's): each rollout's sampling seeds derive from this key and its (task,
-   * harness, sample), the same in every plan with the key (RolloutSettings.samplingSeeds). Absent: random seeds.
+   * Common random numbers (an evaluation's, or a seeded training step's): each rollout's sampling seeds derive from
+   * this key and its (task, harness, sample), the same in every plan with the key (RolloutSettings.samplingSeeds).
+   * Absent: random seeds.
    */
   samplingSeeds?: string;
 }
