@@ -150,6 +150,7 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     for (const mb of micro) scored.push((await trainer.logprobs(mb, scoring)).logprobs);
     prox.push(scored);
   }
+  const gradNorms: number[] = [];
   for (const [k, micro] of minibatches.entries()) {
     for (const [j, mb] of micro.entries()) {
       // KL to the reference is scored on exactly the tokens of this micro-batch, by the reference's own weights.
@@ -180,6 +181,7 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     const reset = k === 0 ? optimizerResetFor(config, options.step) : null;
     const adamw: OptimStepOptions = { lr, weightDecay: alg.weight_decay, maxGradNorm: alg.max_grad_norm, ...(reset ? { reset } : {}) };
     opt = capo && capoTrainer ? await capoTrainer.optimStep({ ...adamw, capo: true }) : await trainer.optimStep(adamw);
+    if (opt.gradNorm !== null) gradNorms.push(opt.gradNorm);
     // How many parameters' AdamW state the reset found (0: the optimizer was fresh, e.g. no warm start).
     if (reset) metrics["train/optimizer_reset_params"] = opt.resetParameters ?? 0;
     if (critic) await critic.criticOptimStep({ lr: alg.critic_lr, maxGradNorm: alg.max_grad_norm });
@@ -196,7 +198,10 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     clip_frac: mean(fbStats.clip),
     is_limited_frac: mean(fbStats.isLimited),
     entropy: mean(fbStats.entropy),
-    grad_norm: opt?.gradNorm ?? 0,
+    // The largest pre-clip norm of the step's minibatches (the one the clip acts on first), and the first's: the
+    // gradient at the policy that sampled the batch.
+    grad_norm: gradNorms.length ? Math.max(...gradNorms) : 0,
+    ...(gradNorms.length > 1 ? { "grad_norm/first": gradNorms[0] } : {}),
     "train/skipped": opt?.skipped ? 1 : 0,
     "tokens/trainable": fbStats.tokens,
     "tokens/unique": built.stats.uniqueTokens,

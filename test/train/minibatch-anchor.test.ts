@@ -11,6 +11,7 @@ interface Event {
   batch?: PackedBatch;
   options?: ForwardBackwardOptions;
   logprobs?: Float32Array[];
+  gradNorm?: number | null;
 }
 
 /**
@@ -50,9 +51,10 @@ describe("minibatches > 1: later minibatches are anchored to the pre-update poli
           };
         }
         if (prop === "optimStep") {
-          return (...args: Parameters<TorchTrainer["optimStep"]>) => {
-            events.push({ op: "optimStep" });
-            return target.optimStep(...args);
+          return async (...args: Parameters<TorchTrainer["optimStep"]>) => {
+            const out = await target.optimStep(...args);
+            events.push({ op: "optimStep", gradNorm: out.gradNorm });
+            return out;
           };
         }
         return (value as (...a: unknown[]) => unknown).bind(target);
@@ -71,6 +73,11 @@ describe("minibatches > 1: later minibatches are anchored to the pre-update poli
 
     const ops = events.map((e) => e.op);
     expect(ops).toEqual(["logprobs", "forwardBackward", "optimStep", "forwardBackward", "optimStep"]);
+    // The step's grad_norm is its largest minibatch norm, not the last one's; the first is logged on its own.
+    const norms = events.filter((e) => e.op === "optimStep").map((e) => e.gradNorm as number);
+    expect(norms[0]).not.toBe(norms[1]);
+    expect(out.metrics.grad_norm).toBe(Math.max(...norms));
+    expect(out.metrics["grad_norm/first"]).toBe(norms[0]);
     const [scored, first, , second] = events as [Event, Event, Event, Event];
     expect(first.options?.proxLogprobs).toBeUndefined();
     expect(second.batch).toBe(scored.batch);
