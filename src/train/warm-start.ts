@@ -8,6 +8,7 @@ import { runEngine, runStackOptions, type RunContext } from "../run/context.js";
 import { loadSuite } from "../tasks/registry.js";
 import type { Trainer } from "../trainer/types.js";
 import { batchForRollouts } from "./batches.js";
+import { unsolvedDemosLine } from "./demo-failures.js";
 import { DemoProbability, formatProbability } from "./demo-probability.js";
 import { lrAt, timeFitHorizon } from "./lr-schedule.js";
 import { microBatches, setTokenMeanWeights } from "./micro-batches.js";
@@ -112,6 +113,8 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
     );
     const good = results.filter((r) => r.status === "ok");
     log(`warm start: ${good.length}/${results.length} oracle demonstrations solved their task`);
+    const unsolved = unsolvedDemosLine(results);
+    if (unsolved) log(unsolved);
     built = batchForRollouts(stack.store, good, { rowTokens, trajectories: config.algorithm.trajectories });
   } finally {
     await stack.close().catch(() => undefined);
