@@ -1,29 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { unsolvedDemosLine } from "../../src/train/demo-failures.js";
 import type { RolloutResult } from "../../src/tasks/rollout-result.js";
+import { result as fixtureResult } from "../advantage/fixtures.js";
 
+/** A solved demonstration of the quickstart's shape, with the fields a case changes. */
 function result(id: string, over: Partial<RolloutResult>): RolloutResult {
-  return {
-    rolloutId: id,
-    taskId: "calcrun-train-s2-0001",
-    harness: "chat-agent",
-    sample: 0,
-    family: "calcrun",
-    split: "train",
-    status: "ok",
-    score: 1,
-    verifier: { score: 1, subscores: {} },
-    harnessDetail: "done after 2 turns",
-    exitCode: 0,
-    signal: null,
-    stdout: "",
-    stderr: "",
-    error: null,
-    sessionIds: [],
-    calls: 2,
-    timings: { startedAt: 0, sandboxReadyAt: 1, harnessEndedAt: 2, settledAt: 3, verifiedAt: 4, endedAt: 5 },
-    ...over,
-  };
+  return { ...fixtureResult(id, "calcrun-train-s2-0001", "chat-agent", 1), harnessDetail: "done after 2 turns", ...over };
 }
 
 describe("the warm start's line about oracle demonstrations that did not solve their task", () => {
