@@ -117,10 +117,15 @@ describe("bwrap exec agent", () => {
     const agent = cgroupOf(s.id).pids();
     const script = "for i in 1 2 3 4 5 6; do python3 -c 'b = b\"x\" * (20 << 20); import time; time.sleep(4)' & done; wait; echo finished";
     const r = await s.exec(["sh", "-c", script], { timeoutMs: 30_000 });
-    expect(r).toMatchObject({ exitCode: 0, stdout: "finished\n", oomKilled: true });
+    // The shell is a command too (same oom_score_adj): while a child is still a forked, not yet exec'd copy of it, the
+    // two score alike and the kernel may take the shell (CI saw it once under load). Either way no agent dies.
+    expect(r.oomKilled).toBe(true);
+    if (r.exitCode === 0) expect(r.stdout).toBe("finished\n");
+    else expect(r).toMatchObject({ exitCode: null, signal: "SIGKILL", timedOut: false });
     expect(r.stderr).not.toContain("exec agent");
     const still = cgroupOf(s.id).pids();
     expect(agent.every((p) => still.includes(p))).toBe(true);
+    expect(await s.exec(["echo", "after"])).toMatchObject({ exitCode: 0, stdout: "after\n" });
     await s.destroy();
   });
 
