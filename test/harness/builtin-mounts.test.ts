@@ -32,6 +32,25 @@ describe("built-in harness sandboxes see only the harness, never task data", () 
     expect(packageNameOf("node:fs")).toBeNull();
   });
 
+  it("starts every built-in harness with --liftoff-only, and HARNESSRL_BUILTIN_NODE_FLAGS replaces the flags", () => {
+    const ctx = { prompt: "p", proxyOrigin: "http://127.0.0.1:1", apiKey: "k", model: "m", workspace: "/workspace", home: "/home/sandbox", maxTurns: 1, maxTokens: 1 };
+    const saved = process.env.HARNESSRL_BUILTIN_NODE_FLAGS;
+    try {
+      for (const name of ["chat-agent", "claw-agent", "resp-agent", "central-agent"]) {
+        const bundle = join(REPO_ROOT, "dist", "harness", "builtin", "bundles", `${name}.mjs`);
+        delete process.env.HARNESSRL_BUILTIN_NODE_FLAGS;
+        expect(getHarness(name).launch(ctx).argv).toEqual([process.execPath, "--liftoff-only", bundle]);
+        process.env.HARNESSRL_BUILTIN_NODE_FLAGS = "";
+        expect(getHarness(name).launch(ctx).argv).toEqual([process.execPath, bundle]);
+        process.env.HARNESSRL_BUILTIN_NODE_FLAGS = " --max-semi-space-size=1  --liftoff-only ";
+        expect(getHarness(name).launch(ctx).argv).toEqual([process.execPath, "--max-semi-space-size=1", "--liftoff-only", bundle]);
+      }
+    } finally {
+      if (saved === undefined) delete process.env.HARNESSRL_BUILTIN_NODE_FLAGS;
+      else process.env.HARNESSRL_BUILTIN_NODE_FLAGS = saved;
+    }
+  });
+
   it("mounts the harness's bundle alone (one file with its SDKs): nothing else of dist/ or node_modules/", () => {
     for (const name of ["chat-agent", "claw-agent", "resp-agent", "central-agent"]) {
       expect(getHarness(name).hostPaths()).toEqual([join(REPO_ROOT, "dist", "harness", "builtin", "bundles", `${name}.mjs`)]);

@@ -52,6 +52,21 @@ function entryOf(name: string): { script: string; bundled: boolean } {
   return { script: join(packageRoot, "dist", "harness", "builtin", `${name}.js`), bundled: false };
 }
 
+/**
+ * Node flags for a built-in harness process. `--liftoff-only`: fetch (undici) parses HTTP with llhttp, a WebAssembly
+ * module that V8 compiles with its baseline tier and then again, on background threads, with its optimizing tier:
+ * for a process that lives for one rollout and parses a few kilobytes that second compile is pure cost (~0.05 of
+ * its ~0.22 CPU-s, docs/harnesses.md). `HARNESSRL_BUILTIN_NODE_FLAGS` overrides them (space-separated; empty: none,
+ * the benchmark's comparison arm).
+ */
+export const BUILTIN_NODE_FLAGS_ENV = "HARNESSRL_BUILTIN_NODE_FLAGS";
+const BUILTIN_NODE_FLAGS = ["--liftoff-only"];
+
+function builtinNodeFlags(): string[] {
+  const v = process.env[BUILTIN_NODE_FLAGS_ENV];
+  return v === undefined ? BUILTIN_NODE_FLAGS : v.split(/\s+/).filter((f) => f.length > 0);
+}
+
 function builtin(name: string, summary: string, protocol: Protocol, oracle: OracleProfile): HarnessDefinition {
   let mounts: string[] | null = null;
   return {
@@ -73,7 +88,7 @@ function builtin(name: string, summary: string, protocol: Protocol, oracle: Orac
     },
     launch(ctx: LaunchContext): LaunchPlan {
       return {
-        argv: [process.execPath, entryOf(name).script],
+        argv: [process.execPath, ...builtinNodeFlags(), entryOf(name).script],
         env: harnessrlEnv(ctx),
         homeFiles: {},
       };
