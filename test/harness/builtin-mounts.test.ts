@@ -2,9 +2,13 @@ import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtinMountSet, importSpecifiers, packageNameOf } from "../../src/harness/builtin/mount-set.js";
+import { BUILTIN_NODE_FLAGS_ENV } from "../../src/harness/builtin/definitions.js";
 import { getHarness } from "../../src/harness/registry.js";
 import { BwrapBackend } from "../../src/sandbox/bwrap/backend.js";
 import { LIMITS, REPO_ROOT, tempRoot } from "../sandbox/helpers.js";
+
+/** A launch context for the built-in harnesses (nothing listens at the proxy origin: these runs end at their environment check). */
+const LAUNCH = { prompt: "p", proxyOrigin: "http://127.0.0.1:1", apiKey: "k", model: "m", workspace: "/workspace", home: "/home/sandbox", maxTurns: 1, maxTokens: 1 };
 
 describe("built-in harness sandboxes see only the harness, never task data", () => {
   const root = tempRoot("builtin-mounts");
@@ -33,21 +37,20 @@ describe("built-in harness sandboxes see only the harness, never task data", () 
   });
 
   it("starts every built-in harness with --liftoff-only, and HARNESSRL_BUILTIN_NODE_FLAGS replaces the flags", () => {
-    const ctx = { prompt: "p", proxyOrigin: "http://127.0.0.1:1", apiKey: "k", model: "m", workspace: "/workspace", home: "/home/sandbox", maxTurns: 1, maxTokens: 1 };
-    const saved = process.env.HARNESSRL_BUILTIN_NODE_FLAGS;
+    const saved = process.env[BUILTIN_NODE_FLAGS_ENV];
     try {
       for (const name of ["chat-agent", "claw-agent", "resp-agent", "central-agent"]) {
         const bundle = join(REPO_ROOT, "dist", "harness", "builtin", "bundles", `${name}.mjs`);
-        delete process.env.HARNESSRL_BUILTIN_NODE_FLAGS;
-        expect(getHarness(name).launch(ctx).argv).toEqual([process.execPath, "--liftoff-only", bundle]);
-        process.env.HARNESSRL_BUILTIN_NODE_FLAGS = "";
-        expect(getHarness(name).launch(ctx).argv).toEqual([process.execPath, bundle]);
-        process.env.HARNESSRL_BUILTIN_NODE_FLAGS = " --max-semi-space-size=1  --liftoff-only ";
-        expect(getHarness(name).launch(ctx).argv).toEqual([process.execPath, "--max-semi-space-size=1", "--liftoff-only", bundle]);
+        delete process.env[BUILTIN_NODE_FLAGS_ENV];
+        expect(getHarness(name).launch(LAUNCH).argv).toEqual([process.execPath, "--liftoff-only", bundle]);
+        process.env[BUILTIN_NODE_FLAGS_ENV] = "";
+        expect(getHarness(name).launch(LAUNCH).argv).toEqual([process.execPath, bundle]);
+        process.env[BUILTIN_NODE_FLAGS_ENV] = " --max-semi-space-size=1  --liftoff-only ";
+        expect(getHarness(name).launch(LAUNCH).argv).toEqual([process.execPath, "--max-semi-space-size=1", "--liftoff-only", bundle]);
       }
     } finally {
-      if (saved === undefined) delete process.env.HARNESSRL_BUILTIN_NODE_FLAGS;
-      else process.env.HARNESSRL_BUILTIN_NODE_FLAGS = saved;
+      if (saved === undefined) delete process.env[BUILTIN_NODE_FLAGS_ENV];
+      else process.env[BUILTIN_NODE_FLAGS_ENV] = saved;
     }
   });
 
@@ -90,7 +93,7 @@ describe("built-in harness sandboxes see only the harness, never task data", () 
       expect(r.stdout).toContain("dist: harness \n");
       expect(r.stdout).toContain("found: \n");
       // The harness's modules resolve: it gets as far as checking its environment (exit 2), not a missing module.
-      const run = await s.exec(def.launch({ prompt: "p", proxyOrigin: "http://127.0.0.1:1", apiKey: "k", model: "m", workspace: "/workspace", home: "/home/sandbox", maxTurns: 1, maxTokens: 1 }).argv, { env: {} });
+      const run = await s.exec(def.launch(LAUNCH).argv, { env: {} });
       expect(run.stderr).not.toMatch(/ERR_MODULE_NOT_FOUND|Cannot find/);
       expect(run.stderr).toContain("harness: bad environment");
       expect(run.exitCode).toBe(2);
