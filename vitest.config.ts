@@ -47,6 +47,7 @@ const SLOW_TESTS = [
   "test/train/quickstart-seeds-experiment.test.ts",
   "test/train/start-from-checkpoint.test.ts",
   "test/train/warm-start-stop.test.ts",
+  "test/train/warm-start-pass-rate.test.ts",
   "test/train/train-roles.test.ts",
   "test/train/minibatch-anchor.test.ts",
   "test/train/served-engine.test.ts",

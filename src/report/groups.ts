@@ -27,6 +27,7 @@ const RULES: { id: string; title: string; test: (name: string) => boolean }[] = 
   { id: "sft-nll", title: "Warm start: SFT NLL per token", test: (n) => n.startsWith("sft/nll") },
   { id: "sft-lr", title: "Warm start: learning rate", test: (n) => n === "sft/lr" },
   { id: "sft-demo-prob", title: "Warm start: probability of reproducing a demonstration", test: (n) => n === "sft/demo_prob" },
+  { id: "sft-held-in-pass1", title: "Warm start: held-in pass@1 (stop_at_pass_rate checks)", test: (n) => n === "sft/held_in_pass1" },
 ];
 
 function slug(s: string): string {

@@ -173,6 +173,23 @@ const clusterSchema = z.strictObject({
   attempts: z.number().int().min(1).max(20).default(3),
 });
 
+/**
+ * `warm_start.stop_at_pass_rate`: stop SFT once the policy's own held-in pass@1 reaches `target` (src/train/pass-rate-check.ts).
+ * Each check saves the policy, serves it on the run's engine and runs one rollout per task of `tasks` and training
+ * harness (at the run's sampling settings, the same random numbers at every check). Checks begin once the
+ * demonstrations' reproduction probability (`sft/demo_prob`, free) reaches `from_demo_prob`, then repeat every
+ * `every_steps` optimizer steps: a check costs rollouts, the gate keeps them to the end of SFT where the pass rate moves.
+ */
+const passRateStopSchema = z.strictObject({
+  target: z.number().gt(0).lte(1),
+  /** Held-in tasks (a suite spec, not the evaluation's held-out suite: the stop must not see the test tasks). */
+  tasks: z.string().min(1),
+  every_steps: z.number().int().positive().default(6),
+  from_demo_prob: z.number().gt(0).lt(1).default(0.03),
+});
+
+export type PassRateStop = z.infer<typeof passRateStopSchema>;
+
 const warmStartSchema = z.strictObject({
   /** Oracle demonstrations: a task suite spec solved by the oracle engine through every training harness. */
   demos: z.string().min(1),
@@ -214,8 +231,10 @@ const warmStartSchema = z.strictObject({
    * demonstrations. With `stop_at_nll` as well, whichever is reached first stops SFT.
    */
   stop_at_demo_prob: z.number().gt(0).lt(1).optional(),
+  /** Stop SFT once held-in pass@1 reaches a target, measured with rollouts near the end of SFT (passRateStopSchema). */
+  stop_at_pass_rate: passRateStopSchema.optional(),
   /**
-   * With a stop target (`stop_at_nll` / `stop_at_demo_prob`): when `epochs` end before the target is reached, SFT
+   * With a stop target (`stop_at_nll` / `stop_at_demo_prob` / `stop_at_pass_rate`): when `epochs` end before the target is reached, SFT
    * goes on, epoch by epoch at the schedule's final rate, until it is reached or `max_epochs` epochs are done. SFT can
    * sit on a loss plateau for a seed-dependent number of steps; a fixed schedule that ends on the plateau hands RL a
    * policy that solves nothing (docs/training.md). Default: `epochs` (no extension).
@@ -363,8 +382,9 @@ const checkedSchema = runConfigSchema.superRefine((c, ctx) => {
   if (ws?.fit_schedule_to_time === true && ws.max_seconds === undefined) ctx.addIssue({ code: "custom", path: ["warm_start", "fit_schedule_to_time"], message: "fit_schedule_to_time fits the decay to max_seconds: set warm_start.max_seconds" });
   if (ws?.max_epochs !== undefined) {
     if (ws.max_epochs < ws.epochs) ctx.addIssue({ code: "custom", path: ["warm_start", "max_epochs"], message: `max_epochs ${ws.max_epochs} is below epochs ${ws.epochs}` });
-    if (ws.stop_at_nll === undefined && ws.stop_at_demo_prob === undefined) ctx.addIssue({ code: "custom", path: ["warm_start", "max_epochs"], message: "max_epochs extends SFT until a target is reached: set stop_at_nll or stop_at_demo_prob" });
+    if (ws.stop_at_nll === undefined && ws.stop_at_demo_prob === undefined && ws.stop_at_pass_rate === undefined) ctx.addIssue({ code: "custom", path: ["warm_start", "max_epochs"], message: "max_epochs extends SFT until a target is reached: set stop_at_nll, stop_at_demo_prob or stop_at_pass_rate" });
   }
+  if (ws?.stop_at_pass_rate && c.eval && ws.stop_at_pass_rate.tasks === c.eval.tasks) ctx.addIssue({ code: "custom", path: ["warm_start", "stop_at_pass_rate", "tasks"], message: "the held-out evaluation's tasks would decide where the warm start stops: give stop_at_pass_rate held-in tasks of its own" });
   if (c.mix !== "scheduled" && c.scheduler) ctx.addIssue({ code: "custom", path: ["scheduler"], message: "a scheduler is only used with mix: scheduled" });
   // The bandit's probability floor is spent once per harness (src/schedule/harness-bandit.ts).
   if (c.scheduler?.name === "harness-bandit" && c.scheduler.p_min * c.harnesses.length > 1) ctx.addIssue({ code: "custom", path: ["scheduler", "p_min"], message: `${c.scheduler.p_min} is infeasible for ${c.harnesses.length} harnesses: K·p_min must be ≤ 1` });

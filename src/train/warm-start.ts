@@ -13,6 +13,7 @@ import { DemoProbability, formatProbability } from "./demo-probability.js";
 import { lrAt, timeFitHorizon } from "./lr-schedule.js";
 import { microBatches, setTokenMeanWeights } from "./micro-batches.js";
 import { NllWindow } from "./nll-window.js";
+import { PassRateCheck, type PassRateCheckPoint } from "./pass-rate-check.js";
 import { sftStopReason, type SftStopReason } from "./sft-stop.js";
 
 export interface WarmStartReport {
@@ -31,6 +32,10 @@ export interface WarmStartReport {
   reachedTargetNll: boolean;
   /** True when `stop_at_demo_prob` stopped SFT. */
   reachedTargetDemoProb: boolean;
+  /** True when `stop_at_pass_rate` stopped SFT. */
+  reachedTargetPassRate: boolean;
+  /** The held-in pass-rate checks of `stop_at_pass_rate`, in order (empty without it). */
+  passChecks: PassRateCheckPoint[];
   /** True when a stop target was set and SFT ran out of epochs (`max_epochs`) before reaching it. */
   missedTarget: boolean;
   finalNll: number;
@@ -40,9 +45,11 @@ export interface WarmStartReport {
    * SFT ended before every demonstration was trained on once.
    */
   finalDemoProb: number | null;
-  /** Oracle demonstrations (rollouts) and SFT, then both. */
+  /** Oracle demonstrations (rollouts) and SFT (its pass-rate checks included), then both. */
   demoMs: number;
   sftMs: number;
+  /** Of `sftMs`, the pass-rate checks' (saving, serving and their rollouts). */
+  checkMs: number;
   wallMs: number;
 }
 
@@ -56,6 +63,8 @@ export interface SftPoint {
   "sft/lr": number;
   /** DemoProbability's figure after this step (from the end of the first epoch on: every demonstration seen once). */
   "sft/demo_prob"?: number;
+  /** Held-in pass@1 of the policy after this step, on the steps `stop_at_pass_rate` checked. */
+  "sft/held_in_pass1"?: number;
 }
 
 export interface WarmStartResult {
@@ -99,23 +108,23 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   const stack = await RolloutStack.open(runStackOptions(ctx, runEngine(ctx, "oracle"), ctx.stores.demos, { sampling: false }));
   let built;
   try {
-    const progress = new Progress("demos", tasks.length * config.harnesses.length, { sink: ctx.run.progress });
-    const results = await runRollouts(
-      stack,
-      { tasks, harnesses: config.harnesses, samples: 1, idPrefix: "demo" },
-      {
-        concurrency: config.rollout.concurrency,
-        // Demonstrations are not limited by the policy's sampling budget: the oracle's turns are what they are.
-        settings: { ...ctx.rolloutSettings, maxTurns: config.rollout.max_turns + 2, maxTokens: 1024 },
-        onResult: (_r, done) => progress.update(done),
-        onRetry: (failed, attempt, attempts) => log(retryLine(failed, attempt, attempts)),
-      },
-    );
-    const good = results.filter((r) => r.status === "ok");
-    log(`warm start: ${good.length}/${results.length} oracle demonstrations solved their task`);
-    const unsolved = unsolvedDemosLine(results);
-    if (unsolved) log(unsolved);
-    built = batchForRollouts(stack.store, good, { rowTokens, trajectories: config.algorithm.trajectories });
+      const progress = new Progress("demos", tasks.length * config.harnesses.length, { sink: ctx.run.progress });
+      const results = await runRollouts(
+        stack,
+        { tasks, harnesses: config.harnesses, samples: 1, idPrefix: "demo" },
+        {
+          concurrency: config.rollout.concurrency,
+          // Demonstrations are not limited by the policy's sampling budget: the oracle's turns are what they are.
+          settings: { ...ctx.rolloutSettings, maxTurns: config.rollout.max_turns + 2, maxTokens: 1024 },
+          onResult: (_r, done) => progress.update(done),
+          onRetry: (failed, attempt, attempts) => log(retryLine(failed, attempt, attempts)),
+        },
+      );
+      const good = results.filter((r) => r.status === "ok");
+      log(`warm start: ${good.length}/${results.length} oracle demonstrations solved their task`);
+      const unsolved = unsolvedDemosLine(results);
+      if (unsolved) log(unsolved);
+      built = batchForRollouts(stack.store, good, { rowTokens, trajectories: config.algorithm.trajectories });
   } finally {
     await stack.close().catch(() => undefined);
   }
@@ -143,6 +152,9 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   // Past `epochs` only while a target is still unmet (max_epochs); lrAt holds the schedule's final rate there.
   const maxEpochs = Math.max(ws.epochs, ws.max_epochs ?? ws.epochs);
   let epochsRun = 0;
+  const passStop = ws.stop_at_pass_rate;
+  const checker = passStop ? new PassRateCheck(ctx, trainer, passStop, (await loadSuite(passStop.tasks)).tasks, log) : null;
+  try {
   for (let epoch = 0; epoch < maxEpochs && Date.now() < deadline && stoppedBy === undefined; epoch++) {
     if (epoch === ws.epochs) log(`warm start: ${steps} planned SFT steps ended without reaching the target (epoch mean NLL ${window.mean().toFixed(4)}, demo prob ${formatProbability(demoProb.value())}); going on, up to max_epochs ${maxEpochs}`);
     epochsRun = epoch + 1;
@@ -170,27 +182,38 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
       const mean = window.push(nll);
       demoProb.observe(mb.rows, fb.logprobs);
       const prob = demoProb.value();
-      curve.push({ optimizer_step: steps, epoch: epoch + 1, "sft/nll": nll, "sft/nll_epoch_mean": mean, "sft/lr": lr, ...(Number.isFinite(prob) ? { "sft/demo_prob": prob } : {}) });
+      const point: SftPoint = { optimizer_step: steps, epoch: epoch + 1, "sft/nll": nll, "sft/nll_epoch_mean": mean, "sft/lr": lr, ...(Number.isFinite(prob) ? { "sft/demo_prob": prob } : {}) };
+      curve.push(point);
       progress.update(Math.min(steps, total), `epoch ${epoch + 1}/${epoch < ws.epochs ? ws.epochs : maxEpochs} nll ${nll.toFixed(3)} (epoch mean ${mean.toFixed(3)})${Number.isFinite(prob) ? ` demo prob ${formatProbability(prob)}` : ""}`);
       stoppedBy = sftStopReason({ nll: ws.stop_at_nll, demoProb: ws.stop_at_demo_prob }, window, prob);
+      if (stoppedBy === undefined && checker && passStop && checker.due(steps, prob)) {
+        const check = await checker.measure(steps);
+        point["sft/held_in_pass1"] = check.passRate;
+        if (check.passRate >= passStop.target) stoppedBy = "pass_rate";
+      }
       if (stoppedBy !== undefined) {
         log(
           stoppedBy === "nll"
             ? `warm start: mean NLL ${mean.toFixed(4)} over the last ${window.size} steps reached stop_at_nll ${ws.stop_at_nll} after ${steps} of ${total} SFT steps`
-            : `warm start: demonstrations reproduced with probability ${formatProbability(prob)}, reaching stop_at_demo_prob ${ws.stop_at_demo_prob} after ${steps} of ${total} SFT steps`,
+            : stoppedBy === "demo_prob"
+              ? `warm start: demonstrations reproduced with probability ${formatProbability(prob)}, reaching stop_at_demo_prob ${ws.stop_at_demo_prob} after ${steps} of ${total} SFT steps`
+              : `warm start: held-in pass@1 reached stop_at_pass_rate ${passStop?.target} after ${steps} of ${total} SFT steps`,
         );
         break;
       }
     }
   }
+  } finally {
+    await checker?.close();
+  }
   progress.close();
   const timeCapped = Date.now() >= deadline && stoppedBy === undefined && (steps < total || epochsRun < maxEpochs);
   if (timeCapped) log(`warm start: max_seconds ${ws.max_seconds} reached after ${steps} of ${total} SFT steps; the policy is less trained than configured${ws.fit_schedule_to_time ? ` (the decay was fitted to ${horizon} steps)` : ""}`);
-  const missedTarget = (ws.stop_at_nll !== undefined || ws.stop_at_demo_prob !== undefined) && stoppedBy === undefined && !timeCapped;
+  const missedTarget = (ws.stop_at_nll !== undefined || ws.stop_at_demo_prob !== undefined || passStop !== undefined) && stoppedBy === undefined && !timeCapped;
   if (missedTarget) log(`warm start: WARNING: SFT ended after ${steps} steps (${epochsRun} epochs) without reaching its target; RL starts from a weaker policy than configured (raise warm_start.max_epochs)`);
   const end = Date.now();
   return {
-    report: { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, epochs: epochsRun, timeCapped, reachedTargetNll: stoppedBy === "nll", reachedTargetDemoProb: stoppedBy === "demo_prob", missedTarget, finalNll: nll, finalDemoProb: finiteOrNull(demoProb.value()), demoMs, sftMs: end - sftStarted, wallMs: end - started },
+    report: { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, epochs: epochsRun, timeCapped, reachedTargetNll: stoppedBy === "nll", reachedTargetDemoProb: stoppedBy === "demo_prob", reachedTargetPassRate: stoppedBy === "pass_rate", passChecks: checker?.points ?? [], missedTarget, finalNll: nll, finalDemoProb: finiteOrNull(demoProb.value()), demoMs, sftMs: end - sftStarted, checkMs: (checker?.points ?? []).reduce((a, p) => a + p.ms, 0), wallMs: end - started },
     curve,
   };
 }

@@ -39,13 +39,20 @@ function deltaLine(d: PassDelta): string {
   return `  change: ${d.overall >= 0 ? "+" : ""}${(100 * d.overall).toFixed(1)} points ± ${(100 * d.stderr).toFixed(1)} (${d.z.toFixed(1)} standard errors, ${kind})`;
 }
 
+/** The last held-in check of `stop_at_pass_rate`, when it ran any. */
+function heldIn(w: NonNullable<RunSummary["warmStart"]>): string {
+  const last = w.passChecks[w.passChecks.length - 1];
+  if (!last) return "";
+  return `, held-in pass@1 ${(100 * last.passRate).toFixed(1)}% at step ${last.step}${w.reachedTargetPassRate ? ", stop_at_pass_rate reached" : ""}`;
+}
+
 /** Steps that ran against those planned, and where the wall time went; a time cap that cut a phase is said loudly. */
 function budgetLines(s: RunSummary): string[] {
   const t = s.timing;
   const w = s.warmStart;
-  const sft = w ? `, warm start ${w.steps}/${w.plannedSteps} SFT steps (NLL ${w.finalNll.toFixed(4)}${w.finalDemoProb === null ? "" : `, demo prob ${formatProbability(w.finalDemoProb)}`}${w.reachedTargetNll ? ", stop_at_nll reached" : ""}${w.reachedTargetDemoProb ? ", stop_at_demo_prob reached" : ""})` : "";
+  const sft = w ? `, warm start ${w.steps}/${w.plannedSteps} SFT steps (NLL ${w.finalNll.toFixed(4)}${w.finalDemoProb === null ? "" : `, demo prob ${formatProbability(w.finalDemoProb)}`}${w.reachedTargetNll ? ", stop_at_nll reached" : ""}${w.reachedTargetDemoProb ? ", stop_at_demo_prob reached" : ""}${heldIn(w)})` : "";
   const lines = [`steps ${s.steps}/${s.plannedSteps}${sft}, wall ${(s.wallSeconds / 60).toFixed(1)} min`];
-  const parts = w ? [`demos ${(w.demoMs / 1000).toFixed(0)}`, `SFT ${(w.sftMs / 1000).toFixed(0)}`] : [];
+  const parts = w ? [`demos ${(w.demoMs / 1000).toFixed(0)}`, `SFT ${(w.sftMs / 1000).toFixed(0)}${w.passChecks.length ? ` (${(w.checkMs / 1000).toFixed(0)} of it in ${w.passChecks.length} pass-rate checks)` : ""}`] : [];
   parts.push(`eval ${(t.evalBefore + t.evalAfter).toFixed(0)}`, `rollouts ${t.rollouts.toFixed(0)}`, `train ${t.train.toFixed(0)}`, `save+swap ${t.swap.toFixed(0)}`);
   lines.push(`time (s): ${parts.join(", ")}`);
   if (w?.missedTarget) lines.push(`WARNING: the warm start ended after ${w.steps} SFT steps (${w.epochs} epochs) without reaching its stop target: RL started from a weaker policy (warm_start.max_epochs)`);
