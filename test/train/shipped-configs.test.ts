@@ -128,7 +128,10 @@ describe("a typo in any section of the run config", () => {
     expect(lines({ ...base, mix: "scheduled", scheduler: { name: "harness-bandit", p_min: 0.5 } })).toEqual([]);
     const ws = (base as { warm_start: Record<string, unknown> }).warm_start;
     expect(lines({ ...base, warm_start: { ...ws, epochs: 12, max_epochs: 8 } })).toEqual(["  warm_start.max_epochs: max_epochs 8 is below epochs 12"]);
-    expect(lines({ ...base, warm_start: { ...ws, stop_at_nll: undefined, stop_at_demo_prob: undefined, max_epochs: 30 } })).toEqual([expect.stringMatching(/^ {2}warm_start\.max_epochs: max_epochs extends SFT until a target is reached/)]);
+    expect(lines({ ...base, warm_start: { ...ws, stop_at_nll: undefined, stop_at_demo_prob: undefined, stop_at_pass_rate: undefined, max_epochs: 30 } })).toEqual([expect.stringMatching(/^ {2}warm_start\.max_epochs: max_epochs extends SFT until a target is reached/)]);
+    // The stop's held-in tasks must not be the held-out evaluation's.
+    const evalTasks = (base as { eval: { tasks: string } }).eval.tasks;
+    expect(lines({ ...base, warm_start: { ...ws, stop_at_pass_rate: { target: 0.35, tasks: evalTasks } } })).toEqual([expect.stringMatching(/^ {2}warm_start\.stop_at_pass_rate\.tasks: the held-out evaluation's tasks would decide/)]);
     expect(lines({ ...base, warm_start: { ...ws, epochs: 12, max_epochs: 30 } })).toEqual([]);
   });
 });
