@@ -108,23 +108,23 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   const stack = await RolloutStack.open(runStackOptions(ctx, runEngine(ctx, "oracle"), ctx.stores.demos, { sampling: false }));
   let built;
   try {
-      const progress = new Progress("demos", tasks.length * config.harnesses.length, { sink: ctx.run.progress });
-      const results = await runRollouts(
-        stack,
-        { tasks, harnesses: config.harnesses, samples: 1, idPrefix: "demo" },
-        {
-          concurrency: config.rollout.concurrency,
-          // Demonstrations are not limited by the policy's sampling budget: the oracle's turns are what they are.
-          settings: { ...ctx.rolloutSettings, maxTurns: config.rollout.max_turns + 2, maxTokens: 1024 },
-          onResult: (_r, done) => progress.update(done),
-          onRetry: (failed, attempt, attempts) => log(retryLine(failed, attempt, attempts)),
-        },
-      );
-      const good = results.filter((r) => r.status === "ok");
-      log(`warm start: ${good.length}/${results.length} oracle demonstrations solved their task`);
-      const unsolved = unsolvedDemosLine(results);
-      if (unsolved) log(unsolved);
-      built = batchForRollouts(stack.store, good, { rowTokens, trajectories: config.algorithm.trajectories });
+    const progress = new Progress("demos", tasks.length * config.harnesses.length, { sink: ctx.run.progress });
+    const results = await runRollouts(
+      stack,
+      { tasks, harnesses: config.harnesses, samples: 1, idPrefix: "demo" },
+      {
+        concurrency: config.rollout.concurrency,
+        // Demonstrations are not limited by the policy's sampling budget: the oracle's turns are what they are.
+        settings: { ...ctx.rolloutSettings, maxTurns: config.rollout.max_turns + 2, maxTokens: 1024 },
+        onResult: (_r, done) => progress.update(done),
+        onRetry: (failed, attempt, attempts) => log(retryLine(failed, attempt, attempts)),
+      },
+    );
+    const good = results.filter((r) => r.status === "ok");
+    log(`warm start: ${good.length}/${results.length} oracle demonstrations solved their task`);
+    const unsolved = unsolvedDemosLine(results);
+    if (unsolved) log(unsolved);
+    built = batchForRollouts(stack.store, good, { rowTokens, trajectories: config.algorithm.trajectories });
   } finally {
     await stack.close().catch(() => undefined);
   }
@@ -155,54 +155,54 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   const passStop = ws.stop_at_pass_rate;
   const checker = passStop ? new PassRateCheck(ctx, trainer, passStop, (await loadSuite(passStop.tasks)).tasks, log) : null;
   try {
-  for (let epoch = 0; epoch < maxEpochs && Date.now() < deadline && stoppedBy === undefined; epoch++) {
-    if (epoch === ws.epochs) log(`warm start: ${steps} planned SFT steps ended without reaching the target (epoch mean NLL ${window.mean().toFixed(4)}, demo prob ${formatProbability(demoProb.value())}); going on, up to max_epochs ${maxEpochs}`);
-    epochsRun = epoch + 1;
-    // A seeded shuffle per epoch: rows of different demonstrations meet in different optimizer steps.
-    const order = rows.map((_, i) => i);
-    for (let i = order.length - 1; i > 0; i--) {
-      const j = Math.floor(random() * (i + 1));
-      [order[i], order[j]] = [order[j] as number, order[i] as number];
+    for (let epoch = 0; epoch < maxEpochs && Date.now() < deadline && stoppedBy === undefined; epoch++) {
+      if (epoch === ws.epochs) log(`warm start: ${steps} planned SFT steps ended without reaching the target (epoch mean NLL ${window.mean().toFixed(4)}, demo prob ${formatProbability(demoProb.value())}); going on, up to max_epochs ${maxEpochs}`);
+      epochsRun = epoch + 1;
+      // A seeded shuffle per epoch: rows of different demonstrations meet in different optimizer steps.
+      const order = rows.map((_, i) => i);
+      for (let i = order.length - 1; i > 0; i--) {
+        const j = Math.floor(random() * (i + 1));
+        [order[i], order[j]] = [order[j] as number, order[i] as number];
+      }
+      const shuffled = { ...built.batch, rows: order.map((i) => rows[i]!) };
+      for (const mb of microBatches(shuffled, ws.batch_tokens)) {
+        if (Date.now() >= deadline) break;
+        if (ws.fit_schedule_to_time) {
+          const now = Date.now();
+          const stepMs = timedFrom !== undefined && steps > timedFrom.steps ? (now - timedFrom.at) / (steps - timedFrom.steps) : undefined;
+          horizon = timeFitHorizon({ planned: total, previous: horizon, done: steps, stepMs, remainingMs: deadline - now });
+        }
+        setTokenMeanWeights(mb);
+        const fb = await trainer.forwardBackward(mb, { objective: "sft" });
+        steps++;
+        const lr = lrAt(ws.lr, ws.lr_schedule, steps, horizon);
+        await trainer.optimStep({ lr, maxGradNorm: 1 });
+        timedFrom ??= { at: Date.now(), steps };
+        nll = fb.nllMean;
+        const mean = window.push(nll);
+        demoProb.observe(mb.rows, fb.logprobs);
+        const prob = demoProb.value();
+        const point: SftPoint = { optimizer_step: steps, epoch: epoch + 1, "sft/nll": nll, "sft/nll_epoch_mean": mean, "sft/lr": lr, ...(Number.isFinite(prob) ? { "sft/demo_prob": prob } : {}) };
+        curve.push(point);
+        progress.update(Math.min(steps, total), `epoch ${epoch + 1}/${epoch < ws.epochs ? ws.epochs : maxEpochs} nll ${nll.toFixed(3)} (epoch mean ${mean.toFixed(3)})${Number.isFinite(prob) ? ` demo prob ${formatProbability(prob)}` : ""}`);
+        stoppedBy = sftStopReason({ nll: ws.stop_at_nll, demoProb: ws.stop_at_demo_prob }, window, prob);
+        if (stoppedBy === undefined && checker && passStop && checker.due(steps, prob)) {
+          const check = await checker.measure(steps);
+          point["sft/held_in_pass1"] = check.passRate;
+          if (check.passRate >= passStop.target) stoppedBy = "pass_rate";
+        }
+        if (stoppedBy !== undefined) {
+          log(
+            stoppedBy === "nll"
+              ? `warm start: mean NLL ${mean.toFixed(4)} over the last ${window.size} steps reached stop_at_nll ${ws.stop_at_nll} after ${steps} of ${total} SFT steps`
+              : stoppedBy === "demo_prob"
+                ? `warm start: demonstrations reproduced with probability ${formatProbability(prob)}, reaching stop_at_demo_prob ${ws.stop_at_demo_prob} after ${steps} of ${total} SFT steps`
+                : `warm start: held-in pass@1 reached stop_at_pass_rate ${passStop?.target} after ${steps} of ${total} SFT steps`,
+          );
+          break;
+        }
+      }
     }
-    const shuffled = { ...built.batch, rows: order.map((i) => rows[i]!) };
-    for (const mb of microBatches(shuffled, ws.batch_tokens)) {
-      if (Date.now() >= deadline) break;
-      if (ws.fit_schedule_to_time) {
-        const now = Date.now();
-        const stepMs = timedFrom !== undefined && steps > timedFrom.steps ? (now - timedFrom.at) / (steps - timedFrom.steps) : undefined;
-        horizon = timeFitHorizon({ planned: total, previous: horizon, done: steps, stepMs, remainingMs: deadline - now });
-      }
-      setTokenMeanWeights(mb);
-      const fb = await trainer.forwardBackward(mb, { objective: "sft" });
-      steps++;
-      const lr = lrAt(ws.lr, ws.lr_schedule, steps, horizon);
-      await trainer.optimStep({ lr, maxGradNorm: 1 });
-      timedFrom ??= { at: Date.now(), steps };
-      nll = fb.nllMean;
-      const mean = window.push(nll);
-      demoProb.observe(mb.rows, fb.logprobs);
-      const prob = demoProb.value();
-      const point: SftPoint = { optimizer_step: steps, epoch: epoch + 1, "sft/nll": nll, "sft/nll_epoch_mean": mean, "sft/lr": lr, ...(Number.isFinite(prob) ? { "sft/demo_prob": prob } : {}) };
-      curve.push(point);
-      progress.update(Math.min(steps, total), `epoch ${epoch + 1}/${epoch < ws.epochs ? ws.epochs : maxEpochs} nll ${nll.toFixed(3)} (epoch mean ${mean.toFixed(3)})${Number.isFinite(prob) ? ` demo prob ${formatProbability(prob)}` : ""}`);
-      stoppedBy = sftStopReason({ nll: ws.stop_at_nll, demoProb: ws.stop_at_demo_prob }, window, prob);
-      if (stoppedBy === undefined && checker && passStop && checker.due(steps, prob)) {
-        const check = await checker.measure(steps);
-        point["sft/held_in_pass1"] = check.passRate;
-        if (check.passRate >= passStop.target) stoppedBy = "pass_rate";
-      }
-      if (stoppedBy !== undefined) {
-        log(
-          stoppedBy === "nll"
-            ? `warm start: mean NLL ${mean.toFixed(4)} over the last ${window.size} steps reached stop_at_nll ${ws.stop_at_nll} after ${steps} of ${total} SFT steps`
-            : stoppedBy === "demo_prob"
-              ? `warm start: demonstrations reproduced with probability ${formatProbability(prob)}, reaching stop_at_demo_prob ${ws.stop_at_demo_prob} after ${steps} of ${total} SFT steps`
-              : `warm start: held-in pass@1 reached stop_at_pass_rate ${passStop?.target} after ${steps} of ${total} SFT steps`,
-        );
-        break;
-      }
-    }
-  }
   } finally {
     await checker?.close();
   }

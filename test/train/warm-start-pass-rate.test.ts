@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
@@ -75,6 +75,11 @@ describe("a warm start stopped by the policy's own held-in pass rate", () => {
     expect(gate?.optimizer_step).toBe(checks[0]!.step);
     expect(lines.filter((l) => /^warm start: held-in pass@1 [\d.]+% after \d+ SFT steps \(4 rollouts/.test(l))).toHaveLength(checks.length);
     expect(lines.some((l) => l.startsWith(`warm start: held-in pass@1 reached stop_at_pass_rate ${TARGET} after ${w.steps} of`))).toBe(true);
+    // The last check's snapshot stays beside the run's policies, and the warm start's policy (saved after it) is complete.
+    for (const name of ["config.json", "tokenizer.json", "model.safetensors"]) {
+      expect(existsSync(join(dir, "sft-check-policy", name))).toBe(true);
+      expect(existsSync(join(dir, "policy", "v0001", name))).toBe(true);
+    }
   });
 });
 
