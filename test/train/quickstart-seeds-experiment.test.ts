@@ -22,8 +22,6 @@ const TINY = [
   "warm_start.demos=calcrun:train?n=2&seed=2",
   "warm_start.epochs=1",
   "warm_start.stop_at_nll=null",
-  "warm_start.stop_at_pass_rate=null",
-  "warm_start.max_epochs=null",
   "budget.steps=1",
   "budget.tasks_per_step=1",
   "budget.samples=2",
