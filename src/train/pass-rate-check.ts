@@ -32,8 +32,6 @@ export function passCheckSeedKey(runSeed: number): string {
  */
 export class PassRateCheck {
   private stack: RolloutStack | null = null;
-  private lastStep = -Infinity;
-  private checks = 0;
   readonly points: PassRateCheckPoint[] = [];
 
   constructor(
@@ -47,14 +45,22 @@ export class PassRateCheck {
   /** Whether a check is due after `step` optimizer steps, given the demonstrations' reproduction probability then. */
   due(step: number, demoProb: number): boolean {
     if (!(Number.isFinite(demoProb) && demoProb >= this.spec.from_demo_prob)) return false;
-    return step - this.lastStep >= this.spec.every_steps;
+    const last = this.points[this.points.length - 1];
+    return last === undefined || step - last.step >= this.spec.every_steps;
+  }
+
+  /** Whether a check reached the configured pass rate (SFT stops there). */
+  reached(point: PassRateCheckPoint): boolean {
+    return point.passRate >= this.spec.target;
+  }
+
+  get target(): number {
+    return this.spec.target;
   }
 
   /** Measures the current policy's held-in pass rate (and records it). */
   async measure(step: number): Promise<PassRateCheckPoint> {
     const started = Date.now();
-    this.lastStep = step;
-    this.checks++;
     const dir = this.ctx.run.path("sft-check-policy");
     await this.trainer.save(dir, { policyVersion: 0 });
     if (this.stack === null) {
@@ -62,7 +68,8 @@ export class PassRateCheck {
     } else {
       const engine = this.stack.engine;
       if (!isHotSwappable(engine)) throw new InfraError("internal", `engine ${engine.spec} cannot switch policies between warm-start checks`);
-      await engine.loadPolicy(dir, this.checks);
+      // The first check opened the engine on its snapshot; each later one loads its own as the next version (2, 3, …).
+      await engine.loadPolicy(dir, this.points.length + 1);
     }
     const results = await runRollouts(
       this.stack,

@@ -186,10 +186,10 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
         curve.push(point);
         progress.update(Math.min(steps, total), `epoch ${epoch + 1}/${epoch < ws.epochs ? ws.epochs : maxEpochs} nll ${nll.toFixed(3)} (epoch mean ${mean.toFixed(3)})${Number.isFinite(prob) ? ` demo prob ${formatProbability(prob)}` : ""}`);
         stoppedBy = sftStopReason({ nll: ws.stop_at_nll, demoProb: ws.stop_at_demo_prob }, window, prob);
-        if (stoppedBy === undefined && checker && passStop && checker.due(steps, prob)) {
+        if (stoppedBy === undefined && checker?.due(steps, prob)) {
           const check = await checker.measure(steps);
           point["sft/held_in_pass1"] = check.passRate;
-          if (check.passRate >= passStop.target) stoppedBy = "pass_rate";
+          if (checker.reached(check)) stoppedBy = "pass_rate";
         }
         if (stoppedBy !== undefined) {
           log(
@@ -197,7 +197,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
               ? `warm start: mean NLL ${mean.toFixed(4)} over the last ${window.size} steps reached stop_at_nll ${ws.stop_at_nll} after ${steps} of ${total} SFT steps`
               : stoppedBy === "demo_prob"
                 ? `warm start: demonstrations reproduced with probability ${formatProbability(prob)}, reaching stop_at_demo_prob ${ws.stop_at_demo_prob} after ${steps} of ${total} SFT steps`
-                : `warm start: held-in pass@1 reached stop_at_pass_rate ${passStop?.target} after ${steps} of ${total} SFT steps`,
+                : `warm start: held-in pass@1 reached stop_at_pass_rate ${checker?.target} after ${steps} of ${total} SFT steps`,
           );
           break;
         }

@@ -6,6 +6,7 @@ import { buildRunContext } from "../../src/run/context.js";
 import { loadRunConfig, parseRunConfig } from "../../src/train/config.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
 import { tempDirs } from "../temp-dirs.js";
+import { tinyWarmStartRun } from "./tiny-warm-start.js";
 
 const tempDir = tempDirs();
 
@@ -13,18 +14,7 @@ const TARGET = 0.5;
 const EVERY = 8;
 const FROM = 1e-10;
 
-const base = {
-  name: "pass-rate-stop",
-  seed: 3,
-  model: { preset: "tiny-1m", seed: 3 },
-  trainer: { threads: 1 },
-  engine: { kind: "llamacpp", threads: 1, sequences: 4 },
-  sampling: { temperature: 1, max_tokens: 128 },
-  rollout: { sandbox: "bwrap", concurrency: 4, max_turns: 2, timeout_s: 60, memory_mb: 1024 },
-  harnesses: ["chat-agent"],
-  tasks: { train: "calcrun:train?n=4&seed=1" },
-  budget: { steps: 0, tasks_per_step: 1, samples: 2 },
-};
+const base = tinyWarmStartRun("pass-rate-stop", 128);
 
 /**
  * `warm_start.stop_at_pass_rate` on a real warm start: oracle demonstrations through a built-in harness in bwrap

@@ -6,6 +6,7 @@ import { buildRunContext } from "../../src/run/context.js";
 import { loadRunConfig } from "../../src/train/config.js";
 import { runTraining, type RunSummary } from "../../src/train/orchestrator.js";
 import { tempDirs } from "../temp-dirs.js";
+import { tinyWarmStartRun } from "./tiny-warm-start.js";
 
 const tempDir = tempDirs();
 
@@ -29,17 +30,8 @@ describe("a warm start stopped by the demonstrations' reproduction probability",
     writeFileSync(
       path,
       stringify({
-        name: "demo-prob-stop",
-        seed: 3,
-        model: { preset: "tiny-1m", seed: 3 },
-        trainer: { threads: 1 },
-        engine: { kind: "llamacpp", threads: 1, sequences: 4 },
-        sampling: { temperature: 1, max_tokens: 24 },
-        rollout: { sandbox: "bwrap", concurrency: 4, max_turns: 2, timeout_s: 60, memory_mb: 1024 },
-        harnesses: ["chat-agent"],
-        tasks: { train: "calcrun:train?n=4&seed=1" },
+        ...tinyWarmStartRun("demo-prob-stop", 24),
         warm_start: { demos: "calcrun:train?n=4&seed=2", epochs: 100, lr: 0.01, batch_tokens: 4096, stop_at_demo_prob: TARGET },
-        budget: { steps: 0, tasks_per_step: 1, samples: 2 },
       }),
     );
     dir = join(root, "run");
