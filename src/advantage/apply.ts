@@ -28,6 +28,8 @@ export interface ApplyAdvantagesInput {
    * tokens sampled by a policy too many versions behind in async mode. Group baselines are unaffected.
    */
   excludeCall?: (call: CallRef) => boolean;
+  /** `negative_scope: branch`: call id → completion offset of its branch token (branchPoints over the batch's calls). */
+  branches?: ReadonlyMap<string, number>;
 }
 
 export interface ApplyAdvantagesResult {
@@ -126,6 +128,17 @@ export function applyAdvantages(input: ApplyAdvantagesInput): ApplyAdvantagesRes
     if (config.ppo.whiten) whiten(adv, trained);
   }
 
+  let branchTokens: number | null = null;
+  if (config.negativeScope === "branch") {
+    const branches = input.branches;
+    if (!branches) throw new UserError("invalid_config", "negative_scope \"branch\" needs the batch's branch points (branchPoints over its calls)");
+    branchTokens = 0;
+    for (let u = 0; u < adv.length; u++) {
+      if (!trained(u) || (adv[u] as number) >= 0) continue;
+      if (branches.get(calls[table.callOf[u] as number]?.callId ?? "") === table.offsetOf[u]) branchTokens++;
+      else adv[u] = 0;
+    }
+  }
   if (config.negativeScale !== 1) {
     for (let u = 0; u < adv.length; u++) if (trained(u) && (adv[u] as number) < 0) adv[u] = (adv[u] as number) * config.negativeScale;
   }
@@ -152,6 +165,7 @@ export function applyAdvantages(input: ApplyAdvantagesInput): ApplyAdvantagesRes
   });
 
   const stats = summarise(plan, config, table.size, state, adv, lossWeightSum);
+  stats.branchTokens = branchTokens;
   if (config.estimator === "ppo") stats.meanAbsAdvantage = rawMeanAbs;
   stats.ppo = ppo;
   if (process) {
@@ -237,5 +251,6 @@ function summarise(plan: GroupPlan, config: AdvantageConfig, size: number, state
     perHarness: perHarnessStats(plan),
     process: null,
     ppo: null,
+    branchTokens: null,
   };
 }

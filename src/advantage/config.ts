@@ -64,6 +64,14 @@ export const advantageSectionSchema = z
      * ∇log π otherwise dominates the step and can spread mass off the successful path (docs/algorithms.md).
      */
     negative_scale: z.number().min(0).max(1).default(1),
+    /**
+     * Which tokens of a worse rollout carry its negative advantage: `all`, or `branch`: only the token at which each of
+     * its calls left the paths of its group's better rollouts (same prompt, first differing sampled token;
+     * src/advantage/branch-points.ts), times `negative_scale`. What it sampled before that point a better rollout
+     * sampled too, and what follows is the tail that sampling went down after the mistake, whose large ∇log π is what
+     * makes full negatives derail small policies. GRPO only.
+     */
+    negative_scope: z.enum(["all", "branch"]).default("all"),
     aggregation: z.enum(AGGREGATIONS).default("token-mean"),
     /** token-sum only: divide by this constant (Dr. GRPO's fixed normaliser); 1 = plain sum. */
     sum_normalizer: z.number().positive().default(1),
@@ -72,6 +80,8 @@ export const advantageSectionSchema = z
   })
   .superRefine((c, ctx) => {
     if (c.process?.decisions === "tool" && c.process.tool === undefined) ctx.addIssue({ code: "custom", path: ["process", "tool"], message: 'process.decisions = "tool" needs process.tool (the tool name)' });
+    // PPO's negative advantages are per-token GAE values, not a rollout's outcome spread over its tokens.
+    if (c.negative_scope === "branch" && c.estimator !== "grpo") ctx.addIssue({ code: "custom", path: ["negative_scope"], message: 'negative_scope "branch" is for the grpo estimator (PPO\'s token advantages come from its critic)' });
   });
 
 export type AdvantageSection = z.output<typeof advantageSectionSchema>;
@@ -96,6 +106,7 @@ export interface AdvantageConfig {
   zeroVariance: "keep" | "drop";
   singletons: "keep" | "drop";
   negativeScale: number;
+  negativeScope: "all" | "branch";
   aggregation: Aggregation;
   sumNormalizer: number;
   process: ProcessConfig | null;
@@ -119,6 +130,7 @@ export function toAdvantageConfig(s: AdvantageSection): AdvantageConfig {
     zeroVariance: s.zero_variance,
     singletons: s.singletons,
     negativeScale: s.negative_scale,
+    negativeScope: s.negative_scope,
     aggregation: s.aggregation,
     sumNormalizer: s.sum_normalizer,
     process: p && { subscore: p.subscore, coef: p.coef, decisions: p.decisions, ...(p.tool !== undefined ? { tool: p.tool } : {}), target: p.target, normalizeStd: p.normalize_std },

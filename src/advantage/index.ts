@@ -7,3 +7,4 @@ export * from "./weights.js";
 export * from "./gae.js";
 export * from "./stats.js";
 export * from "./apply.js";
+export * from "./branch-points.js";

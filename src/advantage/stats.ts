@@ -44,6 +44,8 @@ export interface AdvantageStats {
   perHarness: Record<string, HarnessAdvantageStats>;
   process: { decisions: number; unmappedEntries: number; missingLists: number; meanAbsTerm: number } | null;
   ppo: { meanReturn: number; meanValue: number; pathsPerToken: number } | null;
+  /** `negative_scope: branch`: unique tokens that kept a negative advantage (one per worse call that branched); else null. */
+  branchTokens: number | null;
 }
 
 export function perHarnessStats(plan: GroupPlan): Record<string, HarnessAdvantageStats> {
@@ -102,6 +104,7 @@ export function advantageMetrics(s: AdvantageStats): Record<string, number> {
     m["adv/process_mean_abs_term"] = s.process.meanAbsTerm;
     m["adv/process_unmapped"] = s.process.unmappedEntries;
   }
+  if (s.branchTokens !== null) m["adv/branch_tokens"] = s.branchTokens;
   if (s.ppo) {
     m["adv/ppo_mean_return"] = s.ppo.meanReturn;
     m["adv/ppo_mean_value"] = s.ppo.meanValue;

@@ -20,6 +20,16 @@ export const ROW_TOKEN_BUDGET = 4_096;
  * the verifier score as each rollout's outcome reward. Infrastructure failures never reach here.
  */
 export function batchForRollouts(store: Store, results: readonly RolloutResult[], options: { trajectories?: "main" | "all"; rowTokens?: number } = {}): BuiltBatch {
+  return batchFromRecords(recordsForRollouts(store, results), results, options);
+}
+
+/** The recorded calls and sessions of the given rollouts, as a batch is built from them. */
+export interface RolloutRecords {
+  records: CallRecord[];
+  sessions: SessionInfo[];
+}
+
+export function recordsForRollouts(store: Store, results: readonly RolloutResult[]): RolloutRecords {
   // Per rollout: reading every session of the store and filtering made each step's batch cost grow with the run.
   // Only the result's own sessions: an attempt that ended in an infrastructure error and was run again recorded
   // under the same rollout id (src/rollout/run-one.ts), and its calls are not this outcome's.
@@ -30,7 +40,12 @@ export function batchForRollouts(store: Store, results: readonly RolloutResult[]
     for (const c of store.listCalls({ rolloutId: r.rolloutId })) if (own.has(c.sessionId)) records.push(c);
     for (const s of store.listSessions({ rolloutId: r.rolloutId })) if (own.has(s.sessionId)) sessions.push(s);
   }
-  const forests = buildForests(records, sessions);
+  return { records, sessions };
+}
+
+/** batchForRollouts on records already read (a step that also reads them for something else reads them once). */
+export function batchFromRecords(read: RolloutRecords, results: readonly RolloutResult[], options: { trajectories?: "main" | "all"; rowTokens?: number } = {}): BuiltBatch {
+  const forests = buildForests(read.records, read.sessions);
   const outcome = new Map(results.map((r) => [r.rolloutId, r.score]));
   return buildBatch(forests, {
     layout: "tree",

@@ -1,9 +1,9 @@
-import { advantageMetrics, applyAdvantages, toAdvantageConfig, type AdvantageConfig } from "../advantage/index.js";
+import { advantageMetrics, applyAdvantages, branchPoints, planGroups, toAdvantageConfig, type AdvantageConfig } from "../advantage/index.js";
 import type { RolloutResult } from "../tasks/rollout-result.js";
 import type { Store } from "../store/types.js";
 import { requireCapability } from "../trainer/capabilities.js";
 import type { CapoTrainer, ForwardBackwardOptions, OptimStepOptions, OptimStepResult, OptimizerReset, Trainer } from "../trainer/types.js";
-import { batchForRollouts } from "./batches.js";
+import { batchForRollouts, batchFromRecords, recordsForRollouts } from "./batches.js";
 import type { RunConfig } from "./config.js";
 import { lrAt } from "./lr-schedule.js";
 import { microBatches, splitMinibatches } from "./micro-batches.js";
@@ -84,7 +84,8 @@ export interface AdvantagedBatch {
  */
 export async function advantagedBatch(store: Store, valid: readonly RolloutResult[], trainer: Trainer, config: RunConfig, currentVersion: number): Promise<AdvantagedBatch> {
   const advConfig = advantageConfigOf(config);
-  const built = batchForRollouts(store, valid, { rowTokens: config.algorithm.row_tokens, trajectories: config.algorithm.trajectories });
+  const read = recordsForRollouts(store, valid);
+  const built = batchFromRecords(read, valid, { rowTokens: config.algorithm.row_tokens, trajectories: config.algorithm.trajectories });
   let maxLag = 0;
   for (const call of built.index.calls) if (call.policyVersion !== null) maxLag = Math.max(maxLag, currentVersion - call.policyVersion);
   // Calls made by roles that are not trained (e.g. sub-agents in central-only training) leave the loss entirely.
@@ -92,11 +93,15 @@ export async function advantagedBatch(store: Store, valid: readonly RolloutResul
   // The run checked these capabilities at its start (train/trainer-capabilities.ts); a direct caller learns here.
   const critic = advConfig.estimator === "ppo" ? requireCapability(trainer, "critic", 'advantage estimator "ppo"') : null;
   const values = critic ? await critic.criticValues(built.batch) : undefined;
+  const plan = planGroups(valid, advConfig);
+  const branches = advConfig.negativeScope === "branch" ? branchPoints(read.records, plan) : undefined;
   const { stats } = applyAdvantages({
     built,
     results: valid,
     config: advConfig,
+    plan,
     ...(values ? { values } : {}),
+    ...(branches ? { branches } : {}),
     excludeCall: (call) => untrainedRole?.(call) === true || (call.policyVersion !== null && currentVersion - call.policyVersion > config.max_staleness),
   });
   return { built, stats, maxLag };
