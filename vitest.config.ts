@@ -49,6 +49,7 @@ const SLOW_TESTS = [
   "test/train/warm-start-stop.test.ts",
   "test/train/warm-start-pass-rate.test.ts",
   "test/train/train-roles.test.ts",
+  "test/train/branch-scope.test.ts",
   "test/train/minibatch-anchor.test.ts",
   "test/train/served-engine.test.ts",
   "test/train/cluster-train.test.ts",
