@@ -254,6 +254,12 @@ const algorithmSchema = z
     lr: z.number().positive().default(1e-3),
     lr_schedule: lrScheduleSchema,
     weight_decay: z.number().min(0).default(0),
+    /**
+     * AdamW's β1 and β2 for RL's optimizer steps (the warm start keeps 0.9 / 0.999). A warm start's optimizer state is
+     * continued with them: the step count and the second moment go on, β1 sets how much of the last steps' direction
+     * each step carries.
+     */
+    betas: z.tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)]).default([0.9, 0.999]),
     max_grad_norm: z.number().min(0).default(1),
     /**
      * Optimizer steps per training step: the batch's rows are split into this many minibatches of about equal

@@ -184,7 +184,7 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     // minibatches: the first one's, i.e. the gradient at the policy that sampled the batch).
     if (k === 0 && options.sketch && sketcher && stats.tokenMeanAbsAdvantage > 0) sketch = (await sketcher.gradSketch(options.sketch)).sketch;
     const reset = k === 0 ? optimizerResetFor(config, options.step) : null;
-    const adamw: OptimStepOptions = { lr, weightDecay: alg.weight_decay, maxGradNorm: alg.max_grad_norm, ...(reset ? { reset } : {}) };
+    const adamw: OptimStepOptions = { lr, weightDecay: alg.weight_decay, beta1: alg.betas[0], beta2: alg.betas[1], maxGradNorm: alg.max_grad_norm, ...(reset ? { reset } : {}) };
     opt = capo && capoTrainer ? await capoTrainer.optimStep({ ...adamw, capo: true }) : await trainer.optimStep(adamw);
     if (opt.gradNorm !== null) gradNorms.push(opt.gradNorm);
     // How many parameters' AdamW state the reset found (0: the optimizer was fresh, e.g. no warm start).

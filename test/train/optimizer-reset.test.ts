@@ -5,13 +5,13 @@ import type { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
 import type { OptimStepOptions, OptimStepResult } from "../../src/trainer/types.js";
 import { openOracleFixture, type OracleFixture } from "./oracle-fixture.js";
 
-function config(reset?: string): RunConfig {
+function config(reset?: string, betas?: [number, number]): RunConfig {
   return parseRunConfig({
     name: "reset",
     model: { preset: "tiny-1m" },
     harnesses: ["chat-agent", "resp-agent"],
     tasks: { train: "calcrun:train" },
-    algorithm: { lr: 1e-3, minibatches: 2, batch_tokens: 1_000_000, ...(reset ? { reset_optimizer: reset } : {}) },
+    algorithm: { lr: 1e-3, minibatches: 2, batch_tokens: 1_000_000, ...(reset ? { reset_optimizer: reset } : {}), ...(betas ? { betas } : {}) },
     budget: { steps: 3, tasks_per_step: 4, samples: 2 },
   });
 }
@@ -26,6 +26,12 @@ describe("algorithm.reset_optimizer", () => {
     // A direct caller that gives no step never resets.
     expect(optimizerResetFor(config("first_moment"), undefined)).toBeNull();
     expect(optimizerResetFor(config(), 1)).toBeNull();
+  });
+
+  it("algorithm.betas defaults to AdamW's 0.9 / 0.999 and takes two values in [0, 1)", () => {
+    expect(config().algorithm.betas).toEqual([0.9, 0.999]);
+    expect(config(undefined, [0, 0.99]).algorithm.betas).toEqual([0, 0.99]);
+    expect(() => config(undefined, [1, 0.999])).toThrow(/betas/);
   });
 });
 
@@ -78,5 +84,12 @@ describe("reset_optimizer reaches the worker", () => {
     // Without the key, step 1 sends no reset.
     await trainOnRollouts(stack.store, results, observed, config(), 0, { step: 1 });
     expect(sent.slice(4).map((o) => o.reset)).toEqual([undefined, undefined]);
+    // Every step sends the configured betas (the worker's AdamW takes them per step).
+    expect(sent.slice(0, 6).map((o) => [o.beta1, o.beta2])).toEqual(Array(6).fill([0.9, 0.999]));
+    await trainOnRollouts(stack.store, results, observed, config(undefined, [0, 0.99]), 0, { step: 3 });
+    expect(sent.slice(6).map((o) => [o.beta1, o.beta2])).toEqual([
+      [0, 0.99],
+      [0, 0.99],
+    ]);
   }, 300_000);
 });
