@@ -26,7 +26,7 @@ const RULES: { id: string; title: string; test: (name: string) => boolean }[] = 
   // The warm start's curve (x = its optimizer step); its learning rate is orders of magnitude below the NLL.
   { id: "sft-nll", title: "Warm start: SFT NLL per token", test: (n) => n.startsWith("sft/nll") },
   { id: "sft-lr", title: "Warm start: learning rate", test: (n) => n === "sft/lr" },
-  { id: "sft-demo-prob", title: "Warm start: probability of reproducing a demonstration", test: (n) => n === "sft/demo_prob" },
+  { id: "sft-demo-prob", title: "Warm start: probability of reproducing a demonstration, and of opening its calls as it did", test: (n) => n === "sft/demo_prob" || n === "sft/demo_opening_prob" },
   { id: "sft-held-in-pass1", title: "Warm start: held-in pass@1 (stop_at_pass_rate checks)", test: (n) => n === "sft/held_in_pass1" },
 ];
 

@@ -1,6 +1,9 @@
 import type { BuiltBatch } from "../batch/batch-index.js";
 import type { PackedRow } from "../batch/types.js";
 
+/** How many of a call's first sampled tokens `DemoProbability.opening` covers by default. */
+export const DEMO_OPENING_TOKENS = 4;
+
 /** One row's trainable tokens and the sampled-token slot each one is. */
 interface RowPlan {
   tokens: Int32Array;
@@ -31,8 +34,14 @@ export class DemoProbability {
   private unseen: number;
   /** Per demonstration with at least one sampled token: its slots. */
   private readonly demoSlots: Int32Array[];
+  /** Per call with sampled tokens: the slots of its first `openingTokens` sampled tokens. */
+  private readonly openingSlots: Int32Array[];
 
-  constructor(built: BuiltBatch) {
+  /**
+   * `openingTokens`: how many of a call's first sampled tokens `opening()` covers (4: a Hermes tool call's
+   * `<tool_call>\n{"`, the place where some quickstart warm starts fail and RL does not repair them).
+   */
+  constructor(built: BuiltBatch, readonly openingTokens = DEMO_OPENING_TOKENS) {
     const demoOfPath = new Map<number, number>();
     const demoIndex = new Map<string, number>();
     for (const p of built.index.paths) {
@@ -41,6 +50,7 @@ export class DemoProbability {
       demoOfPath.set(p.id, d);
     }
     const slotOf = new Map<string, number>();
+    const openings = new Map<number, Set<number>>();
     const owners: Set<number>[] = Array.from({ length: demoIndex.size }, () => new Set<number>());
     built.batch.rows.forEach((row, r) => {
       const side = built.index.rows[r];
@@ -52,7 +62,14 @@ export class DemoProbability {
         if (row.trainable[i] !== 1 || offset < 0) continue;
         const key = `${side.call[i] ?? -1}:${offset}`;
         let slot = slotOf.get(key);
-        if (slot === undefined) slotOf.set(key, (slot = slotOf.size));
+        if (slot === undefined) {
+          slotOf.set(key, (slot = slotOf.size));
+          if (offset < openingTokens) {
+            const call = side.call[i] ?? -1;
+            const set = openings.get(call) ?? openings.set(call, new Set<number>()).get(call);
+            set?.add(slot);
+          }
+        }
         for (const path of side.pathSets[side.pathSet[i] ?? -1] ?? []) {
           const d = demoOfPath.get(path);
           if (d !== undefined) owners[d]?.add(slot);
@@ -66,6 +83,7 @@ export class DemoProbability {
     this.slotSeen = new Uint8Array(slotOf.size);
     this.unseen = slotOf.size;
     this.demoSlots = owners.filter((s) => s.size > 0).map((s) => Int32Array.from(s));
+    this.openingSlots = [...openings.values()].map((s) => Int32Array.from(s));
   }
 
   /** Demonstrations the figure averages over (those with sampled tokens in the batch). */
@@ -100,6 +118,22 @@ export class DemoProbability {
       mean += Math.exp(sum);
     }
     return mean / this.demoSlots.length;
+  }
+
+  /**
+   * The mean over demonstration calls of the probability of sampling the call's first `openingTokens` tokens as the
+   * demonstration did (NaN until every sampled token has been through a step). A warm start can reproduce whole
+   * demonstrations fairly often and still open a share of its calls wrongly (docs/training.md, session 41).
+   */
+  opening(): number {
+    if (this.openingSlots.length === 0 || this.unseen > 0) return Number.NaN;
+    let mean = 0;
+    for (const slots of this.openingSlots) {
+      let sum = 0;
+      for (const s of slots) sum += this.slotValue[s] ?? Number.NaN;
+      mean += Math.exp(sum);
+    }
+    return mean / this.openingSlots.length;
   }
 }
 

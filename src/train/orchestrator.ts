@@ -23,7 +23,7 @@ import { TaskSampler } from "./task-sampler.js";
 import { trainingSeedKey } from "./seed-keys.js";
 import { checkTrainerCapabilities } from "./trainer-capabilities.js";
 import { warmStart, type WarmStartReport } from "./warm-start.js";
-import { formatProbability } from "./demo-probability.js";
+import { DEMO_OPENING_TOKENS, formatProbability } from "./demo-probability.js";
 
 interface Pending {
   promise: Promise<RolloutResult[]>;
@@ -185,7 +185,8 @@ export async function runTraining(ctx: RunContext, log: (line: string) => void =
       const checkpoint = run.checkpointDir(0);
       await trainer.saveCheckpoint(checkpoint, { policyVersion: state.policyVersion, extra: { step: 0, cursor: state.taskCursor } });
       state = await run.commit({ ...state, checkpoint }, { written: [run.policyDir(state.policyVersion), checkpoint], metrics: [...curve.map((p) => ({ phase: "sft", ...p })), { phase: "warm_start", step: 0, policy_version: state.policyVersion, ...report }], step: 0 });
-      const prob = report.finalDemoProb === null ? "" : `, demonstrations reproduced with probability ${formatProbability(report.finalDemoProb)}`;
+      const opening = report.finalDemoOpeningProb === null ? "" : ` (their calls' first ${DEMO_OPENING_TOKENS} tokens: ${formatProbability(report.finalDemoOpeningProb)})`;
+      const prob = report.finalDemoProb === null ? "" : `, demonstrations reproduced with probability ${formatProbability(report.finalDemoProb)}${opening}`;
       log(`warm start: ${report.steps}/${report.plannedSteps} SFT steps on ${report.trainableTokens} demonstration tokens, final NLL ${report.finalNll.toFixed(3)}${prob}`);
     }
 

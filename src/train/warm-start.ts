@@ -45,6 +45,8 @@ export interface WarmStartReport {
    * SFT ended before every demonstration was trained on once.
    */
   finalDemoProb: number | null;
+  /** The same for each demonstration call's first 4 sampled tokens (DemoProbability.opening); null alike. */
+  finalDemoOpeningProb: number | null;
   /** Oracle demonstrations (rollouts) and SFT (its pass-rate checks included), then both. */
   demoMs: number;
   sftMs: number;
@@ -63,6 +65,8 @@ export interface SftPoint {
   "sft/lr": number;
   /** DemoProbability's figure after this step (from the end of the first epoch on: every demonstration seen once). */
   "sft/demo_prob"?: number;
+  /** DemoProbability.opening after this step: how likely the policy opens a demonstration call as the demo did. */
+  "sft/demo_opening_prob"?: number;
   /** Held-in pass@1 of the policy after this step, on the steps `stop_at_pass_rate` checked. */
   "sft/held_in_pass1"?: number;
 }
@@ -182,7 +186,8 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
         const mean = window.push(nll);
         demoProb.observe(mb.rows, fb.logprobs);
         const prob = demoProb.value();
-        const point: SftPoint = { optimizer_step: steps, epoch: epoch + 1, "sft/nll": nll, "sft/nll_epoch_mean": mean, "sft/lr": lr, ...(Number.isFinite(prob) ? { "sft/demo_prob": prob } : {}) };
+        const opening = demoProb.opening();
+        const point: SftPoint = { optimizer_step: steps, epoch: epoch + 1, "sft/nll": nll, "sft/nll_epoch_mean": mean, "sft/lr": lr, ...(Number.isFinite(prob) ? { "sft/demo_prob": prob } : {}), ...(Number.isFinite(opening) ? { "sft/demo_opening_prob": opening } : {}) };
         curve.push(point);
         progress.update(Math.min(steps, total), `epoch ${epoch + 1}/${epoch < ws.epochs ? ws.epochs : maxEpochs} nll ${nll.toFixed(3)} (epoch mean ${mean.toFixed(3)})${Number.isFinite(prob) ? ` demo prob ${formatProbability(prob)}` : ""}`);
         stoppedBy = sftStopReason({ nll: ws.stop_at_nll, demoProb: ws.stop_at_demo_prob }, window, prob);
@@ -213,7 +218,7 @@ export async function warmStart(ctx: RunContext, trainer: Trainer, log: (line: s
   if (missedTarget) log(`warm start: WARNING: SFT ended after ${steps} steps (${epochsRun} epochs) without reaching its target; RL starts from a weaker policy than configured (raise warm_start.max_epochs)`);
   const end = Date.now();
   return {
-    report: { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, epochs: epochsRun, timeCapped, reachedTargetNll: stoppedBy === "nll", reachedTargetDemoProb: stoppedBy === "demo_prob", reachedTargetPassRate: stoppedBy === "pass_rate", passChecks: checker?.points ?? [], missedTarget, finalNll: nll, finalDemoProb: finiteOrNull(demoProb.value()), demoMs, sftMs: end - sftStarted, checkMs: (checker?.points ?? []).reduce((a, p) => a + p.ms, 0), wallMs: end - started },
+    report: { demos: tasks.length, demoRollouts: built.stats.rollouts, trainableTokens: built.stats.trainableTokens, plannedSteps: total, steps, epochs: epochsRun, timeCapped, reachedTargetNll: stoppedBy === "nll", reachedTargetDemoProb: stoppedBy === "demo_prob", reachedTargetPassRate: stoppedBy === "pass_rate", passChecks: checker?.points ?? [], missedTarget, finalNll: nll, finalDemoProb: finiteOrNull(demoProb.value()), finalDemoOpeningProb: finiteOrNull(demoProb.opening()), demoMs, sftMs: end - sftStarted, checkMs: (checker?.points ?? []).reduce((a, p) => a + p.ms, 0), wallMs: end - started },
     curve,
   };
 }

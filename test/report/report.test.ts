@@ -110,7 +110,7 @@ describe("run report", () => {
 
   it("a warm-started run in progress: the SFT curve is charted over optimizer steps, the warm start's summary row and the finished evaluations are tables, not one-dot charts", () => {
     // The reproduction probability starts once every demonstration has been through a step (here: step 2).
-    const sft = [1, 2, 3].map((k) => JSON.stringify({ phase: "sft", optimizer_step: k, epoch: 1, "sft/nll": 3 / k, "sft/nll_epoch_mean": 2, "sft/lr": 0.01, ...(k > 1 ? { "sft/demo_prob": k / 10 } : {}) }));
+    const sft = [1, 2, 3].map((k) => JSON.stringify({ phase: "sft", optimizer_step: k, epoch: 1, "sft/nll": 3 / k, "sft/nll_epoch_mean": 2, "sft/lr": 0.01, ...(k > 1 ? { "sft/demo_prob": k / 10, "sft/demo_opening_prob": 0.5 + k / 10 } : {}) }));
     const warm = JSON.stringify({ phase: "warm_start", step: 0, policy_version: 1, demos: 60, plannedSteps: 360, steps: 3, timeCapped: false, finalNll: 1, demoMs: 1_199_672 });
     const group = (pass: number): object => ({ rollouts: 160, passAt1: pass, passAt1Stderr: 0.031, groupRates: { "t/openclaw": 1 } });
     // eval-before finished; an eval-after.json that is not an evaluation (torn, or written by something else) is left out.
@@ -133,11 +133,12 @@ describe("run report", () => {
     expect(nll.names).toEqual(["sft/nll", "sft/nll_epoch_mean"]);
     expect(nll.x).toEqual([1, 2, 3]);
     expect(nll.ys[0]).toEqual([3, 1.5, 1]);
-    expect(titles).toContain("Warm start: probability of reproducing a demonstration");
+    expect(titles).toContain("Warm start: probability of reproducing a demonstration, and of opening its calls as it did");
     const prob = charts.find((c) => c.id === "sft-demo-prob")!;
-    expect(prob.names).toEqual(["sft/demo_prob"]);
+    expect(prob.names).toEqual(["sft/demo_prob", "sft/demo_opening_prob"]);
     expect(prob.x).toEqual([2, 3]);
     expect(prob.ys[0]).toEqual([0.2, 0.3]);
+    expect(prob.ys[1]).toEqual([0.7, 0.8]);
     // The RL charts start at step 1: the summary row (step 0) adds no point to them.
     expect(charts.find((c) => c.id === "reward")!.x).toEqual([1, 2]);
     const m = parseMetrics(readFileSync(join(dir, "metrics.jsonl"), "utf8"));

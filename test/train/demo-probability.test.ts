@@ -93,6 +93,26 @@ describe("the probability of reproducing the demonstrations (warm start)", () =>
     const p = new DemoProbability(build([], "tree"));
     expect(p.demos).toBe(0);
     expect(p.value()).toBeNaN();
+    expect(p.opening()).toBeNaN();
+  });
+
+  it("opening: the mean over calls of the probability of their first K sampled tokens, from the records, in every layout", () => {
+    const perCall = (k: number): number => records.reduce((a, r) => a + Math.exp(SCALE * (r.logprobs ?? []).slice(0, k).reduce((x, y) => x + y, 0)), 0) / records.length;
+    for (const [layout, budget] of [
+      ["tree", 8192],
+      ["tree", 256],
+      ["flat", 8192],
+    ] as const) {
+      const b = build(records, layout, budget);
+      for (const k of [1, 4]) {
+        const p = new DemoProbability(b, k);
+        expect(p.opening()).toBeNaN();
+        p.observe(b.batch.rows, scaled(b));
+        expect(p.opening(), `${layout} ${budget}, first ${k}`).toBeCloseTo(perCall(k), 6);
+      }
+    }
+    // Opening a call right is likelier than reproducing it whole.
+    expect(perCall(4)).toBeGreaterThan(expected);
   });
 });
 

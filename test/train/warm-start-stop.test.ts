@@ -47,6 +47,12 @@ describe("a warm start stopped by the demonstrations' reproduction probability",
     const w = summary.warmStart;
     expect(w).toMatchObject({ reachedTargetDemoProb: true, reachedTargetNll: false, timeCapped: false, finalDemoProb: probs[probs.length - 1] });
     expect(w!.steps).toBeLessThan(w!.plannedSteps);
+    // The calls' openings are charted beside it on the same steps, and are likelier than whole demonstrations here.
+    const openings = rows.filter((r) => r.phase === "sft" && typeof r["sft/demo_prob"] === "number").map((r) => r["sft/demo_opening_prob"]);
+    expect(openings).toHaveLength(probs.length);
+    for (const [k, o] of openings.entries()) expect(o as number).toBeGreaterThanOrEqual(probs[k] as number);
+    expect(w!.finalDemoOpeningProb).toBe(openings[openings.length - 1]);
+    expect(w!.finalDemoOpeningProb).toBeLessThanOrEqual(1);
   });
 
   it("with max_epochs, SFT goes on past its scheduled epochs until the target is reached, and says so", async () => {
