@@ -66,8 +66,8 @@ export class DemoProbability {
           slotOf.set(key, (slot = slotOf.size));
           if (offset < openingTokens) {
             const call = side.call[i] ?? -1;
-            const set = openings.get(call) ?? openings.set(call, new Set<number>()).get(call);
-            set?.add(slot);
+            const set = openings.get(call) ?? new Set<number>();
+            openings.set(call, set.add(slot));
           }
         }
         for (const path of side.pathSets[side.pathSet[i] ?? -1] ?? []) {
@@ -110,14 +110,7 @@ export class DemoProbability {
 
   /** The mean reproduction probability, once every sampled token has been through a step (NaN before). */
   value(): number {
-    if (this.demoSlots.length === 0 || this.unseen > 0) return Number.NaN;
-    let mean = 0;
-    for (const slots of this.demoSlots) {
-      let sum = 0;
-      for (const s of slots) sum += this.slotValue[s] ?? Number.NaN;
-      mean += Math.exp(sum);
-    }
-    return mean / this.demoSlots.length;
+    return this.meanProbability(this.demoSlots);
   }
 
   /**
@@ -126,14 +119,19 @@ export class DemoProbability {
    * demonstrations fairly often and still open a share of its calls wrongly (docs/training.md, session 41).
    */
   opening(): number {
-    if (this.openingSlots.length === 0 || this.unseen > 0) return Number.NaN;
+    return this.meanProbability(this.openingSlots);
+  }
+
+  /** Mean over the groups of exp(Σ of their slots' logprobs); NaN while a sampled token has not been seen yet. */
+  private meanProbability(groups: readonly Int32Array[]): number {
+    if (groups.length === 0 || this.unseen > 0) return Number.NaN;
     let mean = 0;
-    for (const slots of this.openingSlots) {
+    for (const slots of groups) {
       let sum = 0;
       for (const s of slots) sum += this.slotValue[s] ?? Number.NaN;
       mean += Math.exp(sum);
     }
-    return mean / this.openingSlots.length;
+    return mean / groups.length;
   }
 }
 
