@@ -129,8 +129,11 @@ function meanAndStderr(values: readonly number[]): { mean: number; stderr: numbe
   return { mean, stderr: n > 1 ? Math.sqrt(variance / n) : 0 };
 }
 
+/** What passChange reads of an evaluation's metrics (a summary file read back may lack `lostGroups`: older files). */
+export type PairableMetrics = Pick<GroupMetrics, "passAt1" | "passAt1Stderr" | "groupRates"> & { lostGroups?: string[] };
+
 /** Every group an evaluation planned: those with a rate and those lost to infrastructure errors. */
-function plannedGroups(m: GroupMetrics): Set<string> {
+function plannedGroups(m: PairableMetrics): Set<string> {
   // Summaries written before `lostGroups` existed have none: their planned groups are the rated ones.
   return new Set([...Object.keys(m.groupRates), ...(m.lostGroups ?? [])]);
 }
@@ -142,7 +145,7 @@ function plannedGroups(m: GroupMetrics): Set<string> {
  * not turn the comparison into two independent ones. Evaluations of different groups (other tasks or harnesses) are
  * treated as independent: a paired figure is never computed on an overlap that was not planned as such.
  */
-export function passChange(before: GroupMetrics, after: GroupMetrics): PassChange {
+export function passChange(before: PairableMetrics, after: PairableMetrics): PassChange {
   const plan = plannedGroups(before);
   const other = plannedGroups(after);
   const samePlan = plan.size === other.size && [...plan].every((k) => other.has(k));

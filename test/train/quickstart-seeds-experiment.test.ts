@@ -78,6 +78,17 @@ describe("the quickstart seed sweep of issue 20 at CI size", () => {
     expect(sweep.attempts[0]!.load.samples).toBeGreaterThanOrEqual(1);
   });
 
+  it("`harnessrl compare RUN:before RUN:after` on the real run gives the change its summary reports", () => {
+    const summary = json<{ delta: { overall: number; stderr: number; z: number; groups: number } }>(join(dir, "s1", "summary.json"));
+    const r = node(["dist/cli/main.js", "compare", `${join(dir, "s1")}:before`, `${join(dir, "s1")}:after`, "--json"], 60_000);
+    expect(r.status, r.stderr).toBe(0);
+    const c = JSON.parse(r.stdout) as { commonRandomNumbers: boolean; overall: { change: number; stderr: number; z: number; groups: number; paired: boolean } };
+    expect(c.commonRandomNumbers).toBe(true);
+    expect(c.overall).toMatchObject({ paired: true, groups: summary.delta.groups });
+    expect(c.overall.change).toBeCloseTo(summary.delta.overall, 12);
+    expect(c.overall.stderr).toBeCloseTo(summary.delta.stderr, 12);
+  });
+
   it("skips a finished seed when run again, and refuses a --set that would fight the sweep's own seed", () => {
     const again = node([RUN, "--seeds", "1", "--root", dir], 60_000);
     expect(again.status, again.stderr).toBe(0);

@@ -20,7 +20,8 @@ export const evalCommand: Command = {
   async run(argv) {
     const values = parseOptions(argv, rolloutOptions, usage);
     const { outDir, results } = await runRolloutJob("eval", values, { tasks: "mix:test?n=6" });
-    const summary = summarise(results, intOption("samples", values.samples, 1, 1));
+    // The key goes into eval.json, so that `harnessrl compare` can tell two evaluations drew common random numbers.
+    const summary = { ...summarise(results, intOption("samples", values.samples, 1, 1)), ...(values.seeds === undefined ? {} : { samplingSeeds: values.seeds }) };
     writeFileSync(join(outDir, "eval.json"), `${JSON.stringify(summary, null, 2)}\n`);
     if (values.json) console.log(JSON.stringify({ outDir, summary }));
     else console.log(`${formatSummary(summary)}\n\nresults: ${outDir}`);
