@@ -45,6 +45,7 @@ const SLOW_TESTS = [
   "test/train/real-cli-e2e.test.ts",
   "test/train/real-scaling-experiment.test.ts",
   "test/train/quickstart-seeds-experiment.test.ts",
+  "test/train/quickstart-arms-experiment.test.ts",
   "test/train/start-from-checkpoint.test.ts",
   "test/train/warm-start-stop.test.ts",
   "test/train/warm-start-pass-rate.test.ts",
