@@ -150,7 +150,7 @@ describe("harnessrl train --check (and quickstart --check)", () => {
   it("quickstart --check validates the packaged quickstart config the same way", () => {
     const r = cli("quickstart", "--check");
     expect(r.status).toBe(0);
-    expect(String(r.stdout).trim()).toBe(`OK ${join(root, "configs", "quickstart.yaml")}: run "quickstart", warm start + 12 grpo steps through chat-agent, resp-agent (mix: mixed)`);
+    expect(String(r.stdout).trim()).toBe(`OK ${join(root, "configs", "quickstart.yaml")}: run "quickstart", warm start + 14 grpo steps through chat-agent, resp-agent (mix: mixed)`);
   });
 
   it("--set changes values for the check as for a run (repeatable, YAML values, null back to the default); a bad --set is a usage error", () => {
@@ -168,7 +168,7 @@ describe("harnessrl train --check (and quickstart --check)", () => {
   it("prints every error with its path and exits 2", () => {
     const dir = tempDir("harnessrl-check-");
     const path = join(dir, "typo.yaml");
-    writeFileSync(path, readFileSync(join(root, "configs", "quickstart.yaml"), "utf8").replace("kl_coef:", "kl_cof:").replace("{ steps: 12,", "{ step: 12,"));
+    writeFileSync(path, readFileSync(join(root, "configs", "quickstart.yaml"), "utf8").replace("kl_coef:", "kl_cof:").replace("{ steps: 14,", "{ step: 14,"));
     const r = cli("train", "--config", path, "--check");
     expect(r.status).toBe(2);
     expect(String(r.stderr)).toMatch(/\n {2}algorithm\.kl_cof: unknown key \(did you mean kl_coef\?\)\n {2}budget\.step: unknown key \(did you mean steps\?\)/);
