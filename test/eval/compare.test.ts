@@ -5,37 +5,17 @@ import { HarnessRLError } from "../../src/core/errors.js";
 import { compareEvaluations, formatComparison, type ComparableEvaluation } from "../../src/eval/compare.js";
 import { evaluationPath, readEvaluation } from "../../src/eval/evaluation-file.js";
 import { passChange, summarise } from "../../src/eval/metrics.js";
-import type { RolloutResult } from "../../src/tasks/rollout-result.js";
+import { result } from "../advantage/fixtures.js";
 import { tempDirs } from "../temp-dirs.js";
 
 const tempDir = tempDirs();
 
-function result(taskId: string, harness: string, score: number, status: RolloutResult["status"] = score >= 1 ? "ok" : "task_failed"): RolloutResult {
-  return {
-    rolloutId: `${taskId}-${harness}`,
-    taskId,
-    harness,
-    sample: 0,
-    family: "calcrun",
-    split: "test",
-    status,
-    score,
-    verifier: { score, subscores: {} },
-    harnessDetail: "",
-    exitCode: 0,
-    signal: null,
-    stdout: "",
-    stderr: "",
-    error: null,
-    sessionIds: [],
-    calls: 1,
-    timings: { startedAt: 0, sandboxReadyAt: 0, harnessEndedAt: 0, settledAt: 0, verifiedAt: 0, endedAt: 0 },
-  };
-}
-
 /** An evaluation of tasks t0..t{n-1} on two harnesses; `passes(task, harness)` says which pass. */
 function evaluation(n: number, passes: (i: number, harness: string) => boolean, seeds?: string): ComparableEvaluation {
-  const results = ["chat-agent", "resp-agent"].flatMap((h) => Array.from({ length: n }, (_, i) => result(`t${i}`, h, passes(i, h) ? 1 : 0)));
+  const results = ["chat-agent", "resp-agent"].flatMap((h) => Array.from({ length: n }, (_, i) => {
+    const pass = passes(i, h);
+    return result(`t${i}-${h}`, `t${i}`, h, pass ? 1 : 0, pass ? "ok" : "task_failed");
+  }));
   return { ...summarise(results, 1), ...(seeds === undefined ? {} : { samplingSeeds: seeds }) };
 }
 

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { tempDirs } from "../temp-dirs.js";
+import { tinyQuickstartSets } from "./tiny-quickstart.js";
 
 /**
  * Paired recipe arms (experiments/quickstart-seeds/arms.mjs) at a size a test can run: one real warm start (tiny-1m,
@@ -14,20 +15,8 @@ const tempDir = tempDirs();
 const root = join(import.meta.dirname, "..", "..");
 const ARMS = join(root, "experiments", "quickstart-seeds", "arms.mjs");
 
-// Every run of the root: the quickstart's recipe shrunk (as in quickstart-seeds-experiment.test.ts).
-const TINY = [
-  "warm_start.demos=calcrun:train?n=2&seed=2",
-  "warm_start.epochs=1",
-  "warm_start.stop_at_nll=null",
-  "budget.steps=1",
-  "budget.tasks_per_step=1",
-  "budget.samples=2",
-  "eval.tasks=calcrun:test?n=2&seed=3",
-  "algorithm.kl_coef=0",
-  "engine.sequences=4",
-  "rollout.concurrency=4",
-  "sampling.max_tokens=24",
-].flatMap((s) => ["--set", s]);
+// Every run of the root: the quickstart's recipe shrunk (tiny-quickstart.ts), 2 held-out tasks per harness.
+const TINY = tinyQuickstartSets(2).flatMap((s) => ["--set", s]);
 
 const node = (args: string[]): { status: number | null; stdout: string; stderr: string } => {
   const r = spawnSync(process.execPath, [ARMS, ...args], { cwd: root, encoding: "utf8", timeout: 10 * 60_000, maxBuffer: 64 << 20 });

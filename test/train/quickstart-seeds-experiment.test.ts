@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { tempDirs } from "../temp-dirs.js";
+import { tinyQuickstartSets } from "./tiny-quickstart.js";
 
 /**
  * Issue 20's seed sweep (experiments/quickstart-seeds/) at a size a test can run, so the script cannot rot: one real
@@ -16,21 +17,8 @@ const root = join(import.meta.dirname, "..", "..");
 const RUN = join(root, "experiments", "quickstart-seeds", "run.mjs");
 const TABLE = join(root, "experiments", "quickstart-seeds", "table.mjs");
 
-// The quickstart's recipe, shrunk: 2 demonstration tasks, 1 SFT epoch, 1 RL step of 4 rollouts (no KL reference
-// worker to start), 1 held-out task per harness.
-const TINY = [
-  "warm_start.demos=calcrun:train?n=2&seed=2",
-  "warm_start.epochs=1",
-  "warm_start.stop_at_nll=null",
-  "budget.steps=1",
-  "budget.tasks_per_step=1",
-  "budget.samples=2",
-  "eval.tasks=calcrun:test?n=1&seed=3",
-  "algorithm.kl_coef=0",
-  "engine.sequences=4",
-  "rollout.concurrency=4",
-  "sampling.max_tokens=24",
-];
+// The quickstart's recipe shrunk (tiny-quickstart.ts), with 1 held-out task per harness.
+const TINY = tinyQuickstartSets(1);
 
 const node = (args: string[], timeoutMs: number): { status: number | null; stdout: string; stderr: string } => {
   const r = spawnSync(process.execPath, args, { cwd: root, encoding: "utf8", timeout: timeoutMs, maxBuffer: 64 << 20 });
