@@ -278,6 +278,12 @@ const algorithmSchema = z
     /** PPO (`advantage.estimator: ppo`) only: the critic's learning rate. */
     critic_lr: z.number().positive().default(1e-3),
     /**
+     * PPO only: the critic's gradient-norm clip (0 = none). Unset, the critic shares `max_grad_norm`; a policy clip
+     * tuned to policy-gradient norms (the quickstart's 0.05) would also hold back the critic's value-regression
+     * gradients, which are on another scale.
+     */
+    critic_max_grad_norm: z.number().nonnegative().optional(),
+    /**
      * Before RL's first optimizer step, reset the policy optimizer's state continued from a warm start or a
      * `model.checkpoint`: `first_moment` zeroes AdamW's first moment only (RL's first updates no longer continue the
      * warm start's last ones; the second moment and the step count go on), `all` starts a fresh AdamW. Applied once,

@@ -156,6 +156,7 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     prox.push(scored);
   }
   const gradNorms: number[] = [];
+  const criticGradNorms: number[] = [];
   for (const [k, micro] of minibatches.entries()) {
     for (const [j, mb] of micro.entries()) {
       // KL to the reference is scored on exactly the tokens of this micro-batch, by the reference's own weights.
@@ -189,9 +190,14 @@ export async function trainOnRollouts(store: Store, results: readonly RolloutRes
     if (opt.gradNorm !== null) gradNorms.push(opt.gradNorm);
     // How many parameters' AdamW state the reset found (0: the optimizer was fresh, e.g. no warm start).
     if (reset) metrics["train/optimizer_reset_params"] = opt.resetParameters ?? 0;
-    if (critic) await critic.criticOptimStep({ lr: alg.critic_lr, maxGradNorm: alg.max_grad_norm });
+    if (critic) {
+      const criticOpt = await critic.criticOptimStep({ lr: alg.critic_lr, maxGradNorm: alg.critic_max_grad_norm ?? alg.max_grad_norm });
+      if (criticOpt.gradNorm !== null) criticGradNorms.push(criticOpt.gradNorm);
+    }
   }
   if (ppo) metrics["critic/value_loss"] = valueLoss;
+  // The critic's gradient norm before its clip: the scale `critic_max_grad_norm` acts on.
+  if (criticGradNorms.length) metrics["critic/grad_norm"] = mean(criticGradNorms);
   metrics["train/minibatches"] = minibatches.length;
   if (capoCos.length) metrics["capo/grad_cosine"] = mean(capoCos);
   Object.assign(metrics, {

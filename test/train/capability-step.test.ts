@@ -11,7 +11,7 @@ import { openOracleFixture, type OracleFixture } from "./oracle-fixture.js";
  */
 describe("an RL step that needs trainer capabilities", () => {
   let fx: OracleFixture;
-  const config = parseRunConfig({
+  const raw = {
     name: "capability-step",
     model: { preset: "tiny-1m" },
     harnesses: ["chat-agent"],
@@ -20,7 +20,8 @@ describe("an RL step that needs trainer capabilities", () => {
     algorithm: { lr: 0.01, batch_tokens: 1_000_000 },
     capo: { enabled: true, top_fraction: 0.25 },
     budget: { steps: 1, tasks_per_step: 2, samples: 2 },
-  });
+  };
+  const config = parseRunConfig(raw);
 
   beforeAll(async () => {
     fx = await openOracleFixture({ suite: "calcrun:train?n=2&seed=7", harnesses: ["chat-agent"], samples: 2, idPrefix: "capstep", otherScore: 0, trainerSeed: 4 });
@@ -44,5 +45,26 @@ describe("an RL step that needs trainer capabilities", () => {
     expect(out.metrics["critic/value_loss"]).toBeGreaterThan(0);
     expect(out.metrics["train/skipped"]).toBe(0);
     expect(out.sketch).toHaveLength(32);
+  });
+
+  it("clips the critic by its own norm when critic_max_grad_norm is set, and reports the critic's gradient norm", async () => {
+    const clipped = parseRunConfig({ ...raw, algorithm: { lr: 0.01, batch_tokens: 1_000_000, max_grad_norm: 0.05, critic_max_grad_norm: 0.5 }, capo: { enabled: false } });
+    const clips: Record<string, number | undefined> = {};
+    // The real torch trainer, with its two optimizer steps' options noted on the way through.
+    const trainer = new Proxy(fx.trainer, {
+      get(target, prop, receiver) {
+        const value: unknown = Reflect.get(target, prop, receiver);
+        if ((prop === "optimStep" || prop === "criticOptimStep") && typeof value === "function") {
+          return (options: { maxGradNorm?: number }) => {
+            clips[prop] = options.maxGradNorm;
+            return (value as (o: unknown) => unknown).call(target, options);
+          };
+        }
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const out = await trainOnRollouts(fx.stack.store, fx.results, trainer, clipped, 0);
+    expect(clips).toEqual({ optimStep: 0.05, criticOptimStep: 0.5 });
+    expect(out.metrics["critic/grad_norm"]).toBeGreaterThan(0);
   });
 });
