@@ -61,6 +61,20 @@ describe("the run configs shipped in configs/ and experiments/", () => {
     expect(sections.filter((s) => !configWith(s)).map((s) => s.join("."))).toEqual([]);
   });
 
+  it("the PPO quickstart is the quickstart with a critic: every setting but the estimator's and the critic's is quickstart.yaml's", () => {
+    // So a seed's warm start is bit for bit the GRPO run's and the two estimators compare paired (docs/training.md).
+    const grpo = loadRunConfig(join(root, "configs", "quickstart.yaml"));
+    const ppo = loadRunConfig(join(root, "configs", "quickstart-ppo.yaml"));
+    expect(ppo.advantage.estimator).toBe("ppo");
+    const common = (c: typeof grpo): unknown => ({
+      ...c,
+      name: null,
+      advantage: { ...c.advantage, estimator: null, ppo: null },
+      algorithm: { ...c.algorithm, critic_lr: null, critic_max_grad_norm: null },
+    });
+    expect(common(ppo)).toEqual(common(grpo));
+  });
+
   it("hold no object the schema does not type key by key (no opaque records left to parse later)", () => {
     const opaque: string[] = [];
     const walk = (value: Record<string, unknown>, path: Path): void => {
@@ -144,7 +158,7 @@ describe("harnessrl train --check (and quickstart --check)", () => {
     expect(r.status).toBe(0);
     expect(String(r.stdout).trim().split("\n")).toEqual([`OK configs/real-pi.yaml: run "real-pi", warm start + 16 grpo steps through pi (mix: mixed); time caps: warm start 1200 s, RL 90 min`]);
     const ppo = cli("train", "--config", "configs/quickstart-ppo.yaml", "--check");
-    expect(String(ppo.stdout).trim()).toBe(`OK configs/quickstart-ppo.yaml: run "quickstart-ppo", warm start + 12 ppo steps through chat-agent, resp-agent (mix: mixed)`);
+    expect(String(ppo.stdout).trim()).toBe(`OK configs/quickstart-ppo.yaml: run "quickstart-ppo", warm start + 14 ppo steps through chat-agent, resp-agent (mix: mixed)`);
   });
 
   it("quickstart --check validates the packaged quickstart config the same way", () => {
