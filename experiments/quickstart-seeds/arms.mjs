@@ -32,7 +32,9 @@ function quickstart(args) {
 }
 
 const readJson = (path) => JSON.parse(readFileSync(path, "utf8"));
-const finished = (dir) => existsSync(join(dir, "summary.json")) && existsSync(join(dir, "eval-after.json"));
+// An arm starts as a copy of its warm start, whose summary.json has no after-RL result: only the arm's own summary
+// (written last, after eval-after.json) has one, so a run stopped between those two writes is not taken as finished.
+const finished = (dir) => existsSync(join(dir, "summary.json")) && existsSync(join(dir, "eval-after.json")) && readJson(join(dir, "summary.json")).after != null;
 const sameList = (a, b) => a.length === b.length && a.every((v, i) => v === b[i]);
 
 /** The settings a folder was made with (warm.json / arm.json): a rerun with others would mix two experiments. */
