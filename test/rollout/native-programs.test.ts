@@ -93,7 +93,11 @@ describe("built-in tools and verifiers run natively give the rollout its sandbox
     const { native } = await both(arith, command);
     expect(native.outcome.status).toBe("ok");
     expect(native.outcome.stdout).toMatch(/rc=1\n[0-9]{79}\nrc=1\n$/);
-    expect(native.delta).toMatchObject({ toolCalls: 2, toolFallbacks: 1 });
+    // One fallback either way: the 78,000-digit product runs natively (~60 ms) unless a loaded machine pushes it past
+    // the native run's 250 ms budget (seen once in CI); then it is the call handed back, and the deep one goes
+    // straight to the tool sandbox without a native try. The file argument always runs natively.
+    expect(native.delta["toolFallbacks"]).toBe(1);
+    expect([1, 2]).toContain(native.delta["toolCalls"]);
     expect(native.sandboxes).toBe(2);
     expect(native.outcome.verifier?.subscores["calc_calls"]).toEqual([0, 0, 0, 1]);
   }, 120_000);
