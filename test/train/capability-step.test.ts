@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseRunConfig } from "../../src/train/config.js";
 import { trainOnRollouts } from "../../src/train/rl-step.js";
 import { coreOnly } from "../trainer/core-only.js";
+import { observeCalls } from "./observed-trainer.js";
 import { openOracleFixture, type OracleFixture } from "./oracle-fixture.js";
 
 /**
@@ -51,17 +52,9 @@ describe("an RL step that needs trainer capabilities", () => {
     const clipped = parseRunConfig({ ...raw, algorithm: { lr: 0.01, batch_tokens: 1_000_000, max_grad_norm: 0.05, critic_max_grad_norm: 0.5 }, capo: { enabled: false } });
     const clips: Record<string, number | undefined> = {};
     // The real torch trainer, with its two optimizer steps' options noted on the way through.
-    const trainer = new Proxy(fx.trainer, {
-      get(target, prop, receiver) {
-        const value: unknown = Reflect.get(target, prop, receiver);
-        if ((prop === "optimStep" || prop === "criticOptimStep") && typeof value === "function") {
-          return (options: { maxGradNorm?: number }) => {
-            clips[prop] = options.maxGradNorm;
-            return (value as (o: unknown) => unknown).call(target, options);
-          };
-        }
-        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
+    const trainer = observeCalls(fx.trainer, {
+      optimStep: ([options]) => (clips["optimStep"] = options.maxGradNorm),
+      criticOptimStep: ([options]) => (clips["criticOptimStep"] = options.maxGradNorm),
     });
     const out = await trainOnRollouts(fx.stack.store, fx.results, trainer, clipped, 0);
     expect(clips).toEqual({ optimStep: 0.05, criticOptimStep: 0.5 });

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PackedBatch } from "../../src/batch/types.js";
 import { parseRunConfig } from "../../src/train/config.js";
 import { trainOnRollouts } from "../../src/train/rl-step.js";
-import type { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
 import type { ForwardBackwardOptions } from "../../src/trainer/types.js";
+import { observeCalls } from "./observed-trainer.js";
 import { openOracleFixture, type OracleFixture } from "./oracle-fixture.js";
 
 interface Event {
@@ -33,32 +33,10 @@ describe("minibatches > 1: later minibatches are anchored to the pre-update poli
   it("scores minibatch 2 before the first optimizer step and passes those logprobs as its proxLogprobs", async () => {
     const { stack, results, trainer } = fx;
     const events: Event[] = [];
-    const observed = new Proxy(trainer, {
-      get(target, prop, receiver) {
-        const value: unknown = Reflect.get(target, prop, receiver);
-        if (typeof value !== "function") return value;
-        if (prop === "logprobs") {
-          return async (batch: PackedBatch, options?: Parameters<TorchTrainer["logprobs"]>[1]) => {
-            const out = await target.logprobs(batch, options);
-            events.push({ op: "logprobs", batch, logprobs: out.logprobs });
-            return out;
-          };
-        }
-        if (prop === "forwardBackward") {
-          return (batch: PackedBatch, options?: ForwardBackwardOptions) => {
-            events.push({ op: "forwardBackward", batch, ...(options ? { options } : {}) });
-            return target.forwardBackward(batch, options);
-          };
-        }
-        if (prop === "optimStep") {
-          return async (...args: Parameters<TorchTrainer["optimStep"]>) => {
-            const out = await target.optimStep(...args);
-            events.push({ op: "optimStep", gradNorm: out.gradNorm });
-            return out;
-          };
-        }
-        return (value as (...a: unknown[]) => unknown).bind(target);
-      },
+    const observed = observeCalls(trainer, {
+      logprobs: ([batch], out) => events.push({ op: "logprobs", batch, logprobs: out.logprobs }),
+      forwardBackward: ([batch, options]) => events.push({ op: "forwardBackward", batch, ...(options ? { options } : {}) }),
+      optimStep: (_args, out) => events.push({ op: "optimStep", gradNorm: out.gradNorm }),
     });
     const config = parseRunConfig({
       name: "anchor",

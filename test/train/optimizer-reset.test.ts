@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseRunConfig, type RunConfig } from "../../src/train/config.js";
 import { optimizerResetFor, trainOnRollouts } from "../../src/train/rl-step.js";
-import type { TorchTrainer } from "../../src/trainer/torch/torch-trainer.js";
 import type { OptimStepOptions, OptimStepResult } from "../../src/trainer/types.js";
+import { observeCalls } from "./observed-trainer.js";
 import { openOracleFixture, type OracleFixture } from "./oracle-fixture.js";
 
 function config(reset?: string, betas?: [number, number]): RunConfig {
@@ -55,18 +55,10 @@ describe("reset_optimizer reaches the worker", () => {
     const { stack, results, trainer } = fx;
     const sent: OptimStepOptions[] = [];
     const replies: OptimStepResult[] = [];
-    const observed = new Proxy(trainer, {
-      get(target, prop, receiver) {
-        const value: unknown = Reflect.get(target, prop, receiver);
-        if (prop === "optimStep") {
-          return async (...args: Parameters<TorchTrainer["optimStep"]>) => {
-            sent.push(args[0]);
-            const out = await target.optimStep(...args);
-            replies.push(out);
-            return out;
-          };
-        }
-        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    const observed = observeCalls(trainer, {
+      optimStep: ([options], out) => {
+        sent.push(options);
+        replies.push(out);
       },
     });
     // An RL step past the first (as after a resume) only steps: the optimizer now holds state to reset.
