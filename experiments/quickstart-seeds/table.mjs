@@ -1,6 +1,7 @@
 // Results of experiments/quickstart-seeds/run.mjs against issue 20's bar: a markdown table (one row per seed: before,
 // after, the paired change with its standard error and z, RL and SFT steps, wall time, load), the count of seeds that
-// meet the bar, table.json, and seeds.svg (each seed's before → after with the change's standard error).
+// meet the bar, table.json, seeds.svg (each seed's before → after with the change's standard error) and times.svg (each
+// seed's wall time by phase against the time bar).
 //   node experiments/quickstart-seeds/table.mjs [--root runs/quickstart-seeds] [--gain 0.15] [--z 3] [--minutes 10]
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -8,6 +9,18 @@ import { parseArgs } from "node:util";
 
 const readJson = (path) => (existsSync(path) ? JSON.parse(readFileSync(path, "utf8")) : null);
 const finite = (v) => typeof v === "number" && Number.isFinite(v);
+
+/**
+ * Where a finished run's time went, in seconds, from its summary: the warm start's demonstrations and SFT, the two
+ * evaluations, the RL rollouts, the trainer steps, and saves with engine swaps (null without a summary's timing).
+ */
+export function phasesOf(summary) {
+  const w = summary?.warmStart;
+  const t = summary?.timing;
+  if (!w || !t) return null;
+  const s = (v) => (finite(v) ? v : 0);
+  return { demos: s(w.demoMs) / 1000, sft: s(w.sftMs) / 1000, evals: s(t.evalBefore) + s(t.evalAfter), rollouts: s(t.rollouts), training: s(t.train), swaps: s(t.swap) };
+}
 
 /** One seed's row from its run directory (null fields where the run has not got that far). */
 export function seedRow(root, seed) {
@@ -18,6 +31,10 @@ export function seedRow(root, seed) {
   // The sweep's own clock covers every process that ran the seed (a resume included); without it, the summary's.
   const wallSeconds = attempts.length > 0 ? attempts.reduce((s, a) => s + (finite(a.wallSeconds) ? a.wallSeconds : 0), 0) : finite(summary?.wallSeconds) ? summary.wallSeconds : null;
   const loads = attempts.map((a) => a.load).filter((l) => l && finite(l.mean));
+  // The machine's busy share over the seed's attempts, weighted by their wall time (run.mjs, /proc/stat).
+  const busy = attempts.filter((a) => finite(a.machine?.busyShare) && finite(a.wallSeconds) && a.wallSeconds > 0);
+  const busyWall = busy.reduce((s, a) => s + a.wallSeconds, 0);
+  const added = attempts.map((a) => a.machine?.loadAdded).filter(finite);
   const d = summary?.delta ?? null;
   return {
     seed,
@@ -29,8 +46,13 @@ export function seedRow(root, seed) {
     steps: summary ? { ran: summary.steps, planned: summary.plannedSteps, timeCapped: summary.timeCapped === true } : null,
     sft: summary?.warmStart ? { steps: summary.warmStart.steps, planned: summary.warmStart.plannedSteps, nll: summary.warmStart.finalNll, demoProb: finite(summary.warmStart.finalDemoProb) ? summary.warmStart.finalDemoProb : null } : null,
     timing: summary?.timing ?? null,
+    phases: phasesOf(summary),
     wallSeconds,
     load: loads.length > 0 ? { mean: loads.reduce((s, l) => s + l.mean, 0) / loads.length, max: Math.max(...loads.map((l) => l.max)) } : null,
+    machine: {
+      busyShare: busyWall > 0 ? busy.reduce((s, a) => s + a.machine.busyShare * a.wallSeconds, 0) / busyWall : null,
+      loadAdded: added.length > 0 ? Math.max(...added) : null,
+    },
   };
 }
 
@@ -64,7 +86,7 @@ export function buildTable(root, bar) {
 }
 
 export function markdown(t) {
-  const head = "| seed | before | after | change (paired SE, z) | RL steps | SFT steps (final NLL, demo prob) | wall | load mean / max | +gain at z | time |";
+  const head = "| seed | before | after | change (paired SE, z) | RL steps | SFT steps (final NLL, demo prob) | wall | load mean / max, busy (added) | +gain at z | time |";
   const lines = [head, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"];
   for (const r of t.rows) {
     if (!r.finished) {
@@ -75,7 +97,9 @@ export function markdown(t) {
     const steps = r.steps ? `${r.steps.ran}/${r.steps.planned}${r.steps.timeCapped ? " (time cap)" : ""}` : "–";
     const sft = r.sft ? `${r.sft.steps}/${r.sft.planned} (${r.sft.nll.toFixed(4)}${r.sft.demoProb === null ? "" : `, ${r.sft.demoProb.toFixed(3)}`})` : "–";
     const wall = r.wallSeconds === null ? "–" : `${(r.wallSeconds / 60).toFixed(1)} min`;
-    const load = r.load ? `${r.load.mean.toFixed(1)} / ${r.load.max.toFixed(1)}` : "–";
+    const m = r.machine;
+    const busy = m.busyShare === null ? "" : `, ${(100 * m.busyShare).toFixed(1)} %${m.loadAdded ? ` (+${m.loadAdded} cores)` : ""}`;
+    const load = r.load ? `${r.load.mean.toFixed(1)} / ${r.load.max.toFixed(1)}${busy}` : "–";
     const v = (ok) => (ok ? "yes" : "no");
     lines.push(`| ${r.seed} | ${r.before ? `${pct(r.before.value)} % ± ${pct(r.before.se)}` : "–"} | ${r.after ? `${pct(r.after.value)} % ± ${pct(r.after.se)}` : "–"} | ${c} | ${steps} | ${sft} | ${wall} | ${load} | ${v(r.verdict.gain)} | ${v(r.verdict.time)} |`);
   }
@@ -113,6 +137,37 @@ export function svg(t) {
   return `${parts.join("\n")}\n`;
 }
 
+const PHASE_COLORS = { demos: "#8c6d31", sft: "#bd9e39", evals: "#6b6ecf", rollouts: "#1f6feb", training: "#e6550d", swaps: "#636363", other: "#ccc" };
+const PHASE_LABELS = { demos: "demonstrations", sft: "SFT", evals: "evaluations", rollouts: "RL rollouts", training: "RL training", swaps: "saves + swaps", other: "other" };
+
+/** Each finished seed's wall time as a stacked bar of its phases (other: the rest of the wall time), with the bar's line. */
+export function timesSvg(t) {
+  const rows = t.rows.filter((r) => r.finished && r.wallSeconds !== null);
+  const w = 170 + 56 * Math.max(rows.length, 1);
+  const h = 300;
+  const [top, bottom, left] = [30, 40, 50];
+  const maxS = Math.max(t.bar.minutes * 60 * 1.25, ...rows.map((r) => r.wallSeconds));
+  const y = (sec) => top + (1 - sec / maxS) * (h - top - bottom);
+  const parts = [`<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="11">`, `<text x="${left}" y="16">wall time per seed by phase (minutes); dashed: the ${t.bar.minutes}-minute bar</text>`];
+  for (let m = 0; m * 60 <= maxS; m += 2) parts.push(`<line x1="${left}" x2="${w - 120}" y1="${y(m * 60)}" y2="${y(m * 60)}" stroke="#eee"/><text x="${left - 6}" y="${y(m * 60) + 4}" text-anchor="end">${m}</text>`);
+  rows.forEach((r, i) => {
+    const x = left + 20 + 56 * i;
+    const p = r.phases ?? {};
+    const known = Object.values(p).reduce((a, v) => a + v, 0);
+    let at = 0;
+    for (const [name, sec] of [...Object.entries(p), ["other", Math.max(0, r.wallSeconds - known)]]) {
+      if (sec <= 0) continue;
+      parts.push(`<rect x="${x}" y="${y(at + sec)}" width="36" height="${y(at) - y(at + sec)}" fill="${PHASE_COLORS[name] ?? "#999"}"><title>${PHASE_LABELS[name] ?? name} ${sec.toFixed(0)} s</title></rect>`);
+      at += sec;
+    }
+    parts.push(`<text x="${x + 18}" y="${h - 22}" text-anchor="middle">seed ${r.seed}</text>`, `<text x="${x + 18}" y="${h - 8}" text-anchor="middle">${(r.wallSeconds / 60).toFixed(1)}</text>`);
+  });
+  parts.push(`<line x1="${left}" x2="${w - 120}" y1="${y(t.bar.minutes * 60)}" y2="${y(t.bar.minutes * 60)}" stroke="#d1242f" stroke-dasharray="5,3"/>`);
+  Object.entries(PHASE_COLORS).forEach(([name, color], i) => parts.push(`<rect x="${w - 112}" y="${top + 14 * i}" width="10" height="10" fill="${color}"/><text x="${w - 98}" y="${top + 9 + 14 * i}">${PHASE_LABELS[name] ?? name}</text>`));
+  parts.push("</svg>");
+  return `${parts.join("\n")}\n`;
+}
+
 function main() {
   const { values } = parseArgs({
     options: {
@@ -129,6 +184,7 @@ function main() {
   writeFileSync(join(values.root, "table.json"), `${JSON.stringify(t, null, 2)}\n`);
   writeFileSync(join(values.root, "table.md"), `${md}\n`);
   writeFileSync(join(values.root, "seeds.svg"), svg(t));
+  writeFileSync(join(values.root, "times.svg"), timesSvg(t));
   console.log(md);
 }
 

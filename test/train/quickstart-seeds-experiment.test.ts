@@ -1,7 +1,8 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { busyShare, cpuTicks, startLoad } from "../../experiments/quickstart-seeds/load.mjs";
 import { tempDirs } from "../temp-dirs.js";
 import { tinyQuickstartSets } from "./tiny-quickstart.js";
 
@@ -26,14 +27,42 @@ const node = (args: string[], timeoutMs: number): { status: number | null; stdou
 };
 const json = <T>(path: string): T => JSON.parse(readFileSync(path, "utf8")) as T;
 
+/** Pids of running load processes (load.mjs's child script is on their command line). */
+function loadProcesses(): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/cmdline`, "utf8").includes("const [duty, maxSeconds]")) pids.push(Number(name));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return pids;
+}
+
+/** user + system CPU seconds of a live process from /proc/PID/stat (fields 14 and 15, in clock ticks of 1/100 s). */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
 interface Sweep {
   seed: number;
-  attempts: { wallSeconds: number; exitCode: number; load: { samples: number; mean: number; max: number } }[];
+  attempts: { wallSeconds: number; exitCode: number; load: { samples: number; mean: number; max: number }; machine: { cores: number; busyShare: number; loadAdded: number } }[];
 }
 interface Table {
   finished: number;
   meets: { gain: number; time: number; both: number };
-  rows: { seed: number; finished: boolean; change: { value: number; z: number; commonRandomNumbers: boolean } | null; wallSeconds: number | null; verdict: { gain: boolean; time: boolean; both: boolean } }[];
+  rows: {
+    seed: number;
+    finished: boolean;
+    change: { value: number; z: number; commonRandomNumbers: boolean } | null;
+    wallSeconds: number | null;
+    phases: Record<string, number> | null;
+    verdict: { gain: boolean; time: boolean; both: boolean };
+  }[];
   changeAcrossSeeds: { n: number; mean: number | null; se: number | null };
 }
 
@@ -43,7 +72,8 @@ describe("the quickstart seed sweep of issue 20 at CI size", () => {
 
   beforeAll(() => {
     dir = tempDir("qs-seeds-");
-    first = node([RUN, "--seeds", "1", "--root", dir, ...TINY.flatMap((s) => ["--set", s])], 10 * 60_000);
+    // With a quarter core of the developer's-machine load beside it (load.mjs), as issue 20's series are measured.
+    first = node([RUN, "--seeds", "1", "--root", dir, "--load", "0.25", ...TINY.flatMap((s) => ["--set", s])], 10 * 60_000);
   }, 11 * 60_000);
 
   it("runs the quickstart with the seed set as the run's and the model's seed, and records wall time and load", () => {
@@ -64,6 +94,15 @@ describe("the quickstart seed sweep of issue 20 at CI size", () => {
     expect(sweep.attempts[0]).toMatchObject({ exitCode: 0 });
     expect(sweep.attempts[0]!.wallSeconds).toBeGreaterThan(0);
     expect(sweep.attempts[0]!.load.samples).toBeGreaterThanOrEqual(1);
+    // How busy the whole machine was while the seed ran, and how much load the sweep added to it.
+    const machine = sweep.attempts[0]!.machine;
+    expect(machine.loadAdded).toBe(0.25);
+    expect(machine.cores).toBeGreaterThanOrEqual(1);
+    expect(machine.busyShare).toBeGreaterThan(0);
+    expect(machine.busyShare).toBeLessThanOrEqual(1);
+    expect(json<{ load: number }>(join(dir, "plan.json")).load).toBe(0.25);
+    // The load's processes ended with the seed: none of them is left running.
+    expect(loadProcesses()).toEqual([]);
   });
 
   it("`harnessrl compare RUN:before RUN:after` on the real run gives the change its summary reports", () => {
@@ -87,6 +126,9 @@ describe("the quickstart seed sweep of issue 20 at CI size", () => {
     const bad = node([RUN, "--seeds", "3-1", "--root", dir], 60_000);
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain('bad range "3-1"');
+    const badLoad = node([RUN, "--seeds", "1", "--root", dir, "--load", "many"], 60_000);
+    expect(badLoad.status).toBe(1);
+    expect(badLoad.stderr).toContain('--load: "many" is not a number of cores');
   });
 
   it("tabulates the seeds against the bar: a gain of 15 points at z >= 3 within 10 minutes", () => {
@@ -99,7 +141,17 @@ describe("the quickstart seed sweep of issue 20 at CI size", () => {
       join(dir, "s2", "summary.json"),
       JSON.stringify({ steps: 12, plannedSteps: 12, timeCapped: false, wallSeconds: 500, before: pass(0.3), after: pass(0.5), delta: { overall: 0.2, stderr: 0.05, z: 4, paired: true, groups: 160, dropped: 1 }, warmStart: { steps: 200, plannedSteps: 228, finalNll: 0.014, finalDemoProb: 0.4123 }, timing: {} }),
     );
-    writeFileSync(join(dir, "s2", "sweep.json"), JSON.stringify({ seed: 2, attempts: [{ wallSeconds: 300, load: { mean: 4, max: 6 } }, { wallSeconds: 240, load: { mean: 8, max: 9 } }] }));
+    // The first attempt's machine was 90 % busy for 300 s, the second's 99 % for 240 s (weighted: 94.0 %).
+    writeFileSync(
+      join(dir, "s2", "sweep.json"),
+      JSON.stringify({
+        seed: 2,
+        attempts: [
+          { wallSeconds: 300, load: { mean: 4, max: 6 }, machine: { cores: 2, busyShare: 0.9, loadAdded: 0.5 } },
+          { wallSeconds: 240, load: { mean: 8, max: 9 }, machine: { cores: 2, busyShare: 0.99, loadAdded: 0.5 } },
+        ],
+      }),
+    );
     const table = node([TABLE, "--root", dir], 60_000);
     expect(table.status, table.stderr).toBe(0);
     const t = json<Table>(join(dir, "table.json"));
@@ -119,6 +171,7 @@ describe("the quickstart seed sweep of issue 20 at CI size", () => {
     expect(table.stdout).toContain("| 0 | not finished |");
     expect(table.stdout).toContain("both by **1** of 2");
     expect(table.stdout).toContain("| 200/228 (0.0140, 0.412) |");
+    expect(table.stdout).toContain("| 6.0 / 9.0, 94.0 % (+0.5 cores) |");
     expect(table.stdout).toContain("**+20.0 ± 5.0** (z 4.0, paired without 1 group(s) lost to infra errors)");
     // Seed 1 ran with common random numbers (the default) and says so; the hand-written seed 2 has no such flag.
     expect(t.rows.map((r) => r.change?.commonRandomNumbers)).toEqual([undefined, true, false]);
@@ -127,6 +180,18 @@ describe("the quickstart seed sweep of issue 20 at CI size", () => {
     const svg = readFileSync(join(dir, "seeds.svg"), "utf8");
     expect(svg.startsWith("<svg")).toBe(true);
     expect(svg.match(/seed \d/g)).toEqual(["seed 1", "seed 2"]);
+    // Where each seed's time went: the real run's phases from its summary, all within its wall time; the hand-written
+    // seed 2 has no phase timings, so its whole bar is "other".
+    const p1 = t.rows[1]?.phases;
+    expect(p1?.rollouts).toBeGreaterThan(0);
+    expect(p1?.sft).toBeGreaterThan(0);
+    const known = Object.values(p1 ?? {}).reduce((a, v) => a + v, 0);
+    expect(known).toBeLessThanOrEqual(t.rows[1]?.wallSeconds ?? 0);
+    const times = readFileSync(join(dir, "times.svg"), "utf8");
+    expect(times.match(/seed \d/g)).toEqual(["seed 1", "seed 2"]);
+    expect(times).toMatch(/<title>RL rollouts \d+ s<\/title>/);
+    expect(times).toContain("<title>other 540 s</title>");
+    expect(times).toContain("dashed: the 10-minute bar");
   });
 
   it("tells the user to run the sweep first when there is nothing to tabulate", () => {
@@ -135,5 +200,37 @@ describe("the quickstart seed sweep of issue 20 at CI size", () => {
     expect(r.status).toBe(1);
     expect(r.stderr).toContain("run experiments/quickstart-seeds/run.mjs first");
     expect(existsSync(join(empty, "table.json"))).toBe(false);
+  });
+});
+
+describe("the developer's-machine load of issue 20's series (experiments/quickstart-seeds/load.mjs)", () => {
+  it("1.5 cores of load are two busy processes that burn CPU and are gone once stopped", async () => {
+    const load = startLoad(1.5);
+    try {
+      expect(load.pids).toHaveLength(2);
+      await new Promise((r) => setTimeout(r, 1500));
+      // Each wants 75 % of a core; on a crowded machine it gets less, but never nothing.
+      for (const pid of load.pids) expect(cpuSeconds(pid ?? -1)).toBeGreaterThan(0.05);
+    } finally {
+      await load.stop();
+    }
+    for (const pid of load.pids) expect(existsSync(`/proc/${pid}`)).toBe(false);
+    expect(() => startLoad(0)).toThrow("is not a number of cores");
+  });
+
+  it("reads the machine's busy share from /proc/stat-shaped text, and none from text of another shape", () => {
+    const dir = tempDir("qs-load-");
+    const a = join(dir, "a");
+    const b = join(dir, "b");
+    writeFileSync(a, "cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3\n");
+    writeFileSync(b, "cpu  400 0 150 900 50 0 0 0 0 0\n");
+    // 500 ticks passed, 100 of them idle (iowait counts as idle): 80 % busy.
+    expect(busyShare(cpuTicks(a), cpuTicks(b))).toBeCloseTo(0.8, 12);
+    expect(busyShare(cpuTicks(b), cpuTicks(a))).toBeNull();
+    writeFileSync(b, "intr 1 2 3\n");
+    expect(cpuTicks(b)).toBeNull();
+    expect(cpuTicks(join(dir, "missing"))).toBeNull();
+    const real = cpuTicks();
+    expect(real === null || real.total >= real.idle).toBe(true);
   });
 });
