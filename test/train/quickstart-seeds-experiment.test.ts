@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { busyShare, cpuTicks, startLoad } from "../../experiments/quickstart-seeds/load.mjs";
+import { CLOCK_TICKS_PER_SECOND, procStatFields } from "../../src/core/proc-stat.js";
 import { tempDirs } from "../temp-dirs.js";
 import { tinyQuickstartSets } from "./tiny-quickstart.js";
 
@@ -41,11 +42,10 @@ function loadProcesses(): number[] {
   return pids;
 }
 
-/** user + system CPU seconds of a live process from /proc/PID/stat (fields 14 and 15, in clock ticks of 1/100 s). */
+/** user + system CPU seconds of a live process (NaN once it is gone). */
 function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(f[11]) + Number(f[12])) / 100;
+  const f = procStatFields(pid);
+  return f ? (Number(f[11]) + Number(f[12])) / CLOCK_TICKS_PER_SECOND : Number.NaN;
 }
 
 interface Sweep {
