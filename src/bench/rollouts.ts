@@ -54,7 +54,7 @@ const ARMS: Arm[] = [
 /** Kinds of processes in a rollout, by command line. */
 function classify(cmdline: string): string | null {
   if (cmdline.includes("main.js rollout")) return "control plane (engine, proxy, records)";
-  if (/harness\/builtin\/(bundles\/)?[a-z-]+-agent\.m?js/.test(cmdline)) return "harness";
+  if (/harness\/builtin\/(bundles\/)?[a-z-]+-agent\.[cm]?js/.test(cmdline)) return "harness";
   if (cmdline.includes("--max-old-space-size=32")) return "sandbox agent";
   if (cmdline.includes("sandbox/launcher/main.js")) return "launcher";
   if (cmdline.includes("disk-meter/main.js")) return "disk meter";

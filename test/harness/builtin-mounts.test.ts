@@ -40,7 +40,7 @@ describe("built-in harness sandboxes see only the harness, never task data", () 
     const saved = process.env[BUILTIN_NODE_FLAGS_ENV];
     try {
       for (const name of ["chat-agent", "claw-agent", "resp-agent", "central-agent"]) {
-        const bundle = join(REPO_ROOT, "dist", "harness", "builtin", "bundles", `${name}.mjs`);
+        const bundle = join(REPO_ROOT, "dist", "harness", "builtin", "bundles", `${name}.cjs`);
         delete process.env[BUILTIN_NODE_FLAGS_ENV];
         expect(getHarness(name).launch(LAUNCH).argv).toEqual([process.execPath, "--liftoff-only", bundle]);
         process.env[BUILTIN_NODE_FLAGS_ENV] = "";
@@ -56,7 +56,7 @@ describe("built-in harness sandboxes see only the harness, never task data", () 
 
   it("mounts the harness's bundle alone (one file with its SDKs): nothing else of dist/ or node_modules/", () => {
     for (const name of ["chat-agent", "claw-agent", "resp-agent", "central-agent"]) {
-      expect(getHarness(name).hostPaths()).toEqual([join(REPO_ROOT, "dist", "harness", "builtin", "bundles", `${name}.mjs`)]);
+      expect(getHarness(name).hostPaths()).toEqual([join(REPO_ROOT, "dist", "harness", "builtin", "bundles", `${name}.cjs`)]);
     }
   });
 

@@ -86,7 +86,7 @@ describe("bwrap sandbox: disk budget and host details", () => {
       "pid = os.fork()",
       "if pid == 0:",
       "    time.sleep(60); os._exit(0)",
-      "agent = [int(p) for p in os.listdir('/proc') if p.isdigit() and b'agent/main.js' in open('/proc/%s/cmdline' % p, 'rb').read()][0]",
+      "agent = [int(p) for p in os.listdir('/proc') if p.isdigit() and b'agent/main.cjs' in open('/proc/%s/cmdline' % p, 'rb').read()][0]",
       "class iovec(ctypes.Structure): _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]",
       "buf = ctypes.create_string_buffer(8)",
       "iov = iovec(ctypes.cast(buf, ctypes.c_void_p), 8)",

@@ -138,8 +138,18 @@ describe("bwrap sandbox isolation", () => {
     const r = await s.exec(["sh", "-c", "cat /proc/1/comm; tr '\\0' ' ' < /proc/2/cmdline; echo; cut -d' ' -f4 /proc/2/stat"]);
     const [init, agent, agentParent] = r.stdout.trim().split("\n");
     expect(init).toBe("bwrap");
-    expect(agent).toContain("/run/harnessrl/agent/main.js");
+    expect(agent).toContain("/run/harnessrl/agent/main.cjs");
     expect(agentParent).toBe("1");
+    await s.destroy();
+  });
+
+  it("mounts its exec agent as one CommonJS bundle: no ES modules for each sandbox's node to load", async () => {
+    const s = await backend.create({ limits: LIMITS });
+    const r = await s.exec(["sh", "-c", "ls /run/harnessrl/agent; grep -c '^import ' /run/harnessrl/agent/main.cjs; grep -c 'require(\"node:' /run/harnessrl/agent/main.cjs"]);
+    const [files, imports, requires] = r.stdout.trim().split("\n");
+    expect(files).toBe("main.cjs");
+    expect(imports).toBe("0");
+    expect(Number(requires)).toBeGreaterThanOrEqual(3); // child_process, fs, net: built-ins only
     await s.destroy();
   });
 

@@ -13,6 +13,6 @@ export default function setup(): void {
   if (process.env.HARNESSRL_SKIP_BUILD === "1") return;
   const r = spawnSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(root, "tsconfig.json")], { cwd: root, encoding: "utf8" });
   if (r.status !== 0 && !r.stdout.includes("error TS")) throw new Error(`build failed: ${r.stderr}`);
-  const b = spawnSync(process.execPath, [join(root, "scripts", "bundle-harnesses.mjs")], { cwd: root, encoding: "utf8" });
-  if (b.status !== 0) throw new Error(`bundling the built-in harnesses failed: ${b.stderr}`);
+  const b = spawnSync(process.execPath, [join(root, "scripts", "bundle.mjs")], { cwd: root, encoding: "utf8" });
+  if (b.status !== 0) throw new Error(`bundling the built-in harnesses and the exec agent failed: ${b.stderr}`);
 }

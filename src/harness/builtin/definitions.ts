@@ -40,14 +40,14 @@ export function builtinResult(stdout: string): { status: string; turns: number }
 }
 
 /**
- * What a built-in harness runs: its bundle (scripts/bundle-harnesses.mjs: one file with its SDKs, ~40 % less CPU to
+ * What a built-in harness runs: its bundle (scripts/bundle.mjs: one CommonJS file with its SDKs, ~40 % less CPU to
  * start) when the build made one, else the compiled entry, which imports its SDKs from node_modules/.
  */
 export const BUNDLES_ENV = "HARNESSRL_BUILTIN_BUNDLES";
 
 function entryOf(name: string): { script: string; bundled: boolean } {
   // =0: run the unbundled entry (readable stack traces; the benchmark's comparison arm).
-  const bundle = join(packageRoot, "dist", "harness", "builtin", "bundles", `${name}.mjs`);
+  const bundle = join(packageRoot, "dist", "harness", "builtin", "bundles", `${name}.cjs`);
   if (process.env[BUNDLES_ENV] !== "0" && existsSync(bundle)) return { script: bundle, bundled: true };
   return { script: join(packageRoot, "dist", "harness", "builtin", `${name}.js`), bundled: false };
 }

@@ -35,9 +35,12 @@ function findExecutable(name: string): string | undefined {
   return undefined;
 }
 
-/** The compiled exec agent next to this module, or in dist/ when this module runs from its TypeScript source (tests). */
+/**
+ * The exec agent's bundle (scripts/bundle.mjs: one CommonJS file) next to this module, or in dist/ when this module
+ * runs from its TypeScript source (tests).
+ */
 function agentDir(): string | undefined {
-  const main = compiledScript(new URL("../agent/main.js", import.meta.url));
+  const main = compiledScript(new URL("../agent/main.cjs", import.meta.url));
   return main === undefined ? undefined : dirname(main);
 }
 
@@ -75,7 +78,7 @@ export interface BwrapBackendOptions extends SandboxBackendOptions {
 
 /** The exec agent's compiled modules, read once per backend (each sandbox gets a copy). */
 function readAgentFiles(dir: string): Map<string, Buffer> {
-  return new Map(readdirSync(dir).filter((f) => f.endsWith(".js")).map((f) => [f, readFileSync(join(dir, f))]));
+  return new Map(readdirSync(dir).filter((f) => f.endsWith(".cjs")).map((f) => [f, readFileSync(join(dir, f))]));
 }
 
 /** Decides the sandbox user and proves bwrap works as that user here (unprivileged user namespaces may be disabled). */
@@ -134,7 +137,7 @@ export class BwrapBackend implements SandboxBackend {
     const mountRoot = await mountRootFor(options.mountRoot, stateRoot, warnings);
     const system = systemMountArgs();
     const agentHostDir = agentDir();
-    if (!agentHostDir) throw new InfraError("sandbox_no_agent", "the sandbox exec agent (dist/sandbox/agent/main.js) is not built: run `npm run build`");
+    if (!agentHostDir) throw new InfraError("sandbox_no_agent", "the sandbox exec agent (dist/sandbox/agent/main.cjs) is not built: run `npm run build`");
     const mounts: MountPlan = {
       systemArgs: system.args, systemBound: system.bound, nodePrefix: planNode(process.execPath, system.bound), agentHostDir,
       hidePaths: [stateRoot, mountRoot, ...(options.hidePaths ?? []).map((p) => resolve(p))],

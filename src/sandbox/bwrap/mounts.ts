@@ -11,7 +11,7 @@ export const IN_SANDBOX = {
   workspace: "/workspace",
   home: "/home/sandbox",
   agentDir: "/run/harnessrl/agent",
-  agentMain: "/run/harnessrl/agent/main.js",
+  agentMain: "/run/harnessrl/agent/main.cjs",
   bridgeDir: "/run/harnessrl/bridge",
   bridgeSocket: "/run/harnessrl/bridge/proxy.sock",
 } as const;
