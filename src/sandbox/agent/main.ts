@@ -8,7 +8,8 @@
  * the PID namespace (`kill(-1)`: background leftovers, setsid'd and double-forked ones included); next to other execs,
  * only its own tree is killed (procs.ts). The exit report is sent once none of it runs any more.
  * Node built-ins only: the build bundles this directory into one CommonJS file, dist/sandbox/agent/main.cjs
- * (scripts/bundle.mjs), which every sandbox mounts: one file and no ES module loader is ~10 ms less CPU per sandbox.
+ * (scripts/bundle.mjs), which every sandbox mounts: one file and no ES module loader is ~22 ms less CPU per sandbox
+ * (docs/sandbox.md).
  */
 import { spawn } from "node:child_process";
 import type { ChildProcess } from "node:child_process";
