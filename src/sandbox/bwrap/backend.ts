@@ -76,7 +76,7 @@ export interface BwrapBackendOptions extends SandboxBackendOptions {
   launcher?: "process" | "direct";
 }
 
-/** The exec agent's compiled modules, read once per backend (each sandbox gets a copy). */
+/** The exec agent's bundle, read once per backend (each sandbox gets a copy). */
 function readAgentFiles(dir: string): Map<string, Buffer> {
   return new Map(readdirSync(dir).filter((f) => f.endsWith(".cjs")).map((f) => [f, readFileSync(join(dir, f))]));
 }
