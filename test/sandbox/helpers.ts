@@ -137,7 +137,10 @@ export function spawnControlPlane(code: string, readyPrefix: string): Promise<{ 
   });
 }
 
-/** Host processes whose command line mentions the sandbox (bwrap's arguments carry its state path). */
+/**
+ * Host processes whose command line contains `id`: a sandbox's id (bwrap's arguments carry its state path), or any
+ * other text that marks a kind of process.
+ */
 export function hostProcessesMentioning(id: string): number[] {
   return readdirSync("/proc")
     .filter((n) => /^\d+$/.test(n))

@@ -1,9 +1,10 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { busyShare, cpuTicks, startLoad } from "../../experiments/quickstart-seeds/load.mjs";
 import { CLOCK_TICKS_PER_SECOND, procStatFields } from "../../src/core/proc-stat.js";
+import { hostProcessesMentioning } from "../sandbox/helpers.js";
 import { tempDirs } from "../temp-dirs.js";
 import { tinyQuickstartSets } from "./tiny-quickstart.js";
 
@@ -29,18 +30,7 @@ const node = (args: string[], timeoutMs: number): { status: number | null; stdou
 const json = <T>(path: string): T => JSON.parse(readFileSync(path, "utf8")) as T;
 
 /** Pids of running load processes (load.mjs's child script is on their command line). */
-function loadProcesses(): number[] {
-  const pids: number[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      if (readFileSync(`/proc/${name}/cmdline`, "utf8").includes("const [duty, maxSeconds]")) pids.push(Number(name));
-    } catch {
-      // the process ended while we looked
-    }
-  }
-  return pids;
-}
+const loadProcesses = (): number[] => hostProcessesMentioning("const [duty, maxSeconds]");
 
 /** user + system CPU seconds of a live process (NaN once it is gone). */
 function cpuSeconds(pid: number): number {
