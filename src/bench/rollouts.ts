@@ -3,7 +3,8 @@
  * for the ways of running it: sandboxes' launch chains forked by the launcher process or by the control plane itself
  * (`HARNESSRL_SANDBOX_LAUNCHER=direct`), built-in harnesses bundled or not (`HARNESSRL_BUILTIN_BUNDLES=0`), our own
  * tool and verifier programs run in the control plane or in sandboxes (`HARNESSRL_NATIVE_PROGRAMS=0`), harness processes
- * with or without `--liftoff-only` (`HARNESSRL_BUILTIN_NODE_FLAGS=`, definitions.ts).
+ * with or without `--liftoff-only` (`HARNESSRL_BUILTIN_NODE_FLAGS=`, definitions.ts), compiled from their V8 code cache
+ * or from source (`HARNESSRL_BUILTIN_CODE_CACHE=0`, cached-start.ts).
  *
  * Each arm is one `harnessrl rollout` of the same tasks (default: 24 calcrun tasks × chat-agent and resp-agent, 16 at
  * once, bwrap sandboxes) with the oracle engine, which answers instantly: the numbers are the infrastructure's cost
@@ -44,6 +45,7 @@ interface Arm {
 
 const ARMS: Arm[] = [
   { name: "launcher, bundled harnesses", env: {} },
+  { name: "launcher, bundled harnesses without their V8 code cache (before 2026-12-08)", env: { HARNESSRL_BUILTIN_CODE_CACHE: "0" } },
   { name: "launcher, bundled harnesses, V8's default WebAssembly tiering (before 2026-12-07)", env: { HARNESSRL_BUILTIN_NODE_FLAGS: "" } },
   { name: "launcher, bundled harnesses, tools and verifiers in sandboxes (before 2026-12-06)", env: { HARNESSRL_NATIVE_PROGRAMS: "0" } },
   { name: "launcher, unbundled harnesses", env: { HARNESSRL_BUILTIN_BUNDLES: "0" } },

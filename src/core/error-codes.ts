@@ -191,6 +191,7 @@ export const ERROR_CODES = {
     install_lock_failed: once("a harness install lock cannot be created"),
     install_lock_timeout: retry("another process held a harness install lock too long"),
     harness_not_built: once("a built-in harness is not compiled (run npm run build)"),
+    code_cache_failed: once("the build's warm-up run of a built-in harness, which writes its V8 code cache, failed"),
     bench_check_failed: once("a benchmark's own sanity check failed"),
     redis_start_failed: once("a private redis-server (tests, benchmarks) did not start"),
     cluster_unreachable: retry("the cluster queue (Redis) cannot be reached"),

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { InfraError } from "../../core/errors.js";
 import type { Protocol } from "../../icr/records.js";
 import { harnessrlEnv } from "../launch-env.js";
+import { codeCachePath } from "./code-cache-files.js";
 import { builtinMountSet } from "./mount-set.js";
 import type { ExitInfo, HarnessDefinition, LaunchContext, LaunchPlan, OracleProfile } from "../types.js";
 
@@ -41,14 +42,30 @@ export function builtinResult(stdout: string): { status: string; turns: number }
 
 /**
  * What a built-in harness runs: its bundle (scripts/bundle.mjs: one CommonJS file with its SDKs, ~40 % less CPU to
- * start) when the build made one, else the compiled entry, which imports its SDKs from node_modules/.
+ * start) when the build made one, else the compiled entry, which imports its SDKs from node_modules/. A bundle starts
+ * through cached-start.cjs, which compiles it from the V8 code cache the build wrote beside it (cached-start.ts).
  */
 export const BUNDLES_ENV = "HARNESSRL_BUILTIN_BUNDLES";
+/** =0: start the bundle directly, without its code cache (the benchmark's comparison arm). */
+export const CODE_CACHE_ENV = "HARNESSRL_BUILTIN_CODE_CACHE";
 
-function entryOf(name: string): { script: string; bundled: boolean } {
+interface Entry {
+  script: string;
+  bundled: boolean;
+  /** cached-start.cjs, when the build made it, and the bundle's code cache, when the build wrote one. */
+  cached?: { starter: string; cache?: string };
+}
+
+function entryOf(name: string): Entry {
   // =0: run the unbundled entry (readable stack traces; the benchmark's comparison arm).
-  const bundle = join(packageRoot, "dist", "harness", "builtin", "bundles", `${name}.cjs`);
-  if (process.env[BUNDLES_ENV] !== "0" && existsSync(bundle)) return { script: bundle, bundled: true };
+  const bundles = join(packageRoot, "dist", "harness", "builtin", "bundles");
+  const bundle = join(bundles, `${name}.cjs`);
+  if (process.env[BUNDLES_ENV] !== "0" && existsSync(bundle)) {
+    const starter = join(bundles, "cached-start.cjs");
+    const cache = codeCachePath(bundle);
+    if (process.env[CODE_CACHE_ENV] === "0" || !existsSync(starter)) return { script: bundle, bundled: true };
+    return { script: bundle, bundled: true, cached: { starter, ...(existsSync(cache) ? { cache } : {}) } };
+  }
   return { script: join(packageRoot, "dist", "harness", "builtin", `${name}.js`), bundled: false };
 }
 
@@ -81,14 +98,15 @@ function builtin(name: string, summary: string, protocol: Protocol, oracle: Orac
     // Only the harness: its bundle, or the entry file, what it imports and package.json. Never the rest of dist/
     // (task generators, answers, verifiers).
     hostPaths: () => {
-      const { script, bundled } = entryOf(name);
-      if (bundled) return [script];
+      const { script, bundled, cached } = entryOf(name);
+      if (bundled) return [script, ...(cached ? [cached.starter, ...(cached.cache ? [cached.cache] : [])] : [])];
       if (!mounts && existsSync(script)) mounts = builtinMountSet(packageRoot, script);
       return mounts ?? [script, join(packageRoot, "package.json")];
     },
     launch(ctx: LaunchContext): LaunchPlan {
+      const { script, cached } = entryOf(name);
       return {
-        argv: [process.execPath, ...builtinNodeFlags(), entryOf(name).script],
+        argv: [process.execPath, ...builtinNodeFlags(), ...(cached ? [cached.starter] : []), script],
         env: harnessrlEnv(ctx),
         homeFiles: {},
       };
