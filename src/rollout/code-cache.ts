@@ -8,12 +8,10 @@
  * model behind the real proxy: a tool call, then a final answer. Outside any sandbox: the only command its tools run
  * is `true`, in a temporary workspace. Each cache is then checked the way a sandbox will load it.
  */
-import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { InfraError } from "../core/errors.js";
-import { killChild } from "../core/kill-child.js";
 import { createScriptedEngine } from "../engine/scripted/scripted-engine.js";
 import type { ScriptReply, ScriptRequest } from "../engine/scripted/script-types.js";
 import { builtinHarnesses, builtinResult, CODE_CACHE_ENV } from "../harness/builtin/definitions.js";
@@ -21,6 +19,7 @@ import { CODE_CACHE_MODE_ENV, codeCachePath } from "../harness/builtin/code-cach
 import type { HarnessDefinition, OracleProfile } from "../harness/types.js";
 import { createHistoryPlanner } from "../history/planner.js";
 import { ProxyServer } from "../proxy/server.js";
+import { runProcess } from "../tasks/local-run.js";
 import { MemoryStore } from "../store/memory.js";
 
 export interface CodeCacheResult {
@@ -41,27 +40,6 @@ export function warmUpReply(oracle: OracleProfile, request: ScriptRequest): Scri
   return call ? { toolCalls: [call] } : { content: "Done." };
 }
 
-function runOnce(argv: readonly string[], env: Record<string, string>, cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const [cmd, ...args] = argv;
-    if (!cmd) return reject(new InfraError("code_cache_failed", "empty launch command"));
-    const child = spawn(cmd, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
-    const timer = setTimeout(() => killChild(child, "SIGKILL"), RUN_TIMEOUT_MS);
-    child.on("error", (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
 async function warmUp(def: HarnessDefinition, proxy: ProxyServer, origin: string): Promise<CodeCacheResult> {
   const dir = mkdtempSync(join(tmpdir(), `harnessrl-code-cache-${def.name}-`));
   try {
@@ -72,12 +50,12 @@ async function warmUp(def: HarnessDefinition, proxy: ProxyServer, origin: string
     if (starter < 0) throw new InfraError("code_cache_failed", `${def.name} does not start through cached-start.cjs: ${plan.argv.join(" ")}`);
     const cache = codeCachePath(bundle);
     const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, ...plan.env };
-    const run = await runOnce(plan.argv, { ...env, [CODE_CACHE_MODE_ENV]: `write:${cache}` }, dir);
+    const run = await runProcess(plan.argv, dir, RUN_TIMEOUT_MS, { ...env, [CODE_CACHE_MODE_ENV]: `write:${cache}` });
     const result = builtinResult(run.stdout);
     if (run.code !== 0 || result?.status !== "done" || !existsSync(cache)) {
       throw new InfraError("code_cache_failed", `the warm-up run of ${def.name} failed (exit ${run.code}, result ${JSON.stringify(result)}): ${run.stderr.slice(-2000)}`);
     }
-    const check = (await runOnce(plan.argv, { ...env, [CODE_CACHE_MODE_ENV]: "check" }, dir)).stdout.trim();
+    const check = (await runProcess(plan.argv, dir, RUN_TIMEOUT_MS, { ...env, [CODE_CACHE_MODE_ENV]: "check" })).stdout.trim();
     return { harness: def.name, cache, bytes: statSync(cache).size, check };
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -21,14 +21,15 @@ export interface ProcessResult {
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 
-export function runProcess(argv: string[], cwd: string, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<ProcessResult> {
+/** `env`: the whole environment of the process (default: this process's). */
+export function runProcess(argv: readonly string[], cwd: string, timeoutMs = DEFAULT_TIMEOUT_MS, env?: Record<string, string>): Promise<ProcessResult> {
   return new Promise((resolvePromise, reject) => {
     const [cmd, ...args] = argv;
     if (cmd === undefined) {
       reject(new InfraError("empty_command", "empty command"));
       return;
     }
-    const child = spawn(cmd, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(cmd, args, { cwd, ...(env ? { env } : {}), stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     let timedOut = false;

@@ -52,8 +52,10 @@ export const CODE_CACHE_ENV = "HARNESSRL_BUILTIN_CODE_CACHE";
 interface Entry {
   script: string;
   bundled: boolean;
-  /** cached-start.cjs, when the build made it, and the bundle's code cache, when the build wrote one. */
-  cached?: { starter: string; cache?: string };
+  /** cached-start.cjs, which starts a bundle when the build made it. */
+  starter?: string;
+  /** The bundle's code cache, when the build wrote one (only with a starter). */
+  cache?: string;
 }
 
 function entryOf(name: string): Entry {
@@ -64,7 +66,7 @@ function entryOf(name: string): Entry {
     const starter = join(bundles, "cached-start.cjs");
     const cache = codeCachePath(bundle);
     if (process.env[CODE_CACHE_ENV] === "0" || !existsSync(starter)) return { script: bundle, bundled: true };
-    return { script: bundle, bundled: true, cached: { starter, ...(existsSync(cache) ? { cache } : {}) } };
+    return { script: bundle, bundled: true, starter, ...(existsSync(cache) ? { cache } : {}) };
   }
   return { script: join(packageRoot, "dist", "harness", "builtin", `${name}.js`), bundled: false };
 }
@@ -98,15 +100,15 @@ function builtin(name: string, summary: string, protocol: Protocol, oracle: Orac
     // Only the harness: its bundle, or the entry file, what it imports and package.json. Never the rest of dist/
     // (task generators, answers, verifiers).
     hostPaths: () => {
-      const { script, bundled, cached } = entryOf(name);
-      if (bundled) return [script, ...(cached ? [cached.starter, ...(cached.cache ? [cached.cache] : [])] : [])];
+      const { script, bundled, starter, cache } = entryOf(name);
+      if (bundled) return [script, ...(starter ? [starter] : []), ...(cache ? [cache] : [])];
       if (!mounts && existsSync(script)) mounts = builtinMountSet(packageRoot, script);
       return mounts ?? [script, join(packageRoot, "package.json")];
     },
     launch(ctx: LaunchContext): LaunchPlan {
-      const { script, cached } = entryOf(name);
+      const { script, starter } = entryOf(name);
       return {
-        argv: [process.execPath, ...builtinNodeFlags(), ...(cached ? [cached.starter] : []), script],
+        argv: [process.execPath, ...builtinNodeFlags(), ...(starter ? [starter] : []), script],
         env: harnessrlEnv(ctx),
         homeFiles: {},
       };
